@@ -1,3 +1,3 @@
 module github.com/alicia-voice/alicia/migrations
 
-go 1.26.8
+go 1.26
