@@ -41,8 +41,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-require (
-	github.com/alicia-voice/alicia/migrations v0.0.0-00010101000000-000000000000
-	github.com/alicia-voice/alicia/proto-schemas v0.0.0-00010101000000-000000000000
-)
