@@ -1,0 +1,159 @@
+// Package subjects is the only place NATS subject strings are built or parsed.
+//
+// Layout (ARCHITECTURE.md §2):
+//
+//	alicia.conv.{cid}.client.{type}   envelopes from a client
+//	alicia.conv.{cid}.server.{type}   envelopes for the client
+//	alicia.sys.{type}                 envelopes not tied to one conversation
+//	alicia.dlq.{consumer}             dead letters, with the reason in headers
+//	alicia.asr.jobs.{cid}             ASR work queue
+//	alicia.audio.{cid}.out            playout audio (core NATS)
+//	alicia.ctl.{cid}                  immediate control (core NATS)
+package subjects
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Typed is anything that names a message type token (protocol.MessageType).
+type Typed interface{ Token() string }
+
+// Origin says who produced an envelope on a conversation subject.
+type Origin string
+
+// Origins.
+const (
+	OriginClient Origin = "client"
+	OriginServer Origin = "server"
+)
+
+// Wildcards and stream subject filters.
+const (
+	root             = "alicia"
+	AllConversations = "alicia.conv.>"
+	AllSystem        = "alicia.sys.>"
+	AllDeadLetters   = "alicia.dlq.>"
+	AllASRJobs       = "alicia.asr.jobs.>"
+)
+
+// ErrInvalid is returned by Parse and Validate for subjects or tokens that do not fit the layout.
+var ErrInvalid = errors.New("subjects: invalid")
+
+// ValidToken reports whether s can stand as one subject token: non-empty, no
+// dots, wildcards or whitespace.
+func ValidToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '.', '*', '>', ' ', '\t', '\r', '\n':
+			return false
+		default:
+			if c < 0x20 || c == 0x7f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Validate returns an error when cid cannot be used in a subject.
+func Validate[C ~string](cid C) error {
+	if !ValidToken(string(cid)) {
+		return fmt.Errorf("%w: conversation id %q", ErrInvalid, string(cid))
+	}
+	return nil
+}
+
+// Client is the subject of a client envelope of type t in conversation cid.
+func Client[C ~string](cid C, t Typed) string {
+	return conv(string(cid), OriginClient, t.Token())
+}
+
+// Server is the subject of a server envelope of type t in conversation cid.
+func Server[C ~string](cid C, t Typed) string {
+	return conv(string(cid), OriginServer, t.Token())
+}
+
+// Conversation matches every envelope of one conversation.
+func Conversation[C ~string](cid C) string {
+	return root + ".conv." + string(cid) + ".>"
+}
+
+// ServerAll matches every server envelope of one conversation.
+func ServerAll[C ~string](cid C) string {
+	return root + ".conv." + string(cid) + ".server.>"
+}
+
+// ClientAll matches every client envelope of one conversation.
+func ClientAll[C ~string](cid C) string {
+	return root + ".conv." + string(cid) + ".client.>"
+}
+
+// AllOfType matches envelopes of type t from origin o in every conversation.
+func AllOfType(o Origin, t Typed) string {
+	return root + ".conv.*." + string(o) + "." + t.Token()
+}
+
+// System is the subject of a system envelope of type t.
+func System(t Typed) string { return root + ".sys." + t.Token() }
+
+// DeadLetter is where a consumer puts envelopes it cannot process.
+func DeadLetter(consumer string) string { return root + ".dlq." + consumer }
+
+// ASRJob is the work-queue subject of ASR jobs for one conversation.
+func ASRJob[C ~string](cid C) string { return root + ".asr.jobs." + string(cid) }
+
+// AudioOut carries playout audio for one conversation on core NATS.
+func AudioOut[C ~string](cid C) string { return root + ".audio." + string(cid) + ".out" }
+
+// Control carries immediate control (stop, barge-in) for one conversation on core NATS.
+func Control[C ~string](cid C) string { return root + ".ctl." + string(cid) }
+
+func conv(cid string, o Origin, token string) string {
+	var b strings.Builder
+	b.Grow(len(root) + 6 + len(cid) + 1 + len(o) + 1 + len(token))
+	b.WriteString(root)
+	b.WriteString(".conv.")
+	b.WriteString(cid)
+	b.WriteByte('.')
+	b.WriteString(string(o))
+	b.WriteByte('.')
+	b.WriteString(token)
+	return b.String()
+}
+
+// Parsed is a conversation subject taken apart.
+type Parsed struct {
+	ConversationID string
+	Origin         Origin
+	TypeToken      string
+}
+
+// Parse splits alicia.conv.{cid}.{origin}.{type}.
+func Parse(subject string) (Parsed, error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 || parts[0] != root || parts[1] != "conv" {
+		return Parsed{}, fmt.Errorf("%w: %q is not a conversation subject", ErrInvalid, subject)
+	}
+	o := Origin(parts[3])
+	if o != OriginClient && o != OriginServer {
+		return Parsed{}, fmt.Errorf("%w: %q has origin %q", ErrInvalid, subject, parts[3])
+	}
+	if !ValidToken(parts[2]) || !ValidToken(parts[4]) {
+		return Parsed{}, fmt.Errorf("%w: %q has an empty token", ErrInvalid, subject)
+	}
+	return Parsed{ConversationID: parts[2], Origin: o, TypeToken: parts[4]}, nil
+}
+
+// ParseSystem returns the type token of alicia.sys.{type}.
+func ParseSystem(subject string) (string, error) {
+	rest, ok := strings.CutPrefix(subject, root+".sys.")
+	if !ok || !ValidToken(rest) {
+		return "", fmt.Errorf("%w: %q is not a system subject", ErrInvalid, subject)
+	}
+	return rest, nil
+}
