@@ -14,19 +14,21 @@ const (
 	MetaSpanID  = "messaging.span_id"
 )
 
-// InjectMeta writes the span context of ctx into meta (allocating it when
-// nil) and returns it. Without a valid span context meta is returned as is.
+// InjectMeta returns a copy of meta carrying the span context of ctx; the
+// caller's map is not modified. Without a valid span context meta is
+// returned as is.
 func InjectMeta(ctx context.Context, meta map[string]any) map[string]any {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return meta
 	}
-	if meta == nil {
-		meta = make(map[string]any, 2)
+	out := make(map[string]any, len(meta)+2)
+	for k, v := range meta {
+		out[k] = v
 	}
-	meta[MetaTraceID] = sc.TraceID().String()
-	meta[MetaSpanID] = sc.SpanID().String()
-	return meta
+	out[MetaTraceID] = sc.TraceID().String()
+	out[MetaSpanID] = sc.SpanID().String()
+	return out
 }
 
 // ExtractMeta returns ctx carrying the remote span context found in meta, so
