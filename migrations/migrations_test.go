@@ -272,6 +272,7 @@ func TestUpDownUp(t *testing.T) {
 	if err := migrations.Status(ctx, db, &status); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("status after Up:\n%s", status.String())
 	if n := strings.Count(status.String(), " applied "); n != 6 {
 		t.Errorf("status lists %d applied migrations, want 6:\n%s", n, status.String())
 	}
