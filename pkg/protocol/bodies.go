@@ -1,0 +1,87 @@
+package protocol
+
+// MessageType methods make every body type a Body.
+
+// MessageType returns TypeErrorMessage.
+func (*ErrorMessage) MessageType() MessageType { return TypeErrorMessage }
+
+// MessageType returns TypeUserMessage.
+func (*UserMessage) MessageType() MessageType { return TypeUserMessage }
+
+// MessageType returns TypeAssistantMessage.
+func (*AssistantMessage) MessageType() MessageType { return TypeAssistantMessage }
+
+// MessageType returns TypeAudioChunk.
+func (*AudioChunk) MessageType() MessageType { return TypeAudioChunk }
+
+// MessageType returns TypeReasoningStep.
+func (*ReasoningStep) MessageType() MessageType { return TypeReasoningStep }
+
+// MessageType returns TypeToolUseRequest.
+func (*ToolUseRequest) MessageType() MessageType { return TypeToolUseRequest }
+
+// MessageType returns TypeToolUseResult.
+func (*ToolUseResult) MessageType() MessageType { return TypeToolUseResult }
+
+// MessageType returns TypeAcknowledgement.
+func (*Acknowledgement) MessageType() MessageType { return TypeAcknowledgement }
+
+// MessageType returns TypeTranscription.
+func (*Transcription) MessageType() MessageType { return TypeTranscription }
+
+// MessageType returns TypeControlStop.
+func (*ControlStop) MessageType() MessageType { return TypeControlStop }
+
+// MessageType returns TypeControlVariation.
+func (*ControlVariation) MessageType() MessageType { return TypeControlVariation }
+
+// MessageType returns TypeConfiguration.
+func (*Configuration) MessageType() MessageType { return TypeConfiguration }
+
+// MessageType returns TypeStartAnswer.
+func (*StartAnswer) MessageType() MessageType { return TypeStartAnswer }
+
+// MessageType returns TypeMemoryTrace.
+func (*MemoryTrace) MessageType() MessageType { return TypeMemoryTrace }
+
+// MessageType returns TypeCommentary.
+func (*Commentary) MessageType() MessageType { return TypeCommentary }
+
+// MessageType returns TypeAssistantSentence.
+func (*AssistantSentence) MessageType() MessageType { return TypeAssistantSentence }
+
+// MessageType returns TypeSyncRequest.
+func (*SyncRequest) MessageType() MessageType { return TypeSyncRequest }
+
+// MessageType returns TypeSyncResponse.
+func (*SyncResponse) MessageType() MessageType { return TypeSyncResponse }
+
+// MessageType returns TypeFeedback.
+func (*Feedback) MessageType() MessageType { return TypeFeedback }
+
+// MessageType returns TypeFeedbackConfirmation.
+func (*FeedbackConfirmation) MessageType() MessageType { return TypeFeedbackConfirmation }
+
+// MessageType returns TypeUserNote.
+func (*UserNote) MessageType() MessageType { return TypeUserNote }
+
+// MessageType returns TypeNoteConfirmation.
+func (*NoteConfirmation) MessageType() MessageType { return TypeNoteConfirmation }
+
+// MessageType returns TypeMemoryAction.
+func (*MemoryAction) MessageType() MessageType { return TypeMemoryAction }
+
+// MessageType returns TypeMemoryConfirmation.
+func (*MemoryConfirmation) MessageType() MessageType { return TypeMemoryConfirmation }
+
+// MessageType returns TypeServerInfo.
+func (*ServerInfo) MessageType() MessageType { return TypeServerInfo }
+
+// MessageType returns TypeSessionStats.
+func (*SessionStats) MessageType() MessageType { return TypeSessionStats }
+
+// MessageType returns TypeConversationUpdate.
+func (*ConversationUpdate) MessageType() MessageType { return TypeConversationUpdate }
+
+// MessageType returns TypeBranchUpdate.
+func (*BranchUpdate) MessageType() MessageType { return TypeBranchUpdate }

@@ -1,0 +1,17 @@
+// Package protocol holds the Alicia wire protocol: the body types generated
+// from proto-schemas (types_gen.go), the message type registry, the Envelope
+// and its canonical MessagePack and JSON codecs.
+//
+// Decode and DecodeJSON treat their input as untrusted: they check its size,
+// its structure and every body against the JSON Schema of its type, and
+// report problems as *Error with a protocol error code. Encode writes the
+// canonical MessagePack form described in proto-schemas/README.md, so the
+// same envelope always gives the same bytes in Go and in TypeScript.
+//
+// Optional scalar fields of the generated bodies are pointers (*string,
+// *int32, *bool, *int64, *float64); optional arrays, maps and bytes are nil
+// when absent. Use Ptr to fill them.
+package protocol
+
+//go:generate go run github.com/atombender/go-jsonschema@v0.24.1 --only-models --tags json --capitalization ID,MCP,ASR,TTS,LLM --struct-name-from-title --package protocol --output types_gen.go ../../proto-schemas/acknowledgement.json ../../proto-schemas/assistant_message.json ../../proto-schemas/assistant_sentence.json ../../proto-schemas/audio_chunk.json ../../proto-schemas/branch_update.json ../../proto-schemas/commentary.json ../../proto-schemas/configuration.json ../../proto-schemas/control_stop.json ../../proto-schemas/control_variation.json ../../proto-schemas/conversation_update.json ../../proto-schemas/error_message.json ../../proto-schemas/feedback.json ../../proto-schemas/feedback_confirmation.json ../../proto-schemas/memory_action.json ../../proto-schemas/memory_confirmation.json ../../proto-schemas/memory_trace.json ../../proto-schemas/note_confirmation.json ../../proto-schemas/reasoning_step.json ../../proto-schemas/server_info.json ../../proto-schemas/session_stats.json ../../proto-schemas/start_answer.json ../../proto-schemas/sync_request.json ../../proto-schemas/sync_response.json ../../proto-schemas/tool_use_request.json ../../proto-schemas/tool_use_result.json ../../proto-schemas/transcription.json ../../proto-schemas/user_message.json ../../proto-schemas/user_note.json
+//go:generate go run ./internal/goldengen -dir ../../proto-schemas/golden
