@@ -1,0 +1,225 @@
+package localpg_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/alicia-voice/alicia/pkg/localpg"
+)
+
+// needRoot skips (fails under CI=true) when the private cluster cannot be
+// built here.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("localpg tests need root (debootstrap, chroot)")
+	}
+	t.Skip("localpg tests need root (debootstrap, chroot)")
+}
+
+// logWriter sends progress lines to t.Log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func ensure(t *testing.T, opts localpg.Options) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	u, err := localpg.Ensure(ctx, opts)
+	if err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	t.Logf("Ensure took %s", time.Since(start).Round(time.Millisecond))
+	return u
+}
+
+// checkVector connects to u and uses pgvector inside a rolled-back
+// transaction.
+func checkVector(t *testing.T, u string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatalf("connect %s: %v", u, err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // rollback on purpose
+	if _, err := tx.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector"); err != nil {
+		t.Fatalf("create extension vector: %v", err)
+	}
+	var version string
+	if err := tx.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").Scan(&version); err != nil {
+		t.Fatalf("pgvector version: %v", err)
+	}
+	var d float64
+	if err := tx.QueryRow(ctx, "SELECT '[1,2,3]'::vector <-> '[1,2,5]'::vector").Scan(&d); err != nil {
+		t.Fatalf("vector distance: %v", err)
+	}
+	if d != 2 {
+		t.Fatalf("distance = %v, want 2", d)
+	}
+	var server string
+	if err := tx.QueryRow(ctx, "SHOW server_version").Scan(&server); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(server, "17.") {
+		t.Fatalf("server_version %q, want 17.x", server)
+	}
+	t.Logf("PostgreSQL %s, pgvector %s", server, version)
+}
+
+func port(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Hostname() != "127.0.0.1" || p.User.Username() != "postgres" || p.Path != "/"+localpg.Database || p.Query().Get("sslmode") != "disable" {
+		t.Fatalf("unexpected URL shape %s", u)
+	}
+	if pw, _ := p.User.Password(); len(pw) < 32 {
+		t.Fatalf("password too short in %s", u)
+	}
+	return p.Port()
+}
+
+// TestEnsure builds (first time) or reuses the default cached cluster, the
+// one tests and `alicia dev postgres` share.
+func TestEnsure(t *testing.T) {
+	needRoot(t)
+	opts := localpg.Options{IgnoreEnv: true, Log: logWriter{t}}
+	u := ensure(t, opts)
+	port(t, u)
+	checkVector(t, u)
+
+	t.Run("reused", func(t *testing.T) {
+		start := time.Now()
+		if again := ensure(t, opts); again != u {
+			t.Fatalf("second Ensure = %s, want %s", again, u)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("cached Ensure took %s", d)
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		var wg sync.WaitGroup
+		urls := make([]string, 4)
+		errs := make([]error, 4)
+		for i := range urls {
+			wg.Go(func() {
+				urls[i], errs[i] = localpg.Ensure(context.Background(), localpg.Options{IgnoreEnv: true, Log: logWriter{t}})
+			})
+		}
+		wg.Wait()
+		for i := range urls {
+			if errs[i] != nil || urls[i] != u {
+				t.Fatalf("Ensure #%d = %s, %v; want %s", i, urls[i], errs[i], u)
+			}
+		}
+	})
+	t.Run("env URL wins", func(t *testing.T) {
+		t.Setenv(localpg.EnvURL, u)
+		if got := ensure(t, localpg.Options{Log: logWriter{t}}); got != u {
+			t.Fatalf("Ensure = %s, want %s from %s", got, u, localpg.EnvURL)
+		}
+	})
+	t.Run("env URL that does not answer", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := "postgres://postgres:x@" + l.Addr().String() + "/alicia?sslmode=disable&connect_timeout=2"
+		l.Close()
+		t.Setenv(localpg.EnvURL, dead)
+		_, err = localpg.Ensure(context.Background(), localpg.Options{Log: logWriter{t}})
+		if err == nil || !strings.Contains(err.Error(), "does not answer") {
+			t.Fatalf("Ensure with a dead %s = %v, want a 'does not answer' error", localpg.EnvURL, err)
+		}
+	})
+}
+
+// TestStopAndRestart runs a second cluster in a temporary cache directory
+// (a copy of the default root, so the shared cluster other tests use is not
+// stopped): stop, restart on the same port, restart on a new port when the
+// old one is taken.
+func TestStopAndRestart(t *testing.T) {
+	needRoot(t)
+	shared, err := localpg.CacheDir(localpg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensure(t, localpg.Options{IgnoreEnv: true, Log: logWriter{t}}) // the root exists
+	cache := t.TempDir()
+	root := filepath.Join(cache, "pgroot")
+	if out, err := exec.Command("cp", "-a", "--reflink=auto", filepath.Join(shared, "pgroot"), root).CombinedOutput(); err != nil {
+		t.Fatalf("copy root: %v\n%s", err, out)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "var/lib/alicia")); err != nil { // the copy gets its own cluster
+		t.Fatal(err)
+	}
+	opts := localpg.Options{CacheDir: cache, IgnoreEnv: true, Log: logWriter{t}}
+	t.Cleanup(func() {
+		if err := localpg.Stop(context.Background(), opts); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+
+	u1 := ensure(t, opts)
+	checkVector(t, u1)
+	if fi, err := os.Stat(filepath.Join(cache, "localpg-password")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("password file: %v %v, want mode 0600", fi, err)
+	}
+
+	if err := localpg.Stop(context.Background(), opts); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if conn, err := pgx.Connect(ctx, u1); err == nil {
+		conn.Close(ctx)
+		t.Fatal("server still answers after Stop")
+	}
+
+	u2 := ensure(t, opts)
+	if u2 != u1 {
+		t.Fatalf("restart: %s, want the same port and password %s", u2, u1)
+	}
+	checkVector(t, u2)
+
+	if err := localpg.Stop(context.Background(), opts); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:"+port(t, u1))
+	if err != nil {
+		t.Fatalf("take the old port: %v", err)
+	}
+	defer busy.Close()
+	u3 := ensure(t, opts)
+	if port(t, u3) == port(t, u1) {
+		t.Fatalf("restart with port %s taken reused it: %s", port(t, u1), u3)
+	}
+	checkVector(t, u3)
+}

@@ -1,0 +1,73 @@
+package testkit_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/testkit"
+)
+
+// recorder is a testing.TB that records Fatalf instead of stopping the test.
+type recorder struct {
+	testing.TB
+	failed string
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failed = fmt.Sprintf(format, args...)
+}
+
+func TestEventually(t *testing.T) {
+	tests := []struct {
+		name     string
+		after    int32 // cond becomes true on this call (0: never)
+		wantFail bool
+	}{
+		{name: "true at once", after: 1},
+		{name: "true after a few polls", after: 5},
+		{name: "never true", after: 0, wantFail: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			r := &recorder{TB: t}
+			testkit.Eventually(r, 200*time.Millisecond, func() bool {
+				n := calls.Add(1)
+				return tc.after > 0 && n >= tc.after
+			}, "waiting for %s", "the thing")
+			if got := r.failed != ""; got != tc.wantFail {
+				t.Fatalf("failed=%v (%q), want %v", got, r.failed, tc.wantFail)
+			}
+			if tc.wantFail && !strings.Contains(r.failed, "waiting for the thing") {
+				t.Fatalf("failure %q does not carry the message", r.failed)
+			}
+			if !tc.wantFail && calls.Load() != tc.after {
+				t.Fatalf("cond called %d times, want %d", calls.Load(), tc.after)
+			}
+		})
+	}
+}
+
+func TestCheckForReturnsLastError(t *testing.T) {
+	want := errors.New("still broken")
+	err := testkit.CheckFor(50*time.Millisecond, 5*time.Millisecond, func() error { return want })
+	if !errors.Is(err, want) {
+		t.Fatalf("CheckFor = %v, want %v", err, want)
+	}
+	if err := testkit.CheckFor(time.Second, 5*time.Millisecond, func() error { return nil }); err != nil {
+		t.Fatalf("CheckFor = %v, want nil", err)
+	}
+}
+
+func TestEventuallyNoError(t *testing.T) {
+	r := &recorder{TB: t}
+	testkit.EventuallyNoError(r, 30*time.Millisecond, func() error { return errors.New("boom") })
+	if !strings.Contains(r.failed, "boom") {
+		t.Fatalf("failure %q does not carry the last error", r.failed)
+	}
+}
