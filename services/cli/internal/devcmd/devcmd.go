@@ -1,0 +1,27 @@
+// Package devcmd implements `alicia dev ...`: helpers for the local
+// development stack.
+package devcmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/alicia-voice/alicia/pkg/localpg"
+)
+
+// PostgresURL starts (or reuses) the local PostgreSQL 17 + pgvector server
+// and prints only its URL on stdout, so that
+//
+//	export ALICIA_POSTGRES_URL=$(alicia dev postgres)
+//
+// works. Progress goes to stderr. When ALICIA_POSTGRES_URL is already set, it
+// is checked and printed.
+func PostgresURL(ctx context.Context, stdout, stderr io.Writer) error {
+	url, err := localpg.Ensure(ctx, localpg.Options{Log: stderr})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, url)
+	return err
+}
