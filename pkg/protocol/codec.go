@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"slices"
@@ -14,6 +13,7 @@ import (
 )
 
 type decodeState struct {
+	keys [][]byte
 	br   bytes.Reader
 	dec  *msgpack.Decoder // header and pass A
 	bbr  bytes.Reader
@@ -33,12 +33,17 @@ var decodePool = sync.Pool{New: func() any {
 // type or body; 102 unknown type; 103 body not valid for its schema.
 func Decode(data []byte) (Envelope, error) {
 	var env Envelope
-	if len(data) > MaxEnvelopeSize {
-		return env, errorf(CodeTooLarge, "envelope is %d bytes, limit %d", len(data), MaxEnvelopeSize)
-	}
 	set, err := loadSchemas()
 	if err != nil {
 		return env, &Error{Code: CodeInternal, Reason: err.Error()}
+	}
+	return decodeWith(set, data)
+}
+
+func decodeWith(set *schemaSet, data []byte) (Envelope, error) {
+	var env Envelope
+	if len(data) > MaxEnvelopeSize {
+		return env, errorf(CodeTooLarge, "envelope is %d bytes, limit %d", len(data), MaxEnvelopeSize)
 	}
 	st := decodePool.Get().(*decodeState)
 	defer func() {
@@ -59,8 +64,6 @@ func Decode(data []byte) (Envelope, error) {
 	}
 	var (
 		seen               uint8
-		body               map[string]any
-		bodyErr            *walkError
 		bodyStart, bodyEnd int
 	)
 	for range n {
@@ -113,24 +116,8 @@ func Decode(data []byte) (Envelope, error) {
 				return env, errorf(CodeMalformed, "body must be a map")
 			}
 			bodyStart = len(data) - st.br.Len()
-			r.binTop, r.binKeys = true, r.binKeys[:0]
-			body, err = r.object("body", 1, true)
-			r.binTop = false
-			if err != nil {
-				we := err.(*walkError)
-				if we.malformed {
-					return env, errorf(CodeMalformed, "%v", we)
-				}
-				// Keep the body error for after the header checks, and
-				// skip the whole body from its start so the rest of the
-				// input is still checked for well-formedness.
-				bodyErr = we
-				if _, err := st.br.Seek(int64(bodyStart), io.SeekStart); err != nil {
-					return env, errorf(CodeMalformed, "body: %v", err)
-				}
-				if err := st.dec.Skip(); err != nil {
-					return env, errorf(CodeMalformed, "body: %v", err)
-				}
+			if err := st.dec.Skip(); err != nil {
+				return env, errorf(CodeMalformed, "body: %v", err)
 			}
 			bodyEnd = len(data) - st.br.Len()
 		default:
@@ -148,29 +135,15 @@ func Decode(data []byte) (Envelope, error) {
 	if seen&bitBody == 0 {
 		return env, errorf(CodeMalformed, "envelope has no body")
 	}
-	schema, ok := set.bodies[env.Type]
-	if !ok {
+	if !env.Type.Known() {
 		return env, errorf(CodeUnknownType, "unknown message type %d", env.Type)
 	}
-	if bodyErr != nil {
-		return env, errorf(CodeInvalidBody, "%v", bodyErr)
-	}
-	bytesFields := set.bytesFields[env.Type]
-	for _, k := range r.binKeys {
-		if !slices.Contains(bytesFields, k) {
-			return env, errorf(CodeInvalidBody, "body/%s: binary data is only allowed in bytes fields", k)
-		}
-	}
-	for _, k := range bytesFields {
-		if _, present := body[k]; present && !slices.Contains(r.binKeys, k) {
-			return env, errorf(CodeInvalidBody, "body/%s: must be MessagePack bin", k)
-		}
-	}
-	if err := schema.Validate(body); err != nil {
-		return env, &Error{Code: CodeInvalidBody, Reason: schemaReason("body", err)}
+	raw := data[bodyStart:bodyEnd]
+	if err := st.validateBody(set, env.Type, raw); err != nil {
+		return env, err
 	}
 	b := NewBody(env.Type)
-	st.bbr.Reset(data[bodyStart:bodyEnd])
+	st.bbr.Reset(raw)
 	st.body.ResetReader(&st.bbr)
 	if err := st.body.Decode(b); err != nil {
 		return env, errorf(CodeInvalidBody, "body: %v", err)
@@ -307,4 +280,47 @@ func Validate(env Envelope) error {
 	}
 	_, err = Decode(data)
 	return err
+}
+
+// validateBody checks a body (a well-formed MessagePack map) against the
+// schema of t: with the compiled fast validator when the schema allows it,
+// otherwise by building the JSON tree and running the full validator.
+func (st *decodeState) validateBody(set *schemaSet, t MessageType, raw []byte) error {
+	st.bbr.Reset(raw)
+	st.body.ResetReader(&st.bbr)
+	r := &reader{dec: st.body, br: &st.bbr, raw: raw, rawKeys: st.keys[:0]}
+	defer func() { st.keys = r.rawKeys[:0] }()
+	if n := set.fast[t]; n != nil {
+		if err := r.check(n, 0); err != nil {
+			return bodyError(under(err, "body"))
+		}
+		return nil
+	}
+	r.binTop = true
+	body, err := r.object("body", 0, true)
+	if err != nil {
+		return bodyError(err)
+	}
+	bytesFields := set.bytesFields[t]
+	for _, k := range r.binKeys {
+		if !slices.Contains(bytesFields, k) {
+			return errorf(CodeInvalidBody, "body/%s: binary data is only allowed in bytes fields", k)
+		}
+	}
+	for _, k := range bytesFields {
+		if _, present := body[k]; present && !slices.Contains(r.binKeys, k) {
+			return errorf(CodeInvalidBody, "body/%s: must be MessagePack bin", k)
+		}
+	}
+	if err := set.bodies[t].Validate(body); err != nil {
+		return &Error{Code: CodeInvalidBody, Reason: schemaReason("body", err)}
+	}
+	return nil
+}
+
+func bodyError(err error) *Error {
+	if we, ok := err.(*walkError); ok && we.malformed {
+		return errorf(CodeMalformed, "%v", we)
+	}
+	return errorf(CodeInvalidBody, "%v", err)
 }

@@ -20,6 +20,11 @@ type schemaSet struct {
 	// bytesFields lists, per type, the top-level properties declared
 	// "contentEncoding": "base64": bin in MessagePack, base64 in JSON.
 	bytesFields map[MessageType][]string
+	// fast holds the compiled fast validator of each type whose schema
+	// uses only the keywords it supports (fastschema.go).
+	fast map[MessageType]*node
+	// notFast says why a type has no fast validator.
+	notFast map[MessageType]error
 }
 
 var loadSchemas = sync.OnceValues(compileSchemas)
@@ -47,7 +52,8 @@ func compileSchemas() (*schemaSet, error) {
 			return nil, fmt.Errorf("protocol: schema %s: %w", f.Name(), err)
 		}
 	}
-	set := &schemaSet{bodies: map[MessageType]*jsonschema.Schema{}, bytesFields: map[MessageType][]string{}}
+	set := &schemaSet{bodies: map[MessageType]*jsonschema.Schema{}, bytesFields: map[MessageType][]string{},
+		fast: map[MessageType]*node{}, notFast: map[MessageType]error{}}
 	if set.envelope, err = c.Compile(protoschemas.BaseURL + "envelope.json"); err != nil {
 		return nil, fmt.Errorf("protocol: compile envelope.json: %w", err)
 	}
@@ -59,6 +65,11 @@ func compileSchemas() (*schemaSet, error) {
 		raw, err := protoschemas.FS.ReadFile(name)
 		if err != nil {
 			return nil, err
+		}
+		if n, err := compileFast(raw); err == nil {
+			set.fast[t] = n
+		} else {
+			set.notFast[t] = err
 		}
 		var doc struct {
 			Properties map[string]struct {

@@ -23,7 +23,12 @@ type walkError struct {
 	malformed bool
 }
 
-func (e *walkError) Error() string { return e.path + ": " + e.msg }
+func (e *walkError) Error() string {
+	if e.path == "" {
+		return e.msg
+	}
+	return e.path + ": " + e.msg
+}
 
 // reader turns untrusted MessagePack into JSON data model values:
 // nil, bool, int64, uint64 (only above MaxInt64), float64 (only non-integral),
@@ -38,6 +43,10 @@ type reader struct {
 	binKeys []string
 	// keepBin reads bin anywhere as []byte (trusted input, for EncodeJSON).
 	keepBin bool
+	// raw is the input br reads (for check's zero-copy strings), rawKeys
+	// scratch space for its duplicate-key checks.
+	raw     []byte
+	rawKeys [][]byte
 }
 
 func malformed(path string, err error) *walkError {
