@@ -105,7 +105,7 @@ func encodeFloat(enc *msgpack.Encoder, f float64, path string) error {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return fmt.Errorf("protocol: %s: NaN or infinite number", path)
 	}
-	if f == math.Trunc(f) && f >= -(1<<63) && f < (1<<63) {
+	if f == math.Trunc(f) && math.Abs(f) <= maxSafeInteger {
 		return enc.EncodeInt(int64(f))
 	}
 	return enc.EncodeFloat64(f)
@@ -294,3 +294,7 @@ func encodeAny(enc *msgpack.Encoder, x any, path string) error {
 	}
 	return encodeValue(enc, reflect.ValueOf(x), path)
 }
+
+// maxSafeInteger (2^53-1) bounds the floats written as integers: beyond it
+// JavaScript encoders write float64, and so do we.
+const maxSafeInteger = 1<<53 - 1

@@ -119,7 +119,7 @@ func canonicalFloat(path string, v float64) (any, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil, &walkError{path: path, msg: "number is NaN or infinite"}
 	}
-	if v == math.Trunc(v) && v >= -(1<<63) && v < (1<<63) {
+	if v == math.Trunc(v) && math.Abs(v) <= maxSafeInteger {
 		return int64(v), nil
 	}
 	return v, nil
