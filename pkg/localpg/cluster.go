@@ -206,6 +206,15 @@ func (c *cluster) running(ctx context.Context) (bool, int, error) {
 	if len(lines) < 4 {
 		return false, 0, fmt.Errorf("localpg: short postmaster.pid")
 	}
+	// After a reboot the recorded pid may belong to another program; pg_ctl
+	// and the postmaster would both take it for a live server.
+	if cmdline, err := os.ReadFile("/proc/" + strings.TrimSpace(lines[0]) + "/cmdline"); err == nil && !strings.Contains(string(cmdline), "postgres") {
+		c.opts.logf("removing stale postmaster.pid (pid %s is not PostgreSQL)", strings.TrimSpace(lines[0]))
+		if err := os.Remove(c.hostPath(dataDir + "/postmaster.pid")); err != nil {
+			return false, 0, fmt.Errorf("localpg: %w", err)
+		}
+		return false, 0, nil
+	}
 	port, err := strconv.Atoi(strings.TrimSpace(lines[3]))
 	if err != nil {
 		return false, 0, fmt.Errorf("localpg: postmaster.pid port: %w", err)

@@ -2,6 +2,7 @@ package localpg_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,6 +203,33 @@ func TestStopAndRestart(t *testing.T) {
 	if conn, err := pgx.Connect(ctx, u1); err == nil {
 		conn.Close(ctx)
 		t.Fatal("server still answers after Stop")
+	}
+
+	// A postmaster.pid left by a crash whose pid now belongs to another
+	// program of the same uid (here: cat, blocked on its stdin), which
+	// pg_ctl and the postmaster take for a live server.
+	fi, err := os.Stat(filepath.Join(root, "var/lib/alicia/pgdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	other := exec.Command("cat")
+	other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
+	stdin, err := other.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = other.Wait() }()
+	stale := fmt.Sprintf("%d\n/var/lib/alicia/pgdata\n1\n%s\n/var/lib/alicia/run\n127.0.0.1\n 1 1\nready\n", other.Process.Pid, port(t, u1))
+	pidFile := filepath.Join(root, "var/lib/alicia/pgdata/postmaster.pid")
+	if err := os.WriteFile(pidFile, []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(pidFile, int(st.Uid), int(st.Gid)); err != nil {
+		t.Fatal(err)
 	}
 
 	u2 := ensure(t, opts)
