@@ -27,9 +27,9 @@ const ReplayBatch = 256
 // ($JS.API.DIRECT.GET.<stream>, nats-server ≥ 2.11). nats.go's jetstream
 // package only exposes single-message gets, so the batch form is sent here.
 type directGetRequest struct {
-	Seq      uint64 `json:"seq,omitempty"`
-	NextFor  string `json:"next_by_subj,omitempty"`
-	Batch    int    `json:"batch,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	Batch   int    `json:"batch,omitempty"`
 }
 
 // Replay reads, in stream order, every message of stream whose subject

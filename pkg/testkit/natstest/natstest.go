@@ -32,6 +32,9 @@ func RunWithDir(t testing.TB, dir string) *server.Server {
 		JetStream:  true,
 		StoreDir:   dir,
 		SyncAlways: true,
+		// Room for an over-limit envelope (protocol max 1 MiB) to reach the
+		// consumers that must reject it, as on the dev server.
+		MaxPayload: 8 << 20,
 		NoLog:      true,
 		NoSigs:     true,
 	}

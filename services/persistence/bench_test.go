@@ -1,0 +1,197 @@
+package persistence_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+)
+
+// mixConversation is a realistic conversation of 50 envelopes: a
+// Configuration, three turns of (UserMessage, StartAnswer, 12 sentences,
+// tool request, tool result) and a SessionStats, every envelope with
+// trace meta (two alicia_meta rows).
+func mixConversation(cid string) []protocol.Envelope {
+	meta := map[string]any{"messaging.trace_id": traceID, "messaging.span_id": spanID}
+	envs := []protocol.Envelope{{StanzaID: 1, ConversationID: cid, Type: protocol.TypeConfiguration, Meta: meta,
+		Body: &protocol.Configuration{PreferredLanguage: ptr("en")}}}
+	for turn := range 3 {
+		user, answer := fmt.Sprintf("am_u%d_%s", turn, cid), fmt.Sprintf("am_a%d_%s", turn, cid)
+		envs = append(envs,
+			protocol.Envelope{StanzaID: int32(turn + 2), ConversationID: cid, Type: protocol.TypeUserMessage, Meta: meta,
+				Body: &protocol.UserMessage{ID: user, ConversationID: cid, Content: "What should I cook tonight with what is in my fridge?"}},
+			protocol.Envelope{ConversationID: cid, Type: protocol.TypeStartAnswer, Meta: meta,
+				Body: &protocol.StartAnswer{ID: answer, PreviousID: user, ConversationID: cid}})
+		for i := int32(1); i <= 12; i++ {
+			envs = append(envs, protocol.Envelope{ConversationID: cid, Type: protocol.TypeAssistantSentence, Meta: meta,
+				Body: &protocol.AssistantSentence{PreviousID: answer, ConversationID: cid, Sequence: i,
+					Text: "A frittata is quick, uses leftovers and takes about twenty minutes.", IsFinal: ptr(i == 12)}})
+		}
+		envs = append(envs,
+			protocol.Envelope{ConversationID: cid, Type: protocol.TypeToolUseRequest, Meta: meta,
+				Body: &protocol.ToolUseRequest{ID: "atu" + answer, MessageID: answer, ConversationID: cid, ToolName: "memory_query",
+					Parameters: map[string]any{"query": "fridge contents"}, Execution: "server"}},
+			protocol.Envelope{ConversationID: cid, Type: protocol.TypeToolUseResult, Meta: meta,
+				Body: &protocol.ToolUseResult{ID: "atr" + answer, RequestID: "atu" + answer, ConversationID: cid, Success: true,
+					Result: map[string]any{"items": []any{"eggs", "spinach", "feta"}}}})
+	}
+	return append(envs, protocol.Envelope{ConversationID: cid, Type: protocol.TypeSessionStats, Meta: meta,
+		Body: &protocol.SessionStats{MessageCount: 6, ToolCallCount: 3, SessionDurationMs: 90000}})
+}
+
+func publishMix(b *testing.B, js jetstream.JetStream, convs, active int) uint64 {
+	b.Helper()
+	var last uint64
+	ctx := context.Background()
+	for w := 0; w < convs; w += active {
+		var batch [][]protocol.Envelope
+		for c := w; c < min(w+active, convs); c++ {
+			batch = append(batch, mixConversation(fmt.Sprintf("ac_bench%06d", c)))
+		}
+		for k := range batch[0] {
+			for _, envs := range batch {
+				env := envs[k]
+				data, err := protocol.Encode(env)
+				if err != nil {
+					b.Fatal(err)
+				}
+				subject := subjects.Server(env.ConversationID, env.Type)
+				if env.StanzaID > 0 {
+					subject = subjects.Client(env.ConversationID, env.Type)
+				}
+				if _, err := js.PublishAsync(subject, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		<-js.PublishAsyncComplete()
+	}
+	info, err := js.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		b.Fatal(err)
+	}
+	last = info.CachedInfo().State.LastSeq
+	return last
+}
+
+// BenchmarkApplyThroughput applies a pre-published stream of realistic
+// envelopes and reports envelopes/s, next to raw pgx CopyFrom rows/s into a
+// table shaped like alicia_sentences, measured in the same run.
+func BenchmarkApplyThroughput(b *testing.B) {
+	const convs = 2000 // 100,000 envelopes
+	s := newStack(b)
+	last := publishMix(b, s.js, convs, 100)
+	b.ResetTimer()
+	start := time.Now()
+	s.start()
+	s.history("ac_bench000000", last)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(last)/elapsed.Seconds(), "envelopes/s")
+	if n := s.queryInt(`SELECT count(*) FROM alicia_sentences`); n != convs*36 {
+		b.Fatalf("%d sentences applied, want %d", n, convs*36)
+	}
+
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `CREATE TABLE copy_bench (LIKE alicia_sentences INCLUDING DEFAULTS INCLUDING INDEXES)`); err != nil {
+		b.Fatal(err)
+	}
+	rows := make([][]any, 100000)
+	for i := range rows {
+		rows[i] = []any{fmt.Sprintf("ams_copy%07d", i), "am_x", int32(i%12 + 1), "A frittata is quick, uses leftovers and takes about twenty minutes."}
+	}
+	t0 := time.Now()
+	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"copy_bench"}, []string{"id", "message_id", "sentence_sequence_number", "text"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n)/time.Since(t0).Seconds(), "copyfrom-rows/s")
+}
+
+// BenchmarkApplyLag publishes the realistic mix at a steady 5,000
+// envelopes/s for 10 s and reports the apply lag (envelope sent →
+// committed in Postgres) percentiles.
+func BenchmarkApplyLag(b *testing.B) {
+	const rate, seconds = 5000, 10
+	s := newStack(b)
+	type applied struct {
+		upTo uint64
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var commits []applied
+	s.cfg.OnApplied = func(stream string, upTo uint64) {
+		if stream == bus.StreamConversations {
+			mu.Lock()
+			commits = append(commits, applied{upTo, time.Now()})
+			mu.Unlock()
+		}
+	}
+	s.start()
+	var envs []protocol.Envelope
+	for c := 0; len(envs) < rate*seconds; c++ {
+		envs = append(envs, mixConversation(fmt.Sprintf("ac_lag%06d", c))...)
+	}
+	envs = envs[:rate*seconds]
+	sentAt := make([]time.Time, len(envs))
+	futures := make([]jetstream.PubAckFuture, len(envs))
+	b.ResetTimer()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for sent := 0; sent < len(envs); {
+		<-tick.C
+		due := min(int(time.Since(start).Seconds()*rate), len(envs))
+		for ; sent < due; sent++ {
+			env := envs[sent]
+			data, _ := protocol.Encode(env)
+			subject := subjects.Server(env.ConversationID, env.Type)
+			if env.StanzaID > 0 {
+				subject = subjects.Client(env.ConversationID, env.Type)
+			}
+			sentAt[sent] = time.Now()
+			f, err := s.js.PublishAsync(subject, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			futures[sent] = f
+		}
+	}
+	<-s.js.PublishAsyncComplete()
+	publishedIn := time.Since(start)
+	var last uint64
+	seqs := make([]uint64, len(envs))
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			seqs[i], last = ack.Sequence, max(last, ack.Sequence)
+		case err := <-f.Err():
+			b.Fatal(err)
+		}
+	}
+	s.history("ac_lag000000", last)
+	b.StopTimer()
+	mu.Lock()
+	defer mu.Unlock()
+	lags := make([]time.Duration, 0, len(envs))
+	for i, seq := range seqs {
+		j := sort.Search(len(commits), func(j int) bool { return commits[j].upTo >= seq })
+		if j == len(commits) {
+			b.Fatalf("envelope seq %d never reported applied", seq)
+		}
+		lags = append(lags, commits[j].at.Sub(sentAt[i]))
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	b.ReportMetric(float64(len(envs))/publishedIn.Seconds(), "envelopes/s")
+	b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "lag-p50-ms")
+	b.ReportMetric(float64(lags[len(lags)*99/100].Microseconds())/1000, "lag-p99-ms")
+}

@@ -1,0 +1,116 @@
+// Package persistence is the only writer to PostgreSQL: it consumes every
+// protocol envelope of the CONVERSATIONS and SYSTEM streams durably and maps
+// it to rows as seeds/protocol-database-alignment.md describes, and answers
+// history.get with read-your-writes.
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config of the persistence service. Defaults in code, overridden by ALICIA_* env vars.
+type Config struct {
+	NATSURL     string // ALICIA_NATS_URL
+	PostgresURL string // ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE
+	// Consumer is the durable consumer name (ALICIA_PERSISTENCE_CONSUMER, default "persistence").
+	Consumer string
+	// BatchSize is the most envelopes applied in one transaction (ALICIA_PERSISTENCE_BATCH, default 1000).
+	BatchSize int
+	// Linger is how long a started batch waits for more envelopes (ALICIA_PERSISTENCE_LINGER, default 2ms).
+	Linger time.Duration
+	// MaxDeliver is how often an envelope is tried before it is dead-lettered (default 5).
+	MaxDeliver int
+	// Migrate applies the migrations at start (ALICIA_PERSISTENCE_MIGRATE, default true).
+	Migrate bool
+	// HistoryWait bounds how long history.get waits for a sequence to be applied (default 5s).
+	HistoryWait time.Duration
+	// OnApplied, when set, is called after each committed batch with the
+	// highest stream sequence it covered (measurements, tests).
+	OnApplied func(stream string, upTo uint64)
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		NATSURL:     "nats://127.0.0.1:4222",
+		Consumer:    "persistence",
+		BatchSize:   1000,
+		Linger:      2 * time.Millisecond,
+		MaxDeliver:  5,
+		Migrate:     true,
+		HistoryWait: 5 * time.Second,
+	}
+}
+
+// ConfigFromEnv returns DefaultConfig overridden by the environment.
+func ConfigFromEnv() (Config, error) {
+	c := DefaultConfig()
+	var errs []error
+	if v := os.Getenv("ALICIA_NATS_URL"); v != "" {
+		c.NATSURL = v
+	}
+	if v := os.Getenv("ALICIA_POSTGRES_URL"); v != "" {
+		c.PostgresURL = v
+	} else if f := os.Getenv("ALICIA_POSTGRES_URL_FILE"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALICIA_POSTGRES_URL_FILE: %w", err))
+		}
+		c.PostgresURL = strings.TrimSpace(string(b))
+	}
+	if v := os.Getenv("ALICIA_PERSISTENCE_CONSUMER"); v != "" {
+		c.Consumer = v
+	}
+	if v := os.Getenv("ALICIA_PERSISTENCE_BATCH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_BATCH: %w", err))
+		}
+		c.BatchSize = n
+	}
+	if v := os.Getenv("ALICIA_PERSISTENCE_LINGER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_LINGER: %w", err))
+		}
+		c.Linger = d
+	}
+	if v := os.Getenv("ALICIA_PERSISTENCE_MIGRATE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_MIGRATE: %w", err))
+		}
+		c.Migrate = b
+	}
+	errs = append(errs, c.Validate())
+	return c, errors.Join(errs...)
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("NATS URL is empty (ALICIA_NATS_URL)"))
+	}
+	if c.PostgresURL == "" {
+		errs = append(errs, errors.New("Postgres URL is empty (ALICIA_POSTGRES_URL)"))
+	}
+	if c.Consumer == "" {
+		errs = append(errs, errors.New("consumer name is empty"))
+	}
+	if c.BatchSize < 1 || c.BatchSize > 10000 {
+		errs = append(errs, fmt.Errorf("batch size %d is outside 1..10000", c.BatchSize))
+	}
+	if c.Linger < 0 {
+		errs = append(errs, fmt.Errorf("linger %s is negative", c.Linger))
+	}
+	if c.MaxDeliver < 1 {
+		errs = append(errs, fmt.Errorf("max deliver %d must be at least 1", c.MaxDeliver))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,210 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+)
+
+// Item is one decoded envelope with where it came from.
+type Item struct {
+	Env      protocol.Envelope
+	Delivery bus.Delivery
+	Data     []byte
+}
+
+// Applier writes a batch of items atomically together with the stream
+// offset upTo (the highest sequence in the batch, valid or not).
+type Applier interface {
+	Apply(ctx context.Context, stream, consumer string, items []Item, upTo uint64) error
+}
+
+// ErrData marks an apply error caused by the data of one of the items (a
+// constraint violation, say), as opposed to the database being unreachable.
+var ErrData = errors.New("data error")
+
+// ErrMissingRef is an ErrData for a row that refers to one not written yet.
+// Envelopes of different streams (SYSTEM memory upserts, CONVERSATIONS
+// memory traces) are not ordered with each other, so such a batch is retried
+// a few times before the culprit is isolated and dead-lettered.
+var ErrMissingRef = fmt.Errorf("%w: missing reference", ErrData)
+
+// missingRefRetries is how often a batch with a missing reference is retried.
+const missingRefRetries = 5
+
+// Loop consumes one durable consumer in ordered batches.
+type Loop struct {
+	Stream, Consumer string
+	Cons             jetstream.Consumer
+	Applier          Applier
+	DLQ              *bus.DeadLetters
+	Watermark        *Watermark
+	Log              zerolog.Logger
+	BatchSize        int
+	Linger           time.Duration
+	// SkipUpTo: sequences at or below it were applied before (stored offset) and are only acked.
+	SkipUpTo uint64
+	// OnApplied, when set, is called after each committed batch.
+	OnApplied func(stream string, upTo uint64)
+}
+
+// Run consumes until ctx is cancelled.
+func (l *Loop) Run(ctx context.Context) error {
+	ch := make(chan jetstream.Msg, l.BatchSize)
+	cc, err := l.Cons.Consume(func(m jetstream.Msg) {
+		select {
+		case ch <- m:
+		case <-ctx.Done():
+		}
+	}, jetstream.PullMaxMessages(2*l.BatchSize))
+	if err != nil {
+		return fmt.Errorf("persistence: consume %s: %w", l.Stream, err)
+	}
+	defer cc.Stop()
+	batch := make([]jetstream.Msg, 0, l.BatchSize)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-ch:
+			batch = append(batch[:0], m)
+		}
+		batch = l.fill(ctx, ch, batch)
+		if err := l.process(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// fill adds whatever arrives within Linger, up to BatchSize.
+func (l *Loop) fill(ctx context.Context, ch <-chan jetstream.Msg, batch []jetstream.Msg) []jetstream.Msg {
+	for len(batch) < l.BatchSize {
+		select {
+		case m := <-ch:
+			batch = append(batch, m)
+			continue
+		default:
+		}
+		if l.Linger <= 0 {
+			return batch
+		}
+		t := time.NewTimer(l.Linger)
+		select {
+		case m := <-ch:
+			t.Stop()
+			batch = append(batch, m)
+		case <-t.C:
+			return batch
+		case <-ctx.Done():
+			t.Stop()
+			return batch
+		}
+	}
+	return batch
+}
+
+// process decodes, dead-letters what is invalid, applies the rest in one
+// transaction (retrying while the database is away), then acks.
+func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
+	items := make([]Item, 0, len(msgs))
+	var upTo uint64
+	for _, m := range msgs {
+		d := delivery(m)
+		upTo = max(upTo, d.Sequence)
+		if d.Sequence != 0 && d.Sequence <= l.SkipUpTo {
+			continue
+		}
+		env, err := protocol.Decode(m.Data())
+		if err != nil {
+			if err := l.deadLetter(ctx, m.Data(), d, err); err != nil {
+				return err
+			}
+			continue
+		}
+		items = append(items, Item{Env: env, Delivery: d, Data: m.Data()})
+	}
+	if upTo > l.SkipUpTo || len(items) > 0 {
+		if err := l.apply(ctx, items, upTo); err != nil {
+			return err
+		}
+	}
+	// AckAll policy: acking the last message acknowledges the whole batch.
+	if err := msgs[len(msgs)-1].Ack(); err != nil {
+		l.Log.Warn().Err(err).Msg("ack failed; the batch will be redelivered and skipped by offset")
+	}
+	l.Watermark.Advance(upTo)
+	if l.OnApplied != nil {
+		l.OnApplied(l.Stream, upTo)
+	}
+	return nil
+}
+
+func (l *Loop) apply(ctx context.Context, items []Item, upTo uint64) error {
+	for attempt := uint64(1); ; attempt++ {
+		err := l.Applier.Apply(ctx, l.Stream, l.Consumer, items, upTo)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrMissingRef) && attempt < missingRefRetries:
+		case errors.Is(err, ErrData):
+			return l.applyOneByOne(ctx, items, upTo)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		delay := bus.DefaultBackoff(attempt)
+		l.Log.Error().Err(err).Int("envelopes", len(items)).Dur("retry_in", delay).Msg("apply failed; retrying")
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// applyOneByOne isolates the envelopes that violate the schema: each valid
+// one is applied in its own transaction, each bad one dead-lettered.
+func (l *Loop) applyOneByOne(ctx context.Context, items []Item, upTo uint64) error {
+	for i, it := range items {
+		seq := it.Delivery.Sequence
+		if i == len(items)-1 {
+			seq = upTo
+		}
+		err := l.Applier.Apply(ctx, l.Stream, l.Consumer, items[i:i+1], seq)
+		if errors.Is(err, ErrData) {
+			if err := l.deadLetter(ctx, it.Data, it.Delivery, err); err != nil {
+				return err
+			}
+			err = l.Applier.Apply(ctx, l.Stream, l.Consumer, nil, seq)
+		}
+		if err != nil {
+			return fmt.Errorf("persistence: apply %s seq %d: %w", it.Env.Type, it.Delivery.Sequence, err)
+		}
+	}
+	return nil
+}
+
+func (l *Loop) deadLetter(ctx context.Context, data []byte, d bus.Delivery, cause error) error {
+	l.Log.Warn().Err(cause).Str("subject", d.Subject).Uint64("seq", d.Sequence).Msg("dead-lettering envelope")
+	if err := l.DLQ.Put(ctx, l.Consumer, data, d, cause); err != nil {
+		return fmt.Errorf("persistence: dead letter: %w", err)
+	}
+	return nil
+}
+
+func delivery(m jetstream.Msg) bus.Delivery {
+	d := bus.Delivery{Subject: m.Subject()}
+	if md, err := m.Metadata(); err == nil {
+		d.Stream, d.Sequence, d.NumDelivered, d.Time = md.Stream, md.Sequence.Stream, md.NumDelivered, md.Timestamp
+	}
+	return d
+}

@@ -1,0 +1,5 @@
+package store
+
+import "errors"
+
+var errNoMemory = errors.New("memory action without a memory")

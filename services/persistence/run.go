@@ -1,0 +1,124 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/alicia-voice/alicia/migrations"
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
+	"github.com/alicia-voice/alicia/services/persistence/internal/store"
+)
+
+// Run starts the persistence service and blocks until ctx is cancelled.
+func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, cfg.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("persistence: postgres: %w", err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("persistence: postgres unreachable: %w", err)
+	}
+	if cfg.Migrate {
+		db := stdlib.OpenDBFromPool(pool)
+		err := migrations.Up(ctx, db)
+		_ = db.Close()
+		if err != nil {
+			return fmt.Errorf("persistence: migrate: %w", err)
+		}
+	}
+	nc, err := nats.Connect(cfg.NATSURL, nats.Name("alicia-persistence"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("persistence: nats: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		return err
+	}
+	st := store.New(pool)
+	dlq := bus.NewDeadLetters(js)
+
+	g, gctx := errgroup.WithContext(ctx)
+	var convWM *consume.Watermark
+	for _, s := range []struct{ stream, filter string }{
+		{bus.StreamConversations, subjects.AllConversations},
+		{bus.StreamSystem, subjects.AllSystem},
+	} {
+		loop, err := newLoop(gctx, js, st, dlq, cfg, s.stream, s.filter, log)
+		if err != nil {
+			return err
+		}
+		if s.stream == bus.StreamConversations {
+			convWM = loop.Watermark
+		}
+		g.Go(func() error { return loop.Run(gctx) })
+	}
+	svc, err := addHistoryService(nc, st, convWM, cfg.HistoryWait)
+	if err != nil {
+		return fmt.Errorf("persistence: history service: %w", err)
+	}
+	defer func() { _ = svc.Stop() }()
+	log.Info().Str("consumer", cfg.Consumer).Msg("persistence running")
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// newLoop (re)creates the durable consumer so that it delivers, in stream
+// order, exactly what follows the offset stored in Postgres with the rows.
+// The database, written in the same transaction as the rows, is the source
+// of truth for the position: JetStream's own ack state of a process that died
+// could otherwise redeliver its unacked messages after newer ones, and an
+// AckAll of the newer ones would acknowledge them unapplied. Hence one active
+// persistence instance at a time.
+func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *bus.DeadLetters, cfg Config, stream, filter string, log zerolog.Logger) (*consume.Loop, error) {
+	off, err := st.Offset(ctx, stream, cfg.Consumer)
+	if err != nil {
+		return nil, err
+	}
+	if err := js.DeleteConsumer(ctx, stream, cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("persistence: reset consumer on %s: %w", stream, err)
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:       cfg.Consumer,
+		Description:   "persistence: every envelope to PostgreSQL",
+		FilterSubject: filter,
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       time.Minute,
+		MaxAckPending: 4 * cfg.BatchSize,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if off > 0 {
+		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, off+1
+	}
+	cons, err := js.CreateConsumer(ctx, stream, cc)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: consumer on %s: %w", stream, err)
+	}
+	log.Info().Str("stream", stream).Uint64("resume_after", off).Msg("consumer ready")
+	return &consume.Loop{
+		Stream: stream, Consumer: cfg.Consumer, Cons: cons, Applier: st, DLQ: dlq,
+		Watermark: consume.NewWatermark(off), Log: log.With().Str("stream", stream).Logger(),
+		BatchSize: cfg.BatchSize, Linger: cfg.Linger, SkipUpTo: off, OnApplied: cfg.OnApplied,
+	}, nil
+}
