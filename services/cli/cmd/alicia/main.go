@@ -1,0 +1,61 @@
+// Command alicia is Alicia's command-line tool: envelopes, migrations and the local dev stack.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/alicia-voice/alicia/services/cli/internal/devcmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/envelopecmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/migratecmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := root().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "alicia:", err)
+		os.Exit(1)
+	}
+}
+
+func root() *cobra.Command {
+	r := &cobra.Command{Use: "alicia", Short: "Alicia voice assistant tool", SilenceUsage: true, SilenceErrors: true}
+
+	env := &cobra.Command{Use: "envelope", Short: "Convert protocol envelopes between MessagePack and JSON"}
+	env.AddCommand(
+		&cobra.Command{Use: "decode", Short: "MessagePack envelope on stdin → JSON on stdout", Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error { return envelopecmd.Decode(c.InOrStdin(), c.OutOrStdout()) }},
+		&cobra.Command{Use: "encode", Short: "JSON envelope on stdin → canonical MessagePack on stdout", Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error { return envelopecmd.Encode(c.InOrStdin(), c.OutOrStdout()) }},
+	)
+
+	mig := &cobra.Command{Use: "migrate", Short: "Apply or inspect database migrations (ALICIA_POSTGRES_URL, else the local dev Postgres)"}
+	for _, dir := range []string{"up", "down", "status"} {
+		mig.AddCommand(&cobra.Command{Use: dir, Short: "migrate " + dir, Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				return migratecmd.Run(c.Context(), dir, c.OutOrStdout(), c.ErrOrStderr())
+			}})
+	}
+
+	dev := &cobra.Command{Use: "dev", Short: "Local development stack"}
+	dev.AddCommand(&cobra.Command{Use: "postgres", Short: "Start (or reuse) the private Postgres+pgvector and print its URL", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return devcmd.PostgresURL(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
+		}})
+
+	up := &cobra.Command{Use: "up", Short: "Run the local stack in the foreground (NATS, Postgres, services)", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return upcmd.Run(c.Context(), upcmd.ConfigFromEnv(), c.OutOrStdout(), c.ErrOrStderr())
+		}}
+
+	r.AddCommand(env, mig, dev, up)
+	return r
+}
