@@ -40,7 +40,7 @@ CREATE TABLE alicia_conversations (
     CONSTRAINT alicia_conversations_relevancy_check CHECK (relevancy BETWEEN 0 AND 1),
     CONSTRAINT alicia_conversations_retrieval_count_check CHECK (retrieval_count >= 0),
     CONSTRAINT alicia_conversations_total_duration_check CHECK (total_duration_ms >= 0)
-);
+) WITH (fillfactor = 70); -- updated once per batch: room on the page keeps updates HOT
 
 CREATE INDEX idx_conversations_user_recent ON alicia_conversations (user_id, updated_at DESC)
     WHERE deleted_at IS NULL;
@@ -77,7 +77,7 @@ CREATE TABLE alicia_messages (
     CONSTRAINT alicia_messages_not_own_parent CHECK (previous_id IS NULL OR previous_id <> id),
     CONSTRAINT alicia_messages_sequence_check CHECK (sequence_number >= 0),
     CONSTRAINT alicia_messages_duration_check CHECK (processing_duration_ms IS NULL OR processing_duration_ms >= 0)
-);
+) WITH (fillfactor = 70); -- contents grow while an answer streams: room for HOT updates
 
 -- History of a conversation in order (the seeds' main read path).
 CREATE INDEX idx_messages_conversation_history ON alicia_messages (conversation_id, sequence_number, created_at)

@@ -17,24 +17,42 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/alicia-voice/alicia/migrations"
+	"github.com/alicia-voice/alicia/pkg/localpg"
 )
 
-// newDB creates a fresh database on the server named by ALICIA_POSTGRES_URL
-// and drops it when the test ends. It returns a *sql.DB (pgx stdlib driver)
+var (
+	serverOnce sync.Once
+	serverAddr string
+	serverErr  error
+)
+
+// serverURL starts (or reuses) the test server once per process.
+func serverURL() (string, error) {
+	serverOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		serverAddr, serverErr = localpg.Ensure(ctx, localpg.Options{})
+	})
+	return serverAddr, serverErr
+}
+
+// newDB creates a fresh, empty database on the test server
+// (ALICIA_POSTGRES_URL, else the private cluster of pkg/localpg) and drops it
+// when the test ends. It returns a *sql.DB (pgx stdlib driver)
 // connected to it. Every call creates a new database, so tests can run in
 // parallel.
 func newDB(t *testing.T) *sql.DB {
 	t.Helper()
-	adminURL := os.Getenv("ALICIA_POSTGRES_URL")
-	if adminURL == "" {
+	adminURL, err := serverURL()
+	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("ALICIA_POSTGRES_URL is not set; CI needs a PostgreSQL 17 + pgvector server for the migration tests")
+			t.Fatalf("no PostgreSQL 17 + pgvector server for the migration tests: %v", err)
 		}
-		t.Skip("ALICIA_POSTGRES_URL is not set; set it to a PostgreSQL 17 + pgvector admin URL (e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) to run the migration tests")
+		t.Skipf("no PostgreSQL 17 + pgvector server (set ALICIA_POSTGRES_URL or run as root with debootstrap): %v", err)
 	}
 	cfg, err := pgx.ParseConfig(adminURL)
 	if err != nil {
-		t.Fatalf("parse ALICIA_POSTGRES_URL: %v", err)
+		t.Fatalf("parse server URL: %v", err)
 	}
 	admin := stdlib.OpenDB(*cfg)
 	t.Cleanup(func() { _ = admin.Close() })

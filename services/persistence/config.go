@@ -23,6 +23,9 @@ type Config struct {
 	BatchSize int
 	// Linger is how long a started batch waits for more envelopes (ALICIA_PERSISTENCE_LINGER, default 2ms).
 	Linger time.Duration
+	// Shards is how many transactions apply a batch of conversation
+	// envelopes in parallel, split by conversation (ALICIA_PERSISTENCE_SHARDS, default 2).
+	Shards int
 	// MaxDeliver is how often an envelope is tried before it is dead-lettered (default 5).
 	MaxDeliver int
 	// Migrate applies the migrations at start (ALICIA_PERSISTENCE_MIGRATE, default true).
@@ -42,6 +45,7 @@ func DefaultConfig() Config {
 		BatchSize:   1000,
 		Linger:      2 * time.Millisecond,
 		MaxDeliver:  5,
+		Shards:      2,
 		Migrate:     true,
 		HistoryWait: 5 * time.Second,
 	}
@@ -72,6 +76,13 @@ func ConfigFromEnv() (Config, error) {
 			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_BATCH: %w", err))
 		}
 		c.BatchSize = n
+	}
+	if v := os.Getenv("ALICIA_PERSISTENCE_SHARDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_SHARDS: %w", err))
+		}
+		c.Shards = n
 	}
 	if v := os.Getenv("ALICIA_PERSISTENCE_LINGER"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -108,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.Linger < 0 {
 		errs = append(errs, fmt.Errorf("linger %s is negative", c.Linger))
+	}
+	if c.Shards < 1 || c.Shards > 64 {
+		errs = append(errs, fmt.Errorf("shards %d is outside 1..64", c.Shards))
 	}
 	if c.MaxDeliver < 1 {
 		errs = append(errs, fmt.Errorf("max deliver %d must be at least 1", c.MaxDeliver))

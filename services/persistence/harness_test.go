@@ -3,6 +3,7 @@ package persistence_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,8 @@ type stack struct {
 	cancel context.CancelFunc
 	done   chan error
 	mu     sync.Mutex
+	// historyTimeout bounds how long history waits for its sequence (default 30s).
+	historyTimeout time.Duration
 }
 
 func newStack(t testing.TB) *stack {
@@ -53,7 +56,7 @@ func newStack(t testing.TB) *stack {
 	}
 	cfg := persistence.DefaultConfig()
 	cfg.NATSURL, cfg.PostgresURL = ns.ClientURL(), url
-	s := &stack{t: t, ns: ns, nc: nc, js: js, pub: bus.NewPublisher(js), pool: pool, cfg: cfg}
+	s := &stack{t: t, ns: ns, nc: nc, js: js, pub: bus.NewPublisher(js), pool: pool, cfg: cfg, historyTimeout: 30 * time.Second}
 	t.Cleanup(s.stop)
 	return s
 }
@@ -64,7 +67,11 @@ func (s *stack) start() {
 	defer s.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
-	go func() { s.done <- persistence.Run(ctx, s.cfg, zerolog.Nop()) }()
+	log := zerolog.Nop()
+	if os.Getenv("ALICIA_TEST_LOG") != "" {
+		log = zerolog.New(os.Stderr).Level(zerolog.DebugLevel)
+	}
+	go func() { s.done <- persistence.Run(ctx, s.cfg, log) }()
 }
 
 func (s *stack) stop() {
@@ -105,7 +112,7 @@ func (s *stack) history(cid string, seq uint64) persistence.HistoryResponse {
 	s.t.Helper()
 	req, _ := msgpack.Marshal(persistence.HistoryRequest{ConversationID: cid, MinSequence: seq})
 	var resp persistence.HistoryResponse
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(s.historyTimeout)
 	for {
 		msg, err := s.nc.Request(persistence.HistorySubject, req, 10*time.Second)
 		if err == nil && msg.Header.Get("Nats-Service-Error-Code") == "" {

@@ -58,11 +58,14 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	var convWM *consume.Watermark
-	for _, s := range []struct{ stream, filter string }{
-		{bus.StreamConversations, subjects.AllConversations},
-		{bus.StreamSystem, subjects.AllSystem},
+	for _, s := range []struct {
+		stream, filter string
+		shards         int
+	}{
+		{bus.StreamConversations, subjects.AllConversations, cfg.Shards},
+		{bus.StreamSystem, subjects.AllSystem, 1},
 	} {
-		loop, err := newLoop(gctx, js, st, dlq, cfg, s.stream, s.filter, log)
+		loop, err := newLoop(gctx, js, st, dlq, cfg, s.stream, s.filter, s.shards, log)
 		if err != nil {
 			return err
 		}
@@ -91,10 +94,15 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 // could otherwise redeliver its unacked messages after newer ones, and an
 // AckAll of the newer ones would acknowledge them unapplied. Hence one active
 // persistence instance at a time.
-func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *bus.DeadLetters, cfg Config, stream, filter string, log zerolog.Logger) (*consume.Loop, error) {
-	off, err := st.Offset(ctx, stream, cfg.Consumer)
+func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *bus.DeadLetters, cfg Config, stream, filter string, shards int, log zerolog.Logger) (*consume.Loop, error) {
+	stored, err := st.Offsets(ctx, stream, cfg.Consumer)
 	if err != nil {
 		return nil, err
+	}
+	parts := shardOffsets(cfg.Consumer, shards, stored)
+	resume := parts[0].Offset
+	for _, p := range parts {
+		resume = min(resume, p.Offset)
 	}
 	if err := js.DeleteConsumer(ctx, stream, cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("persistence: reset consumer on %s: %w", stream, err)
@@ -108,17 +116,44 @@ func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *
 		MaxAckPending: 4 * cfg.BatchSize,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
-	if off > 0 {
-		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, off+1
+	if resume > 0 {
+		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, resume+1
 	}
 	cons, err := js.CreateConsumer(ctx, stream, cc)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: consumer on %s: %w", stream, err)
 	}
-	log.Info().Str("stream", stream).Uint64("resume_after", off).Msg("consumer ready")
+	log.Info().Str("stream", stream).Uint64("resume_after", resume).Int("shards", shards).Msg("consumer ready")
 	return &consume.Loop{
 		Stream: stream, Consumer: cfg.Consumer, Cons: cons, Applier: st, DLQ: dlq,
-		Watermark: consume.NewWatermark(off), Log: log.With().Str("stream", stream).Logger(),
-		BatchSize: cfg.BatchSize, Linger: cfg.Linger, SkipUpTo: off, OnApplied: cfg.OnApplied,
+		Watermark: consume.NewWatermark(resume), Log: log.With().Str("stream", stream).Logger(),
+		BatchSize: cfg.BatchSize, Linger: cfg.Linger, Shards: parts, OnApplied: cfg.OnApplied,
 	}, nil
+}
+
+// shardOffsets names the shards (the consumer itself when there is one,
+// consumer/k otherwise) and gives each its stored offset. A shard without one
+// (the shard count grew) starts from the lowest stored offset: everything
+// below it was applied whichever shard owned it then.
+func shardOffsets(consumer string, n int, stored map[string]uint64) []consume.Shard {
+	var floor uint64
+	first := true
+	for _, off := range stored {
+		if first || off < floor {
+			floor, first = off, false
+		}
+	}
+	parts := make([]consume.Shard, n)
+	for k := range parts {
+		name := consumer
+		if n > 1 {
+			name = fmt.Sprintf("%s/%d", consumer, k)
+		}
+		off, ok := stored[name]
+		if !ok {
+			off = floor
+		}
+		parts[k] = consume.Shard{Name: name, Offset: off}
+	}
+	return parts
 }

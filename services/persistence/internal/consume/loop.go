@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
 )
 
 // Item is one decoded envelope with where it came from.
@@ -49,8 +52,11 @@ type Loop struct {
 	Log              zerolog.Logger
 	BatchSize        int
 	Linger           time.Duration
-	// SkipUpTo: sequences at or below it were applied before (stored offset) and are only acked.
-	SkipUpTo uint64
+	// Shards are the offsets already applied by each shard (stored with the
+	// rows); their count is how many transactions apply a batch in parallel.
+	// A conversation always goes to the same shard, so its envelopes stay in
+	// order; an envelope at or below its shard's offset is only acked.
+	Shards []Shard
 	// OnApplied, when set, is called after each committed batch.
 	OnApplied func(stream string, upTo uint64)
 }
@@ -116,12 +122,13 @@ func (l *Loop) fill(ctx context.Context, ch <-chan jetstream.Msg, batch []jetstr
 // process decodes, dead-letters what is invalid, applies the rest in one
 // transaction (retrying while the database is away), then acks.
 func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
-	items := make([]Item, 0, len(msgs))
+	parts := make([][]Item, len(l.Shards))
 	var upTo uint64
 	for _, m := range msgs {
 		d := delivery(m)
 		upTo = max(upTo, d.Sequence)
-		if d.Sequence != 0 && d.Sequence <= l.SkipUpTo {
+		k := ShardOf(d.Subject, len(l.Shards))
+		if d.Sequence != 0 && d.Sequence <= l.Shards[k].Offset {
 			continue
 		}
 		env, err := protocol.Decode(m.Data())
@@ -131,13 +138,28 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 			}
 			continue
 		}
-		items = append(items, Item{Env: env, Delivery: d, Data: m.Data()})
+		parts[k] = append(parts[k], Item{Env: env, Delivery: d, Data: m.Data()})
 	}
-	if upTo > l.SkipUpTo || len(items) > 0 {
-		if err := l.apply(ctx, items, upTo); err != nil {
-			return err
+	t0 := time.Now()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for k := range parts {
+		if upTo <= l.Shards[k].Offset {
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[k] = l.apply(ctx, l.Shards[k].Name, parts[k], upTo); errs[k] == nil {
+				l.Shards[k].Offset = upTo
+			}
+		}()
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l.Log.Debug().Int("envelopes", len(msgs)).Uint64("up_to", upTo).Dur("took", time.Since(t0)).Msg("batch applied")
 	// AckAll policy: acking the last message acknowledges the whole batch.
 	if err := msgs[len(msgs)-1].Ack(); err != nil {
 		l.Log.Warn().Err(err).Msg("ack failed; the batch will be redelivered and skipped by offset")
@@ -149,20 +171,42 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	return nil
 }
 
-func (l *Loop) apply(ctx context.Context, items []Item, upTo uint64) error {
+// Shard is one of the parallel appliers of a loop: its name in the offsets
+// table and the last sequence it applied.
+type Shard struct {
+	Name   string
+	Offset uint64
+}
+
+// ShardOf maps a subject to one of n shards by its conversation id (the
+// token after alicia.conv.); other subjects go to shard 0.
+func ShardOf(subject string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	p, err := subjects.Parse(subject)
+	if err != nil {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(p.ConversationID))
+	return int(h.Sum32() % uint32(n))
+}
+
+func (l *Loop) apply(ctx context.Context, consumer string, items []Item, upTo uint64) error {
 	for attempt := uint64(1); ; attempt++ {
-		err := l.Applier.Apply(ctx, l.Stream, l.Consumer, items, upTo)
+		err := l.Applier.Apply(ctx, l.Stream, consumer, items, upTo)
 		switch {
 		case err == nil:
 			return nil
 		case errors.Is(err, ErrMissingRef) && attempt < missingRefRetries:
 		case errors.Is(err, ErrData):
-			return l.applyOneByOne(ctx, items, upTo)
+			return l.applyOneByOne(ctx, consumer, items, upTo)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
 		delay := bus.DefaultBackoff(attempt)
-		l.Log.Error().Err(err).Int("envelopes", len(items)).Dur("retry_in", delay).Msg("apply failed; retrying")
+		l.Log.Error().Err(err).Str("shard", consumer).Int("envelopes", len(items)).Dur("retry_in", delay).Msg("apply failed; retrying")
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
@@ -173,18 +217,18 @@ func (l *Loop) apply(ctx context.Context, items []Item, upTo uint64) error {
 
 // applyOneByOne isolates the envelopes that violate the schema: each valid
 // one is applied in its own transaction, each bad one dead-lettered.
-func (l *Loop) applyOneByOne(ctx context.Context, items []Item, upTo uint64) error {
+func (l *Loop) applyOneByOne(ctx context.Context, consumer string, items []Item, upTo uint64) error {
 	for i, it := range items {
 		seq := it.Delivery.Sequence
 		if i == len(items)-1 {
 			seq = upTo
 		}
-		err := l.Applier.Apply(ctx, l.Stream, l.Consumer, items[i:i+1], seq)
+		err := l.Applier.Apply(ctx, l.Stream, consumer, items[i:i+1], seq)
 		if errors.Is(err, ErrData) {
 			if err := l.deadLetter(ctx, it.Data, it.Delivery, err); err != nil {
 				return err
 			}
-			err = l.Applier.Apply(ctx, l.Stream, l.Consumer, nil, seq)
+			err = l.Applier.Apply(ctx, l.Stream, consumer, nil, seq)
 		}
 		if err != nil {
 			return fmt.Errorf("persistence: apply %s seq %d: %w", it.Env.Type, it.Delivery.Sequence, err)

@@ -17,7 +17,6 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	switch b := env.Body.(type) {
 	case *protocol.UserMessage:
 		w.insertMessage(b.ID, cid, b.PreviousID, "user", b.Content, "completed", at)
-		w.linkAudio(b.ID)
 		return b.ID, nil
 	case *protocol.AssistantMessage:
 		w.insertMessage(b.ID, cid, b.PreviousID, "assistant", b.Content, "completed", at)
@@ -33,29 +32,14 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		if err != nil {
 			return "", err
 		}
-		w.q(`INSERT INTO alicia_tool_uses (id, conversation_id, message_id, tool_name, tool_arguments, status, execution, timeout_ms,
-				sequence_number, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, COALESCE($5::jsonb, '{}'), 'pending', $6::tool_execution, $7,
-			        (SELECT count(*) + 1 FROM alicia_tool_uses WHERE message_id = $3), $8, $8)
-			ON CONFLICT (id) DO NOTHING`, b.ID, cid, b.MessageID, b.ToolName, args, string(b.Execution), b.TimeoutMs, at)
+		w.tools.request(cid, b, args, at)
 		return b.ID, nil
 	case *protocol.ToolUseResult:
 		res, err := jsonArg(b.Result)
 		if err != nil {
 			return "", err
 		}
-		status := "success"
-		var code *string
-		if !b.Success {
-			status = "error"
-			if b.ErrorCode != nil {
-				c := string(*b.ErrorCode)
-				code = &c
-			}
-		}
-		w.q(`UPDATE alicia_tool_uses SET status = $2::tool_use_status, tool_result = $3, error_code = $4, error_message = $5, completed_at = $6,
-			processing_duration_ms = GREATEST(0, (EXTRACT(EPOCH FROM ($6::timestamptz - created_at)) * 1000)::int)
-			WHERE id = $1 AND completed_at IS NULL`, b.RequestID, status, res, code, b.ErrorMessage, at)
+		w.tools.result(b, res, at)
 		return b.RequestID, nil
 	case *protocol.ReasoningStep:
 		w.q(`INSERT INTO alicia_reasoning_steps (id, message_id, content, sequence_number, created_at, updated_at)
@@ -66,7 +50,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		w.q(`INSERT INTO alicia_memory_used (id, conversation_id, message_id, memory_id, similarity_score, meta,
 			position_in_results, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6,
-			        (SELECT count(*) + 1 FROM alicia_memory_used WHERE message_id = $3), $7, $7)
+			        (SELECT count(*) + 1 FROM alicia_memory_used WHERE message_id = $3 AND deleted_at IS NULL), $7, $7)
 			ON CONFLICT (id) DO NOTHING`, b.ID, cid, b.MessageID, b.MemoryID, b.Relevance, meta, at)
 		w.q(`UPDATE alicia_conversations SET retrieval_count = retrieval_count + 1, last_retrieved = $2
 			WHERE id = $1 AND (last_retrieved IS NULL OR last_retrieved < $2)`, cid, at)
@@ -90,6 +74,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		w.configuration(cid, b)
 		return "", nil
 	case *protocol.ControlStop:
+		w.flushSentences()
 		if b.TargetID != nil {
 			w.q(`UPDATE alicia_messages SET completion_status = 'completed', interrupted_at = $2
 				WHERE id = $1 AND completion_status IN ('pending', 'streaming')`, *b.TargetID, at)
@@ -97,13 +82,16 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		}
 		return "", nil
 	case *protocol.ErrorMessage:
+		w.flushSentences()
 		if b.OriginatingID != nil {
 			w.q(`UPDATE alicia_messages SET completion_status = 'failed' WHERE id = $1 AND completion_status IN ('pending', 'streaming')`, *b.OriginatingID)
 		}
 		return b.ID, nil
 	case *protocol.BranchUpdate:
-		w.q(`UPDATE alicia_conversations SET tip_message_id = $2 WHERE id = $1 AND tip_message_id IS DISTINCT FROM $2
-			AND EXISTS (SELECT 1 FROM alicia_messages WHERE id = $2)`, cid, b.NewSibling.ID)
+		if st := w.convs[cid]; st != nil {
+			tip := b.NewSibling.ID
+			st.tip = &tip
+		}
 		return "", nil
 	case *protocol.ConversationUpdate:
 		w.q(`UPDATE alicia_conversations SET title = COALESCE($2, title), status = COALESCE($3::conversation_status, status)
@@ -128,23 +116,37 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 }
 
 // insertMessage inserts a message chained to previous (or to the branch head
-// when previous is absent) and moves the branch head to it. A redelivered
-// envelope inserts nothing and moves nothing.
+// when previous is absent), links it to the audio of its transcription when
+// that came first, and makes it the branch head (written at the end of the
+// batch). A redelivered envelope inserts nothing.
 func (w *writer) insertMessage(id, cid string, previous *string, role, contents, status string, at time.Time) {
+	var audioID *string
+	if role == "user" {
+		a := transcriptionAudioID(id)
+		audioID = &a
+	}
+	st := w.convs[cid]
+	if previous == nil && st != nil {
+		previous = st.tip // the head this batch moved, not yet written
+	}
 	w.q(`WITH prev AS (
 			SELECT COALESCE($3::text, (SELECT tip_message_id FROM alicia_conversations WHERE id = $2)) AS id
 		), ins AS (
 			INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
-				completion_status, sync_status, created_at, updated_at)
+				completion_status, sync_status, audio_id, created_at, updated_at)
 			SELECT $1, $2, prev.id,
 				COALESCE((SELECT m.sequence_number FROM alicia_messages m WHERE m.id = prev.id), 0) + 1,
-				$4::message_role, $5, $6::completion_status, 'synced', $7, $7
+				$4::message_role, $5, $6::completion_status, 'synced',
+				(SELECT a.id FROM alicia_audio a WHERE a.id = $8::text), $7, $7
 			FROM prev
 			ON CONFLICT (id) DO NOTHING
-			RETURNING id, conversation_id
+			RETURNING id
 		)
-		UPDATE alicia_conversations c SET tip_message_id = ins.id FROM ins WHERE c.id = ins.conversation_id`,
-		id, cid, previous, role, contents, status, at)
+		UPDATE alicia_audio a SET message_id = ins.id FROM ins WHERE a.id = $8::text AND a.message_id IS NULL`,
+		id, cid, previous, role, contents, status, at, audioID)
+	if st != nil {
+		st.tip = &id
+	}
 }
 
 func (w *writer) sentence(cid string, b *protocol.AssistantSentence, at time.Time) string {
@@ -152,44 +154,30 @@ func (w *writer) sentence(cid string, b *protocol.AssistantSentence, at time.Tim
 	if id == "" {
 		id = derivedID("ams", cid, b.PreviousID, strconv.Itoa(int(b.Sequence)))
 	}
-	var audio []byte
-	var size *int
-	if len(b.Audio) > 0 {
-		audio = b.Audio
-		n := len(b.Audio)
-		size = &n
-	}
-	w.q(`INSERT INTO alicia_sentences (id, message_id, sentence_sequence_number, text, audio_type, audio_bytesize, audio_data,
-			completion_status, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, CASE WHEN $6::int IS NULL THEN NULL ELSE 'output'::audio_type END, $6, $5, 'completed', $7, $7)
-		ON CONFLICT DO NOTHING`, id, b.PreviousID, b.Sequence, b.Text, audio, size, at)
-	w.contents[b.PreviousID] = true
-	if b.IsFinal != nil && *b.IsFinal {
-		w.q(`UPDATE alicia_messages SET completion_status = 'completed' WHERE id = $1 AND completion_status <> 'completed'`, b.PreviousID)
-	}
+	w.sentences.add(id, b, at)
 	return id
 }
 
 func (w *writer) configuration(cid string, b *protocol.Configuration) {
-	prefs := map[string]any{}
-	if b.PreferredLanguage != nil {
-		prefs["preferredLanguage"] = *b.PreferredLanguage
-	}
-	if b.Device != nil {
-		prefs["device"] = *b.Device
-	}
-	if len(b.Features) > 0 {
-		prefs["features"] = b.Features
-	}
-	if b.ClientVersion != nil {
-		prefs["clientVersion"] = *b.ClientVersion
-	}
-	if len(prefs) == 0 {
+	st := w.convs[cid]
+	if st == nil {
 		return
 	}
-	p, _ := json.Marshal(prefs)
-	w.q(`UPDATE alicia_conversations SET preferences = COALESCE(preferences, '{}'::jsonb) || $2::jsonb
-		WHERE id = $1 AND NOT (COALESCE(preferences, '{}'::jsonb) @> $2::jsonb)`, cid, p)
+	if st.prefs == nil {
+		st.prefs = map[string]any{}
+	}
+	if b.PreferredLanguage != nil {
+		st.prefs["preferredLanguage"] = *b.PreferredLanguage
+	}
+	if b.Device != nil {
+		st.prefs["device"] = *b.Device
+	}
+	if len(b.Features) > 0 {
+		st.prefs["features"] = b.Features
+	}
+	if b.ClientVersion != nil {
+		st.prefs["clientVersion"] = *b.ClientVersion
+	}
 }
 
 // derivedID gives an envelope without an id a stable one, so a redelivery maps to the same row.

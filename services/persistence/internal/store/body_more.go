@@ -111,13 +111,6 @@ func (w *writer) transcription(cid string, b *protocol.Transcription, at time.Ti
 // transcriptionAudioID is the audio row of the final transcription of message id.
 func transcriptionAudioID(messageID string) string { return derivedID("aa", messageID) }
 
-// linkAudio attaches a user message to the audio row of its transcription, when that came first.
-func (w *writer) linkAudio(messageID string) {
-	audioID := transcriptionAudioID(messageID)
-	w.q(`WITH a AS (UPDATE alicia_audio SET message_id = $1 WHERE id = $2 AND message_id IS NULL RETURNING id)
-		UPDATE alicia_messages SET audio_id = a.id FROM a WHERE alicia_messages.id = $1`, messageID, audioID)
-}
-
 // audioChunk records audio metadata (and bytes when present); one row per chunk sequence of a track.
 func (w *writer) audioChunk(cid string, b *protocol.AudioChunk, at time.Time) string {
 	id := derivedID("aa", cid, deref(b.TrackSid), strconv.Itoa(int(b.Sequence)))

@@ -21,30 +21,32 @@ type Store struct{ pool *pgxpool.Pool }
 // New returns a store on pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
-// Offset returns the last stream sequence applied by consumer on stream.
-func (s *Store) Offset(ctx context.Context, stream, consumer string) (uint64, error) {
-	var seq int64
-	err := s.pool.QueryRow(ctx, `SELECT last_seq FROM alicia_stream_offsets WHERE stream = $1 AND consumer = $2`, stream, consumer).Scan(&seq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+// Offsets returns the last stream sequence applied on stream by consumer and
+// by each of its shards (named consumer/N), keyed by name.
+func (s *Store) Offsets(ctx context.Context, stream, consumer string) (map[string]uint64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT consumer, last_seq FROM alicia_stream_offsets
+		WHERE stream = $1 AND (consumer = $2 OR starts_with(consumer, $2 || '/'))`, stream, consumer)
 	if err != nil {
-		return 0, fmt.Errorf("store: offset: %w", err)
+		return nil, fmt.Errorf("store: offsets: %w", err)
 	}
-	return uint64(seq), nil
-}
-
-// ResetOffset forgets the offset of consumer on stream, so a replay of the
-// stream is applied again (and must change nothing).
-func (s *Store) ResetOffset(ctx context.Context, stream, consumer string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM alicia_stream_offsets WHERE stream = $1 AND consumer = $2`, stream, consumer)
-	return err
+	defer rows.Close()
+	out := map[string]uint64{}
+	for rows.Next() {
+		var name string
+		var seq int64
+		if err := rows.Scan(&name, &seq); err != nil {
+			return nil, fmt.Errorf("store: offsets: %w", err)
+		}
+		out[name] = uint64(seq)
+	}
+	return out, rows.Err()
 }
 
 // Apply writes items and the offset upTo in one transaction.
 func (s *Store) Apply(ctx context.Context, stream, consumer string, items []consume.Item, upTo uint64) error {
 	b := &pgx.Batch{}
 	w := newWriter(b)
+	w.conversations(items)
 	for i := range items {
 		if err := w.envelope(&items[i]); err != nil {
 			return fmt.Errorf("%w: %s at seq %d: %w", consume.ErrData, items[i].Env.Type, items[i].Delivery.Sequence, err)
