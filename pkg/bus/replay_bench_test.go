@@ -17,7 +17,6 @@ import (
 )
 
 const (
-	benchConvs   = 5000
 	benchPerConv = 200
 	// benchActive conversations run at the same time, so each conversation's
 	// envelopes interleave with 99 others over a window of the stream, as
@@ -30,12 +29,12 @@ var benchTypes = []string{"user_message", "start_answer", "assistant_sentence", 
 // replayDataset starts a JetStream server on a cached store holding
 // 1,000,000 envelopes over 5,000 conversations, 100 of them active at a time
 // (built once; ~150 MB).
-func replayDataset(b *testing.B) (*nats.Conn, jetstream.JetStream) {
+func replayDataset(b *testing.B, benchConvs int) (*nats.Conn, jetstream.JetStream) {
 	dir := os.Getenv("ALICIA_BENCH_DIR")
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "alicia-bench")
 	}
-	store := filepath.Join(dir, "replay-1m-active100")
+	store := filepath.Join(dir, fmt.Sprintf("replay-%dconv-active100", benchConvs))
 	ready := filepath.Join(store, "READY")
 	_, err := os.Stat(ready)
 	fresh := err != nil
@@ -81,7 +80,7 @@ func replayDataset(b *testing.B) (*nats.Conn, jetstream.JetStream) {
 			}
 		}
 		<-js.PublishAsyncComplete()
-		b.Logf("built 1M-envelope stream in %s", time.Since(start))
+		b.Logf("built %d-envelope stream in %s", benchConvs*benchPerConv, time.Since(start))
 		if err := os.WriteFile(ready, nil, 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -95,43 +94,50 @@ func reportLatency(b *testing.B, d []time.Duration) {
 	b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-// BenchmarkReplayConversation reads one conversation's 200 envelopes out of
-// a 1M-envelope stream with bus.Replay (batched direct get).
+// BenchmarkReplayConversation reads one conversation's 200 envelopes with
+// bus.Replay (batched direct get) out of streams of 100,000 and 1,000,000
+// envelopes: the cost must stay with the conversation.
 func BenchmarkReplayConversation(b *testing.B) {
-	nc, _ := replayDataset(b)
-	ctx := context.Background()
-	var lat []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		cid := fmt.Sprintf("ac_%06d", (i*7919)%benchConvs)
-		n := 0
-		t0 := time.Now()
-		err := bus.Replay(ctx, nc, bus.StreamConversations, "alicia.conv."+cid+".>", 0, func(bus.Stored) error { n++; return nil })
-		lat = append(lat, time.Since(t0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n != benchPerConv {
-			b.Fatalf("replayed %d envelopes, want %d", n, benchPerConv)
-		}
+	for _, convs := range []int{500, 5000} {
+		b.Run(fmt.Sprintf("stream=%d", convs*benchPerConv), func(b *testing.B) {
+			nc, _ := replayDataset(b, convs)
+			ctx := context.Background()
+			var lat []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				cid := fmt.Sprintf("ac_%06d", (i*7919)%convs)
+				n := 0
+				t0 := time.Now()
+				err := bus.Replay(ctx, nc, bus.StreamConversations, "alicia.conv."+cid+".>", 0, func(bus.Stored) error { n++; return nil })
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n != benchPerConv {
+					b.Fatalf("replayed %d envelopes, want %d", n, benchPerConv)
+				}
+			}
+			reportLatency(b, lat)
+		})
 	}
-	reportLatency(b, lat)
 }
 
-// BenchmarkReplayOrderedConsumer is the baseline: a filtered ordered consumer.
+// BenchmarkReplayOrderedConsumer is the baseline: a filtered ordered consumer
+// on the 1,000,000-envelope stream.
 func BenchmarkReplayOrderedConsumer(b *testing.B) {
-	_, js := replayDataset(b)
+	const convs = 5000
+	_, js := replayDataset(b, convs)
 	ctx := context.Background()
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cid := fmt.Sprintf("ac_%06d", (i*7919)%benchConvs)
+		cid := fmt.Sprintf("ac_%06d", (i*7919)%convs)
 		t0 := time.Now()
 		c, err := js.OrderedConsumer(ctx, bus.StreamConversations, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"alicia.conv." + cid + ".>"}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch, err := c.FetchNoWait(benchPerConv)
+		batch, err := c.Fetch(benchPerConv, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,15 +145,10 @@ func BenchmarkReplayOrderedConsumer(b *testing.B) {
 		for range batch.Messages() {
 			n++
 		}
-		for n < benchPerConv {
-			m, err := c.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
-			_ = m
-			n++
-		}
 		lat = append(lat, time.Since(t0))
+		if n != benchPerConv {
+			b.Fatalf("consumer delivered %d envelopes, want %d", n, benchPerConv)
+		}
 	}
 	reportLatency(b, lat)
 }

@@ -22,6 +22,15 @@ type Delivery struct {
 	Time         time.Time
 }
 
+// DeliveryOf reads where a JetStream message came from.
+func DeliveryOf(m jetstream.Msg) Delivery {
+	d := Delivery{Subject: m.Subject()}
+	if md, err := m.Metadata(); err == nil {
+		d.Stream, d.Sequence, d.NumDelivered, d.Time = md.Stream, md.Sequence.Stream, md.NumDelivered, md.Timestamp
+	}
+	return d
+}
+
 // HandlerFunc handles one decoded envelope. nil acks; an error wrapped with
 // Permanent dead-letters; any other error is retried with backoff.
 type HandlerFunc func(ctx context.Context, env protocol.Envelope, d Delivery) error
@@ -113,10 +122,7 @@ func (r *Router) Run(ctx context.Context, cons jetstream.Consumer) error {
 
 // HandleMsg processes one message: decode, dispatch, then ack, nak or dead-letter.
 func (r *Router) HandleMsg(ctx context.Context, m jetstream.Msg) {
-	d := Delivery{Subject: m.Subject()}
-	if md, err := m.Metadata(); err == nil {
-		d.Stream, d.Sequence, d.NumDelivered, d.Time = md.Stream, md.Sequence.Stream, md.NumDelivered, md.Timestamp
-	}
+	d := DeliveryOf(m)
 	err := r.dispatch(ctx, m.Data(), d)
 	log := r.log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Logger()
 	switch {

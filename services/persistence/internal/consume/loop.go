@@ -125,7 +125,7 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	parts := make([][]Item, len(l.Shards))
 	var upTo uint64
 	for _, m := range msgs {
-		d := delivery(m)
+		d := bus.DeliveryOf(m)
 		upTo = max(upTo, d.Sequence)
 		k := ShardOf(d.Subject, len(l.Shards))
 		if d.Sequence != 0 && d.Sequence <= l.Shards[k].Offset {
@@ -243,12 +243,4 @@ func (l *Loop) deadLetter(ctx context.Context, data []byte, d bus.Delivery, caus
 		return fmt.Errorf("persistence: dead letter: %w", err)
 	}
 	return nil
-}
-
-func delivery(m jetstream.Msg) bus.Delivery {
-	d := bus.Delivery{Subject: m.Subject()}
-	if md, err := m.Metadata(); err == nil {
-		d.Stream, d.Sequence, d.NumDelivered, d.Time = md.Stream, md.Sequence.Stream, md.NumDelivered, md.Timestamp
-	}
-	return d
 }
