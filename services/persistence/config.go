@@ -7,10 +7,9 @@ package persistence
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/alicia-voice/alicia/pkg/config"
 )
 
 // Config of the persistence service. Defaults in code, overridden by ALICIA_* env vars.
@@ -26,8 +25,6 @@ type Config struct {
 	// Shards is how many transactions apply a batch of conversation
 	// envelopes in parallel, split by conversation (ALICIA_PERSISTENCE_SHARDS, default 2).
 	Shards int
-	// MaxDeliver is how often an envelope is tried before it is dead-lettered (default 5).
-	MaxDeliver int
 	// Migrate applies the migrations at start (ALICIA_PERSISTENCE_MIGRATE, default true).
 	Migrate bool
 	// HistoryWait bounds how long history.get waits for a sequence to be applied (default 5s).
@@ -44,7 +41,6 @@ func DefaultConfig() Config {
 		Consumer:    "persistence",
 		BatchSize:   1000,
 		Linger:      2 * time.Millisecond,
-		MaxDeliver:  5,
 		Shards:      2,
 		Migrate:     true,
 		HistoryWait: 5 * time.Second,
@@ -54,52 +50,19 @@ func DefaultConfig() Config {
 // ConfigFromEnv returns DefaultConfig overridden by the environment.
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
-	var errs []error
-	if v := os.Getenv("ALICIA_NATS_URL"); v != "" {
-		c.NATSURL = v
+	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	config.String("ALICIA_PERSISTENCE_CONSUMER", &c.Consumer)
+	err := errors.Join(
+		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
+		config.Int("ALICIA_PERSISTENCE_BATCH", &c.BatchSize),
+		config.Int("ALICIA_PERSISTENCE_SHARDS", &c.Shards),
+		config.Duration("ALICIA_PERSISTENCE_LINGER", &c.Linger),
+		config.Bool("ALICIA_PERSISTENCE_MIGRATE", &c.Migrate),
+	)
+	if err != nil {
+		return c, err
 	}
-	if v := os.Getenv("ALICIA_POSTGRES_URL"); v != "" {
-		c.PostgresURL = v
-	} else if f := os.Getenv("ALICIA_POSTGRES_URL_FILE"); f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ALICIA_POSTGRES_URL_FILE: %w", err))
-		}
-		c.PostgresURL = strings.TrimSpace(string(b))
-	}
-	if v := os.Getenv("ALICIA_PERSISTENCE_CONSUMER"); v != "" {
-		c.Consumer = v
-	}
-	if v := os.Getenv("ALICIA_PERSISTENCE_BATCH"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_BATCH: %w", err))
-		}
-		c.BatchSize = n
-	}
-	if v := os.Getenv("ALICIA_PERSISTENCE_SHARDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_SHARDS: %w", err))
-		}
-		c.Shards = n
-	}
-	if v := os.Getenv("ALICIA_PERSISTENCE_LINGER"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_LINGER: %w", err))
-		}
-		c.Linger = d
-	}
-	if v := os.Getenv("ALICIA_PERSISTENCE_MIGRATE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ALICIA_PERSISTENCE_MIGRATE: %w", err))
-		}
-		c.Migrate = b
-	}
-	errs = append(errs, c.Validate())
-	return c, errors.Join(errs...)
+	return c, c.Validate()
 }
 
 // Validate reports every problem at once.
@@ -122,9 +85,6 @@ func (c Config) Validate() error {
 	}
 	if c.Shards < 1 || c.Shards > 64 {
 		errs = append(errs, fmt.Errorf("shards %d is outside 1..64", c.Shards))
-	}
-	if c.MaxDeliver < 1 {
-		errs = append(errs, fmt.Errorf("max deliver %d must be at least 1", c.MaxDeliver))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,66 @@
+// Package config reads ALICIA_* environment variables into service Configs:
+// defaults stay in code, each helper overrides one field when its variable is
+// set and reports a parse error naming the variable.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// String sets *dst from name when it is set and not empty.
+func String(name string, dst *string) {
+	if v := os.Getenv(name); v != "" {
+		*dst = v
+	}
+}
+
+// Secret sets *dst from name, or from the file named by name_FILE (trimmed),
+// so secrets can come from mounted files instead of the environment.
+func Secret(name string, dst *string) error {
+	if v := os.Getenv(name); v != "" {
+		*dst = v
+		return nil
+	}
+	f := os.Getenv(name + "_FILE")
+	if f == "" {
+		return nil
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return fmt.Errorf("%s_FILE: %w", name, err)
+	}
+	*dst = strings.TrimSpace(string(b))
+	return nil
+}
+
+// Int sets *dst from name.
+func Int(name string, dst *int) error {
+	return parse(name, dst, strconv.Atoi)
+}
+
+// Duration sets *dst from name (Go duration syntax, e.g. 250ms).
+func Duration(name string, dst *time.Duration) error {
+	return parse(name, dst, time.ParseDuration)
+}
+
+// Bool sets *dst from name (1, true, false, 0, ...).
+func Bool(name string, dst *bool) error {
+	return parse(name, dst, strconv.ParseBool)
+}
+
+func parse[T any](name string, dst *T, f func(string) (T, error)) error {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	x, err := f(v)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %w", name, v, err)
+	}
+	*dst = x
+	return nil
+}
