@@ -23,7 +23,9 @@ type Config struct {
 	// Linger is how long a started batch waits for more envelopes (ALICIA_PERSISTENCE_LINGER, default 2ms).
 	Linger time.Duration
 	// Shards is how many transactions apply a batch of conversation
-	// envelopes in parallel, split by conversation (ALICIA_PERSISTENCE_SHARDS, default 2).
+	// envelopes in parallel, split by conversation (ALICIA_PERSISTENCE_SHARDS).
+	// The default 1 is one transaction per batch; 2 applies ~20% more
+	// envelopes/s on two cores, each shard with its own stored offset.
 	Shards int
 	// Migrate applies the migrations at start (ALICIA_PERSISTENCE_MIGRATE, default true).
 	Migrate bool
@@ -41,7 +43,7 @@ func DefaultConfig() Config {
 		Consumer:    "persistence",
 		BatchSize:   1000,
 		Linger:      2 * time.Millisecond,
-		Shards:      2,
+		Shards:      1,
 		Migrate:     true,
 		HistoryWait: 5 * time.Second,
 	}

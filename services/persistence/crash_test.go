@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,21 +23,24 @@ const (
 
 // TestCrashDuringBurst SIGKILLs the persistence process in the middle of a
 // burst of 10,000 envelopes, restarts it and checks that every envelope was
-// applied exactly once.
+// applied exactly once, with one transaction per batch and with batches split
+// over parallel shards.
 func TestCrashDuringBurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a process; skipped with -short")
 	}
-	s := newStack(t)
-	bin := filepath.Join(t.TempDir(), "persistence")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/persistence")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	for _, shards := range []string{"1", "2"} {
+		t.Run("shards="+shards, func(t *testing.T) { crashDuringBurst(t, shards) })
 	}
+}
+
+func crashDuringBurst(t *testing.T, shards string) {
+	s := newStack(t)
+	bin := buildPersistence(t)
 	run := func() *exec.Cmd {
 		cmd := exec.Command(bin)
 		cmd.Env = append(os.Environ(), "ALICIA_NATS_URL="+s.cfg.NATSURL, "ALICIA_POSTGRES_URL="+s.cfg.PostgresURL,
-			"ALICIA_LOG_LEVEL=warn", "ALICIA_PERSISTENCE_BATCH=200")
+			"ALICIA_LOG_LEVEL=warn", "ALICIA_PERSISTENCE_BATCH=200", "ALICIA_PERSISTENCE_SHARDS="+shards)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -138,4 +142,28 @@ func subjectOf(env protocol.Envelope) string {
 	default:
 		return subjectsServer(env)
 	}
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// buildPersistence builds the service binary once per test process.
+func buildPersistence(t *testing.T) string {
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "alicia-persistence-bin")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "persistence"), "./cmd/persistence").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, "persistence")
 }

@@ -41,7 +41,14 @@ func snapshot(t *testing.T, s *stack) map[string][]string {
 // pass, with the consumer deleted and the stored offset forgotten, must
 // leave the database exactly as the first pass did.
 func TestRedeliveryChangesNothing(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { redeliveryChangesNothing(t, shards) })
+	}
+}
+
+func redeliveryChangesNothing(t *testing.T, shards int) {
 	s := newStack(t)
+	s.cfg.Shards = shards
 	s.start()
 	var last uint64
 	for i := range 3 {
