@@ -87,8 +87,15 @@ func publishMix(b *testing.B, js jetstream.JetStream, convs, active int) uint64 
 // envelopes and reports envelopes/s, next to raw pgx CopyFrom rows/s into a
 // table shaped like alicia_sentences, measured in the same run.
 func BenchmarkApplyThroughput(b *testing.B) {
+	for _, shards := range []int{1, 2} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) { applyThroughput(b, shards) })
+	}
+}
+
+func applyThroughput(b *testing.B, shards int) {
 	const convs = 2000 // 100,000 envelopes
 	s := newStack(b)
+	s.cfg.Shards = shards
 	last := publishMix(b, s.js, convs, 100)
 	s.historyTimeout = 10 * time.Minute
 	b.ResetTimer()
