@@ -115,6 +115,11 @@ func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *
 		AckWait:       time.Minute,
 		MaxAckPending: 4 * cfg.BatchSize,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+		// The position lives in Postgres, so the consumer's own state need
+		// not be fsynced: on a file-backed consumer with fsync on every write,
+		// each delivery's state write made the stream's deliveries lag by
+		// seconds under load.
+		MemoryStorage: true,
 	}
 	if resume > 0 {
 		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, resume+1

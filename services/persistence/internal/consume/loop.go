@@ -159,7 +159,8 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	l.Log.Debug().Int("envelopes", len(msgs)).Uint64("up_to", upTo).Dur("took", time.Since(t0)).Msg("batch applied")
+	l.Log.Debug().Int("envelopes", len(msgs)).Uint64("up_to", upTo).Dur("took", time.Since(t0)).
+		Dur("oldest_waited", t0.Sub(bus.DeliveryOf(msgs[0]).Time)).Msg("batch applied")
 	// AckAll policy: acking the last message acknowledges the whole batch.
 	if err := msgs[len(msgs)-1].Ack(); err != nil {
 		l.Log.Warn().Err(err).Msg("ack failed; the batch will be redelivered and skipped by offset")
