@@ -8,11 +8,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/alicia-voice/alicia/services/cli/internal/devcmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/envelopecmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/migratecmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/replaycmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 )
 
@@ -24,6 +26,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "alicia:", err)
 		os.Exit(1)
 	}
+}
+
+// natsURL is where the CLI finds the stack: ALICIA_NATS_URL, as `alicia up` uses.
+func natsURL() string {
+	if u := os.Getenv("ALICIA_NATS_URL"); u != "" {
+		return u
+	}
+	return "nats://127.0.0.1:4222"
 }
 
 func root() *cobra.Command {
@@ -56,6 +66,21 @@ func root() *cobra.Command {
 			return upcmd.Run(c.Context(), upcmd.ConfigFromEnv(), c.OutOrStdout(), c.ErrOrStderr())
 		}}
 
-	r.AddCommand(env, mig, dev, up)
+	var ro replaycmd.Options
+	replay := &cobra.Command{Use: "replay <conversation>", Short: "Print a conversation's timeline from JetStream (ALICIA_NATS_URL)", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			nc, err := nats.Connect(natsURL(), nats.Name("alicia-replay"))
+			if err != nil {
+				return fmt.Errorf("connect to NATS at %s: %w", natsURL(), err)
+			}
+			defer nc.Close()
+			ro.ConversationID = args[0]
+			return replaycmd.Run(c.Context(), nc, ro, c.OutOrStdout())
+		}}
+	replay.Flags().BoolVar(&ro.JSON, "json", false, "one JSON object per envelope")
+	replay.Flags().BoolVar(&ro.Follow, "follow", false, "keep printing new envelopes")
+	replay.Flags().Int32Var(&ro.FromStanza, "from", 0, "start after this server stanza id (negative)")
+
+	r.AddCommand(env, mig, dev, up, replay)
 	return r
 }

@@ -1,0 +1,96 @@
+package replaycmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+)
+
+// summarize gives the one-line gist of an envelope body for the timeline.
+func summarize(env protocol.Envelope) string {
+	switch b := env.Body.(type) {
+	case *protocol.UserMessage:
+		return quote(b.Content)
+	case *protocol.AssistantMessage:
+		return quote(b.Content)
+	case *protocol.StartAnswer:
+		return fmt.Sprintf("answer %s to %s", b.ID, b.PreviousID)
+	case *protocol.AssistantSentence:
+		final := ""
+		if b.IsFinal != nil && *b.IsFinal {
+			final = " (final)"
+		}
+		return fmt.Sprintf("#%d %s%s", b.Sequence, quote(b.Text), final)
+	case *protocol.Transcription:
+		kind := "partial"
+		if b.Final {
+			kind = "final"
+		}
+		return fmt.Sprintf("%s %s", kind, quote(b.Text))
+	case *protocol.ToolUseRequest:
+		args, _ := json.Marshal(b.Parameters)
+		return fmt.Sprintf("%s(%s)", b.ToolName, clip(string(args), 80))
+	case *protocol.ToolUseResult:
+		if !b.Success {
+			return fmt.Sprintf("%s failed: %s", b.RequestID, clip(deref(b.ErrorMessage), 80))
+		}
+		res, _ := json.Marshal(b.Result)
+		return fmt.Sprintf("%s → %s", b.RequestID, clip(string(res), 80))
+	case *protocol.ReasoningStep:
+		return fmt.Sprintf("#%d %s", b.Sequence, quote(b.Content))
+	case *protocol.MemoryTrace:
+		return fmt.Sprintf("%s (%.2f) %s", b.MemoryID, b.Relevance, quote(b.Content))
+	case *protocol.ErrorMessage:
+		return fmt.Sprintf("%d %s", b.Code, quote(b.Message))
+	case *protocol.ControlStop:
+		return fmt.Sprintf("stop %s %s", deref(b.TargetID), deref((*string)(b.StopType)))
+	case *protocol.ControlVariation:
+		return fmt.Sprintf("%s %s", b.Mode, b.TargetID)
+	case *protocol.Configuration:
+		parts := []string{}
+		if b.ConversationID == nil {
+			parts = append(parts, "new conversation")
+		}
+		if b.LastSequenceSeen != nil {
+			parts = append(parts, fmt.Sprintf("resume after %d", *b.LastSequenceSeen))
+		}
+		if b.ClientVersion != nil {
+			parts = append(parts, "client "+*b.ClientVersion)
+		}
+		return strings.Join(parts, ", ")
+	case *protocol.Feedback:
+		return fmt.Sprintf("%s on %s %s", b.Vote, b.TargetType, b.TargetID)
+	case *protocol.UserNote:
+		return fmt.Sprintf("%s %s: %s", b.Action, b.Category, quote(b.Content))
+	case *protocol.MemoryAction:
+		if b.Memory != nil {
+			return fmt.Sprintf("%s %s", b.Action, quote(b.Memory.Content))
+		}
+		return string(b.Action)
+	case *protocol.BranchUpdate:
+		return fmt.Sprintf("sibling %s of %s", b.NewSibling.ID, b.ParentMessageID)
+	case *protocol.AudioChunk:
+		return fmt.Sprintf("%s #%d %d ms", b.Format, b.Sequence, b.DurationMs)
+	default:
+		return ""
+	}
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", clip(s, 100)) }
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
