@@ -1,0 +1,91 @@
+package upcmd_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
+	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestUpRunsTheStack starts `alicia up`, sends an envelope through its NATS
+// and finds the row persistence wrote, then stops it as Ctrl-C would.
+func TestUpRunsTheStack(t *testing.T) {
+	pgURL := pgtest.NewURL(t)
+	t.Setenv("ALICIA_POSTGRES_URL", pgURL)
+	cfg := upcmd.Config{NATSURL: "nats://" + freePort(t), DataDir: t.TempDir()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- upcmd.Run(ctx, cfg, out, &syncBuffer{}) }()
+	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "Alicia is up") }, "stack did not come up")
+	if strings.Contains(out.String(), pgURL) {
+		t.Fatal("the Postgres password was printed")
+	}
+
+	nc, err := nats.Connect(cfg.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	pool, err := pgxpool.New(context.Background(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	testkit.EventuallyNoError(t, 30*time.Second, func() error {
+		_, err := bus.NewPublisher(js).PublishClient(context.Background(), protocol.Envelope{StanzaID: 1, ConversationID: "ac_up", Type: protocol.TypeUserMessage,
+			Body: &protocol.UserMessage{ID: "am_up", ConversationID: "ac_up", Content: "hello"}})
+		return err
+	}, "publish")
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		var n int
+		_ = pool.QueryRow(context.Background(), `SELECT count(*) FROM alicia_messages WHERE id = 'am_up' AND contents = 'hello'`).Scan(&n)
+		return n == 1
+	}, "persistence did not write the message")
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("alicia up did not stop")
+	}
+	if !strings.Contains(out.String(), "Alicia stopped") {
+		t.Fatalf("output = %q", out.String())
+	}
+}
