@@ -1,0 +1,113 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+)
+
+// HandleClient takes one frame from the client. Invalid input is answered
+// with an ErrorMessage and the session stays open; a valid envelope is
+// published to JetStream (after Configuration has bound the conversation).
+func (s *Session) HandleClient(ctx context.Context, frame []byte) {
+	env, err := protocol.Decode(frame)
+	if err != nil {
+		code := protocol.Code(err)
+		if code == 0 {
+			code = protocol.CodeMalformed
+		}
+		s.sendError(code, err.Error(), nil)
+		return
+	}
+	if env.Type == protocol.TypeConfiguration {
+		s.configure(ctx, env)
+		return
+	}
+	cid := s.ConversationID()
+	if cid == "" {
+		s.sendError(protocol.CodeInvalidState, "send Configuration first", nil)
+		return
+	}
+	if env.ConversationID != "" && env.ConversationID != cid {
+		s.sendError(protocol.CodeForbidden, fmt.Sprintf("this connection is bound to conversation %s", cid), nil)
+		return
+	}
+	if env.StanzaID <= 0 {
+		s.sendError(protocol.CodeMalformed, "client envelopes need a positive stanzaId", nil)
+		return
+	}
+	env.ConversationID = cid
+	s.publish(ctx, env)
+}
+
+func (s *Session) publish(ctx context.Context, env protocol.Envelope) {
+	meta := make(map[string]any, len(env.Meta)+1)
+	for k, v := range env.Meta {
+		meta[k] = v
+	}
+	meta[MetaUserID] = s.opts.User // set by the edge, never trusted from the client
+	env.Meta = meta
+	if _, err := s.pub.PublishClient(ctx, env); err != nil {
+		s.logger().Error().Err(err).Str("type", env.Type.String()).Msg("publish client envelope")
+		s.sendError(protocol.CodeInternal, "could not store the envelope; send it again", nil)
+	}
+}
+
+// configure binds the session: a new conversation when the Configuration has
+// no conversationId, otherwise an existing one the user may use; then it
+// starts forwarding server envelopes after lastSequenceSeen.
+func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
+	cfg := env.Body.(*protocol.Configuration)
+	if s.ConversationID() != "" {
+		s.sendError(protocol.CodeInvalidState, "already configured; open a new connection for another conversation", nil)
+		return
+	}
+	cid, fresh := "", cfg.ConversationID == nil
+	if fresh {
+		cid = protocol.NewID("ac")
+	} else {
+		cid = *cfg.ConversationID
+		if !validConversation(cid) {
+			s.sendError(protocol.CodeInvalidBody, "conversationId is not a valid id", nil)
+			return
+		}
+		if err := s.auth.Authorize(ctx, s.opts.User, cid); err != nil {
+			switch {
+			case errors.Is(err, ErrNotFound):
+				s.sendError(protocol.CodeNotFound, "conversation not found", nil)
+			case errors.Is(err, ErrForbidden):
+				s.sendError(protocol.CodeForbidden, "conversation belongs to another user", nil)
+			default:
+				s.logger().Error().Err(err).Msg("authorize")
+				s.sendError(protocol.CodeInternal, "could not check the conversation", nil)
+			}
+			return
+		}
+	}
+	s.mu.Lock()
+	s.cid = cid
+	s.mu.Unlock()
+
+	var after int32
+	if cfg.LastSequenceSeen != nil {
+		after = *cfg.LastSequenceSeen
+	}
+	if err := s.startForwarding(ctx, cid, fresh, after); err != nil {
+		s.logger().Error().Err(err).Msg("start forwarding")
+		s.fail(err)
+		return
+	}
+	if env.StanzaID > 0 {
+		env.ConversationID = cid
+		s.publish(ctx, env)
+	}
+	// The answer goes through the stream like every server envelope, so it
+	// carries a stanza id and is part of the conversation's record.
+	reply := protocol.New(cid, &protocol.Configuration{ConversationID: &cid, Features: cfg.Features})
+	if _, err := s.pub.PublishServer(ctx, reply, ""); err != nil {
+		s.logger().Error().Err(err).Msg("publish Configuration reply")
+		s.sendError(protocol.CodeInternal, "could not confirm the configuration", nil)
+	}
+}

@@ -1,0 +1,77 @@
+package edge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+)
+
+// startForwarding delivers the conversation's server envelopes, in stream
+// order, from just after the stanza id the client saw last (everything for
+// a new conversation, only new ones when the client saw nothing), each
+// stamped with stanzaId = -(stream sequence).
+func (s *Session) startForwarding(ctx context.Context, cid string, fresh bool, lastSeen int32) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjects.ServerAll(cid)}}
+	switch {
+	case fresh:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	case lastSeen < 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, bus.SequenceOfStanza(lastSeen)+1
+	default:
+		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	}
+	cons, err := s.js.OrderedConsumer(ctx, bus.StreamConversations, cfg)
+	if err != nil {
+		return fmt.Errorf("edge: consumer for %s: %w", cid, err)
+	}
+	fctx, cancel := context.WithCancel(context.Background())
+	cc, err := cons.Consume(func(m jetstream.Msg) { s.forward(fctx, m) })
+	if err != nil {
+		cancel()
+		return fmt.Errorf("edge: consume %s: %w", cid, err)
+	}
+	s.mu.Lock()
+	s.cancel = func() { cancel(); cc.Stop() }
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Session) forward(ctx context.Context, m jetstream.Msg) {
+	if ctx.Err() != nil {
+		return
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	env, err := protocol.Decode(m.Data())
+	if err != nil {
+		s.logger().Error().Err(err).Uint64("seq", md.Sequence.Stream).Msg("invalid server envelope in the stream; not forwarded")
+		return
+	}
+	if err := bus.StampServer(&env, md.Sequence.Stream); err != nil {
+		s.fail(err)
+		return
+	}
+	frame, err := protocol.Encode(env)
+	if err != nil {
+		s.logger().Error().Err(err).Msg("encode server envelope")
+		return
+	}
+	s.enqueue(frame)
+}
+
+func (s *Session) stopForwarding() {
+	s.mu.Lock()
+	stop := s.cancel
+	s.cancel = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}

@@ -1,0 +1,176 @@
+// Package edge is what every client-facing transport shares (the gateway's
+// WebSocket, the room-agent's LiveKit data channel): it validates client
+// envelopes and publishes them to JetStream, handles Configuration (new
+// conversation or resume after lastSequenceSeen), and forwards the
+// conversation's server envelopes stamped with stanza ids through a bounded
+// queue, so a slow client is disconnected instead of slowing anyone else.
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
+)
+
+// MetaUserID is the envelope meta key carrying the authenticated user; the
+// edge sets it and persistence stores it on the conversation.
+const MetaUserID = "alicia.user_id"
+
+// Transport sends one binary frame (a msgpack envelope) to the client.
+type Transport interface {
+	Send(ctx context.Context, frame []byte) error
+}
+
+// Authorizer says whether user may use an existing conversation; it returns
+// ErrNotFound or ErrForbidden otherwise.
+type Authorizer interface {
+	Authorize(ctx context.Context, user, conversationID string) error
+}
+
+// Errors an Authorizer returns.
+var (
+	ErrNotFound  = errors.New("conversation not found")
+	ErrForbidden = errors.New("conversation belongs to another user")
+)
+
+// ErrSlowClient ends a session whose client does not keep up.
+var ErrSlowClient = errors.New("edge: client too slow, send queue full")
+
+// Options of a session.
+type Options struct {
+	User string
+	// QueueSize bounds the frames waiting for the client (default 256).
+	QueueSize int
+	Log       zerolog.Logger
+}
+
+// Session is one client connection.
+type Session struct {
+	js    jetstream.JetStream
+	pub   *bus.Publisher
+	auth  Authorizer
+	tr    Transport
+	opts  Options
+	queue chan []byte
+
+	mu     sync.Mutex
+	cid    string
+	cancel context.CancelFunc // stops forwarding
+	done   chan struct{}
+	err    error
+	once   sync.Once
+}
+
+// NewSession returns a session; Run must be called to deliver frames.
+func NewSession(js jetstream.JetStream, auth Authorizer, tr Transport, opts Options) *Session {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 256
+	}
+	return &Session{js: js, pub: bus.NewPublisher(js), auth: auth, tr: tr, opts: opts,
+		queue: make(chan []byte, opts.QueueSize), done: make(chan struct{})}
+}
+
+// ConversationID is the conversation the session is bound to ("" before Configuration).
+func (s *Session) ConversationID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cid
+}
+
+// Run writes queued frames to the transport until ctx ends or the session
+// fails (slow client, transport error). It returns why it ended.
+func (s *Session) Run(ctx context.Context) error {
+	defer s.stopForwarding()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.done:
+			if errors.Is(s.Err(), ErrSlowClient) {
+				s.sayGoodbye(ctx)
+			}
+			return s.Err()
+		case frame := <-s.queue:
+			if err := s.tr.Send(ctx, frame); err != nil {
+				s.fail(fmt.Errorf("edge: send: %w", err))
+				return s.Err()
+			}
+		}
+	}
+}
+
+// Done is closed when the session failed; Err says why.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err is why the session ended.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *Session) fail(err error) {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		close(s.done)
+	})
+}
+
+// sayGoodbye tells a client that is dropped for being slow why, bypassing the
+// full queue, with a short deadline.
+func (s *Session) sayGoodbye(ctx context.Context) {
+	cid := s.ConversationID()
+	frame, err := protocol.Encode(protocol.New(cid, &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid,
+		Code: protocol.CodeOverloaded, Message: "client too slow: disconnecting; reconnect with lastSequenceSeen", Severity: 3, Recoverable: true}))
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = s.tr.Send(ctx, frame)
+}
+
+// enqueue hands a frame to the writer, failing the session when the client
+// is too slow to take it.
+func (s *Session) enqueue(frame []byte) {
+	select {
+	case s.queue <- frame:
+	case <-s.done:
+	default:
+		s.fail(ErrSlowClient)
+	}
+}
+
+// sendError queues an ErrorMessage for the client (not stored: it answers
+// input that never reached the stream).
+func (s *Session) sendError(code int32, msg string, originating *string) {
+	cid := s.ConversationID()
+	env := protocol.New(cid, &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid, Code: code, Message: msg,
+		Severity: 2, Recoverable: code < 500 || code == protocol.CodeBackendUnavailable, OriginatingID: originating})
+	frame, err := protocol.Encode(env)
+	if err != nil {
+		s.opts.Log.Error().Err(err).Msg("encode ErrorMessage")
+		return
+	}
+	s.enqueue(frame)
+}
+
+func (s *Session) logger() *zerolog.Logger {
+	l := telemetry.ForConversation(s.opts.Log, s.ConversationID())
+	return &l
+}
+
+// validConversation reports whether cid may be used in subjects.
+func validConversation(cid string) bool { return subjects.Validate(cid) == nil }
