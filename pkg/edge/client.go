@@ -8,6 +8,10 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
+// HandleClientError answers input the transport itself rejected (a text
+// frame on a binary protocol, say) with an ErrorMessage.
+func (s *Session) HandleClientError(code int32, message string) { s.sendError(code, message, nil) }
+
 // HandleClient takes one frame from the client. Invalid input is answered
 // with an ErrorMessage and the session stays open; a valid envelope is
 // published to JetStream (after Configuration has bound the conversation).

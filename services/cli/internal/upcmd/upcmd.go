@@ -3,6 +3,8 @@ package upcmd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/url"
@@ -12,23 +14,29 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/natsserver"
+	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/persistence"
 )
 
 // Config of the local stack, from ALICIA_* env vars.
 type Config struct {
-	NATSURL string // ALICIA_NATS_URL, default nats://127.0.0.1:4222
-	DataDir string // ALICIA_DATA_DIR, default ~/.local/share/alicia
+	NATSURL  string // ALICIA_NATS_URL, default nats://127.0.0.1:4222
+	DataDir  string // ALICIA_DATA_DIR, default ~/.local/share/alicia
+	HTTPAddr string // ALICIA_HTTP_ADDR, default 127.0.0.1:8080
+	// APIKeys (ALICIA_API_KEYS); when empty a development key is generated and printed.
+	APIKeys string
 }
 
 // ConfigFromEnv reads the environment.
 func ConfigFromEnv() Config {
-	c := Config{NATSURL: os.Getenv("ALICIA_NATS_URL"), DataDir: os.Getenv("ALICIA_DATA_DIR")}
-	if c.NATSURL == "" {
-		c.NATSURL = "nats://127.0.0.1:4222"
-	}
+	c := Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080"}
+	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	config.String("ALICIA_DATA_DIR", &c.DataDir)
+	config.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
+	config.String("ALICIA_API_KEYS", &c.APIKeys)
 	if c.DataDir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -40,8 +48,9 @@ func ConfigFromEnv() Config {
 }
 
 // Run starts embedded NATS (JetStream, fsync on every write), the private
-// Postgres unless ALICIA_POSTGRES_URL is set, and the services, then blocks
-// until ctx is cancelled and stops them cleanly.
+// Postgres unless ALICIA_POSTGRES_URL is set, and the services (persistence,
+// gateway), prints where they are and the API key, then blocks until ctx is
+// cancelled and stops them cleanly.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
 	ns, err := natsserver.Start(natsserver.Options{URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "jetstream")})
@@ -55,13 +64,39 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	pcfg := persistence.DefaultConfig()
 	pcfg.NATSURL, pcfg.PostgresURL = cfg.NATSURL, pgURL
-	fmt.Fprintf(stdout, "Alicia is up\n  NATS:     %s (JetStream store %s)\n  Postgres: %s\nCtrl-C stops.\n", cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), redact(pgURL))
+	gcfg := gateway.DefaultConfig()
+	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL, gcfg.APIKeys = cfg.HTTPAddr, cfg.NATSURL, pgURL, cfg.APIKeys
+	devKey := ""
+	if gcfg.APIKeys == "" {
+		devKey = "dev-" + randomHex(16)
+		gcfg.APIKeys = "dev:" + devKey
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return persistence.Run(gctx, pcfg, log.With().Str("service", "persistence").Logger()) })
+	addr := make(chan string, 1)
+	g.Go(func() error {
+		return gateway.Run(gctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
+	})
+	select {
+	case a := <-addr:
+		fmt.Fprintf(stdout, "Alicia is up\n  HTTP:     http://%s  (WebSocket ws://%s/v1/ws)\n  NATS:     %s (JetStream store %s)\n  Postgres: %s\n",
+			a, a, cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), redact(pgURL))
+		if devKey != "" {
+			fmt.Fprintf(stdout, "  API key:  %s  (development key; set ALICIA_API_KEYS to choose your own)\n", devKey)
+		}
+		fmt.Fprintln(stdout, "Ctrl-C stops.")
+	case <-gctx.Done():
+	}
 	err = g.Wait()
 	fmt.Fprintln(stdout, "Alicia stopped")
 	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
 }
 
 // redact hides the password of a postgres:// URL.

@@ -3,7 +3,9 @@ package upcmd_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +30,19 @@ type syncBuffer struct {
 func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// field returns the first word after label in the output.
+func field(out, label string) string {
+	_, rest, ok := strings.Cut(out, label)
+	if !ok {
+		return ""
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -43,7 +58,7 @@ func freePort(t *testing.T) string {
 func TestUpRunsTheStack(t *testing.T) {
 	pgURL := pgtest.NewURL(t)
 	t.Setenv("ALICIA_POSTGRES_URL", pgURL)
-	cfg := upcmd.Config{NATSURL: "nats://" + freePort(t), DataDir: t.TempDir()}
+	cfg := upcmd.Config{NATSURL: "nats://" + freePort(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &syncBuffer{}
@@ -52,6 +67,27 @@ func TestUpRunsTheStack(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "Alicia is up") }, "stack did not come up")
 	if strings.Contains(out.String(), pgURL) {
 		t.Fatal("the Postgres password was printed")
+	}
+	httpBase, key := field(out.String(), "HTTP:"), field(out.String(), "API key:")
+	if !strings.HasPrefix(httpBase, "http://127.0.0.1:") || !strings.HasPrefix(key, "dev-") {
+		t.Fatalf("output = %q", out.String())
+	}
+	req, _ := http.NewRequest(http.MethodGet, httpBase+"/readyz", nil)
+	testkit.EventuallyNoError(t, 10*time.Second, func() error {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz %d", resp.StatusCode)
+		}
+		return nil
+	}, "gateway not ready")
+	req, _ = http.NewRequest(http.MethodGet, httpBase+"/v1/ws", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUpgradeRequired {
+		t.Fatalf("the printed key was not accepted: %v %v", resp, err)
 	}
 
 	nc, err := nats.Connect(cfg.NATSURL)

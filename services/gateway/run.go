@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/ws"
+)
+
+// Run serves until ctx is cancelled, then shuts down gracefully. ready, when
+// not nil, receives the listening address once the server accepts connections.
+func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr string)) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	keys, _ := auth.ParseKeys(cfg.APIKeys)
+	pgCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("gateway: postgres URL: %w", err)
+	}
+	// Reads only: every transaction of the gateway's sessions is read-only;
+	// writes go through JetStream and the persistence service.
+	pgCfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, pgCfg)
+	if err != nil {
+		return fmt.Errorf("gateway: postgres: %w", err)
+	}
+	defer pool.Close()
+	nc, err := nats.Connect(cfg.NATSURL, nats.Name("alicia-gateway"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("gateway: nats: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		return err
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Use(middleware.Recover())
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET("/readyz", func(c echo.Context) error {
+		pctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if !nc.IsConnected() {
+			return c.String(http.StatusServiceUnavailable, "nats: not connected")
+		}
+		if err := pool.Ping(pctx); err != nil {
+			return c.String(http.StatusServiceUnavailable, "postgres: "+err.Error())
+		}
+		return c.String(http.StatusOK, "ready")
+	})
+	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
+
+	v1 := e.Group("/v1", auth.NewKeys(keys).Middleware(), middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store:               middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{Rate: rate.Limit(cfg.RateLimit), Burst: 2 * cfg.RateLimit, ExpiresIn: 3 * time.Minute}),
+		IdentifierExtractor: func(c echo.Context) (string, error) { return auth.UserOf(c), nil },
+	}))
+	wsh := &ws.Handler{JS: js, Auth: owners{pool: pool}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins}
+	v1.GET("/ws", wsh.Serve)
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen: %w", err)
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info().Str("addr", ln.Addr().String()).Msg("gateway listening")
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("gateway: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
