@@ -1,0 +1,14 @@
+// Package fakeopenai is an in-process server that speaks the OpenAI HTTP
+// wire format closely enough for github.com/sashabaranov/go-openai and the
+// services built on it: chat completions (JSON and SSE streaming, with
+// reasoning_content and tool calls streamed the way OpenAI and vLLM stream
+// them), deterministic embeddings and the model list.
+//
+// Tests script the answers: a Script is a list of Turns, picked by a Matcher
+// on the request or consumed in order, and every chat request is recorded so
+// a test can assert on the context a service sent. Faults (latency, per-chunk
+// delay, HTTP errors, hangs, a dead backend) can be switched at runtime.
+//
+// New starts an httptest server for a test; NewHandler gives the bare
+// http.Handler for benchmarks and commands.
+package fakeopenai
