@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
@@ -41,18 +39,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		return fmt.Errorf("gateway: postgres: %w", err)
 	}
 	defer pool.Close()
-	nc, err := nats.Connect(cfg.NATSURL, nats.Name("alicia-gateway"), nats.MaxReconnects(-1))
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "gateway")
 	if err != nil {
-		return fmt.Errorf("gateway: nats: %w", err)
+		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
-		return err
-	}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

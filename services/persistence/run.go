@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -41,18 +40,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return fmt.Errorf("persistence: migrate: %w", err)
 		}
 	}
-	nc, err := nats.Connect(cfg.NATSURL, nats.Name("alicia-persistence"), nats.MaxReconnects(-1))
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "persistence")
 	if err != nil {
-		return fmt.Errorf("persistence: nats: %w", err)
+		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
-		return err
-	}
 	st := store.New(pool)
 	dlq := bus.NewDeadLetters(js)
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,18 +91,6 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestFollow(t *testing.T) {
 	s := natstest.Run(t)
 	nc := natstest.Connect(t, s)
@@ -114,7 +101,7 @@ func TestFollow(t *testing.T) {
 	pub := bus.NewPublisher(js)
 	publishTurn(t, pub, "ac_f")
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- replaycmd.Run(ctx, nc, replaycmd.Options{ConversationID: "ac_f", Follow: true}, out) }()
 	testkit.Eventually(t, 5*time.Second, func() bool { return strings.Count(out.String(), "\n") == 5 }, "replayed part")

@@ -1,13 +1,11 @@
 package upcmd_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,18 +19,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // field returns the first word after label in the output.
 func field(out, label string) string {
@@ -65,9 +51,9 @@ func TestUpRunsTheStack(t *testing.T) {
 	cfg := upcmd.Config{NATSURL: "nats://" + freePort(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- upcmd.Run(ctx, cfg, out, &syncBuffer{}) }()
+	go func() { done <- upcmd.Run(ctx, cfg, out, &testkit.SyncBuffer{}) }()
 	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "Alicia is up") }, "stack did not come up")
 	if strings.Contains(out.String(), pgURL) {
 		t.Fatal("the Postgres password was printed")
