@@ -85,3 +85,15 @@ func (*ConversationUpdate) MessageType() MessageType { return TypeConversationUp
 
 // MessageType returns TypeBranchUpdate.
 func (*BranchUpdate) MessageType() MessageType { return TypeBranchUpdate }
+
+// MessageType returns TypeToolRegistration.
+func (*ToolRegistration) MessageType() MessageType { return TypeToolRegistration }
+
+// MessageType returns TypeToolSetting.
+func (*ToolSetting) MessageType() MessageType { return TypeToolSetting }
+
+// MessageType returns TypeMCPServerConfig.
+func (*MCPServerConfig) MessageType() MessageType { return TypeMCPServerConfig }
+
+// MessageType returns TypeMCPServerStatus.
+func (*MCPServerStatus) MessageType() MessageType { return TypeMCPServerStatus }

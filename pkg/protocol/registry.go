@@ -36,6 +36,12 @@ const (
 	TypeSessionStats         MessageType = 27
 	TypeConversationUpdate   MessageType = 28
 	TypeBranchUpdate         MessageType = 50
+
+	// Internal types (60-69): between services on alicia.sys, never from clients.
+	TypeToolRegistration MessageType = 60
+	TypeToolSetting      MessageType = 61
+	TypeMCPServerConfig  MessageType = 62
+	TypeMCPServerStatus  MessageType = 63
 )
 
 // Body is implemented by every generated body type (as a pointer).
@@ -78,6 +84,10 @@ var registry = map[MessageType]typeInfo{
 	TypeSessionStats:         {"SessionStats", "session_stats", func() Body { return new(SessionStats) }},
 	TypeConversationUpdate:   {"ConversationUpdate", "conversation_update", func() Body { return new(ConversationUpdate) }},
 	TypeBranchUpdate:         {"BranchUpdate", "branch_update", func() Body { return new(BranchUpdate) }},
+	TypeToolRegistration:     {"ToolRegistration", "tool_registration", func() Body { return new(ToolRegistration) }},
+	TypeToolSetting:          {"ToolSetting", "tool_setting", func() Body { return new(ToolSetting) }},
+	TypeMCPServerConfig:      {"MCPServerConfig", "mcp_server_config", func() Body { return new(MCPServerConfig) }},
+	TypeMCPServerStatus:      {"MCPServerStatus", "mcp_server_status", func() Body { return new(MCPServerStatus) }},
 }
 
 var byToken = func() map[string]MessageType {

@@ -336,6 +336,66 @@ const FeedbackVoteDown FeedbackVote = "down"
 const FeedbackVoteRemove FeedbackVote = "remove"
 const FeedbackVoteUp FeedbackVote = "up"
 
+// Adds, changes or removes an MCP server. Message type 62, internal (alicia.sys).
+type MCPServerConfig struct {
+	// Action corresponds to the JSON schema field "action".
+	Action MCPServerConfigAction `json:"action"`
+
+	// Args corresponds to the JSON schema field "args".
+	Args []string `json:"args,omitempty,omitzero"`
+
+	// Command corresponds to the JSON schema field "command".
+	Command *string `json:"command,omitempty,omitzero"`
+
+	// Enabled corresponds to the JSON schema field "enabled".
+	Enabled *bool `json:"enabled,omitempty,omitzero"`
+
+	// Env corresponds to the JSON schema field "env".
+	Env MCPServerConfigEnv `json:"env,omitempty,omitzero"`
+
+	// Server name: letters, digits, - and _.
+	Name string `json:"name"`
+
+	// Transport corresponds to the JSON schema field "transport".
+	Transport *MCPServerConfigTransport `json:"transport,omitempty,omitzero"`
+
+	// Url corresponds to the JSON schema field "url".
+	Url *string `json:"url,omitempty,omitzero"`
+}
+
+type MCPServerConfigAction string
+
+const MCPServerConfigActionDelete MCPServerConfigAction = "delete"
+const MCPServerConfigActionUpsert MCPServerConfigAction = "upsert"
+
+type MCPServerConfigEnv map[string]string
+
+type MCPServerConfigTransport string
+
+const MCPServerConfigTransportHttp MCPServerConfigTransport = "http"
+const MCPServerConfigTransportStdio MCPServerConfigTransport = "stdio"
+
+// The connection state of an MCP server as the llm service sees it. Message type
+// 63, internal (alicia.sys).
+type MCPServerStatus struct {
+	// LastError corresponds to the JSON schema field "lastError".
+	LastError *string `json:"lastError,omitempty,omitzero"`
+
+	// Name corresponds to the JSON schema field "name".
+	Name string `json:"name"`
+
+	// Status corresponds to the JSON schema field "status".
+	Status MCPServerStatusStatus `json:"status"`
+}
+
+type MCPServerStatusStatus string
+
+const MCPServerStatusStatusConnected MCPServerStatusStatus = "connected"
+const MCPServerStatusStatusConnecting MCPServerStatusStatus = "connecting"
+const MCPServerStatusStatusDisconnected MCPServerStatusStatus = "disconnected"
+const MCPServerStatusStatusError MCPServerStatusStatus = "error"
+const MCPServerStatusStatusUnknown MCPServerStatusStatus = "unknown"
+
 // Creates or changes a memory. Message type 24, both.
 type MemoryAction struct {
 	// Action corresponds to the JSON schema field "action".
@@ -360,8 +420,17 @@ const MemoryActionActionPin MemoryActionAction = "pin"
 const MemoryActionActionUpdate MemoryActionAction = "update"
 
 type MemoryActionMemory struct {
+	// Confidence 0..1.
+	Confidence *float64 `json:"confidence,omitempty,omitzero"`
+
 	// Content corresponds to the JSON schema field "content".
 	Content string `json:"content"`
+
+	// Embedding of content (1024 numbers), set by the memory service.
+	Embedding []float64 `json:"embedding,omitempty,omitzero"`
+
+	// Model that produced embedding.
+	EmbeddingModel *string `json:"embeddingModel,omitempty,omitzero"`
 
 	// Memory id (amem_…).
 	ID *string `json:"id,omitempty,omitzero"`
@@ -371,6 +440,12 @@ type MemoryActionMemory struct {
 
 	// Pinned corresponds to the JSON schema field "pinned".
 	Pinned *bool `json:"pinned,omitempty,omitzero"`
+
+	// Who made the memory: user, api or extraction.
+	Source *string `json:"source,omitempty,omitzero"`
+
+	// Message the memory was extracted from.
+	SourceMessageID *string `json:"sourceMessageId,omitempty,omitzero"`
 
 	// Tags corresponds to the JSON schema field "tags".
 	Tags []string `json:"tags,omitempty,omitzero"`
@@ -601,6 +676,43 @@ type SyncResponseSyncedMessagesElemStatus string
 
 const SyncResponseSyncedMessagesElemStatusConflict SyncResponseSyncedMessagesElemStatus = "conflict"
 const SyncResponseSyncedMessagesElemStatusSynced SyncResponseSyncedMessagesElemStatus = "synced"
+
+// The tools a source (the built-in set or one MCP server) offers; upserted by
+// name, keeping each tool's enabled flag. Tools of the same source that are not
+// listed are removed. Message type 60, internal (alicia.sys).
+type ToolRegistration struct {
+	// builtin, or mcp:<server name>.
+	Source string `json:"source"`
+
+	// Tools corresponds to the JSON schema field "tools".
+	Tools []ToolRegistrationToolsElem `json:"tools"`
+}
+
+type ToolRegistrationToolsElem struct {
+	// Description corresponds to the JSON schema field "description".
+	Description *string `json:"description,omitempty,omitzero"`
+
+	// Name of the MCP server the tool comes from; absent for built-in tools.
+	MCPServer *string `json:"mcpServer,omitempty,omitzero"`
+
+	// Tool name as the model sees it (builtin: calculator; MCP: mcp_<server>_<tool>).
+	Name string `json:"name"`
+
+	// JSON Schema of the arguments.
+	Parameters ToolRegistrationToolsElemParameters `json:"parameters,omitempty,omitzero"`
+}
+
+// JSON Schema of the arguments.
+type ToolRegistrationToolsElemParameters map[string]interface{}
+
+// Enables or disables a registered tool. Message type 61, internal (alicia.sys).
+type ToolSetting struct {
+	// Enabled corresponds to the JSON schema field "enabled".
+	Enabled bool `json:"enabled"`
+
+	// Name corresponds to the JSON schema field "name".
+	Name string `json:"name"`
+}
 
 // A request to run a tool. Message type 6, S→C.
 type ToolUseRequest struct {
