@@ -25,6 +25,10 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		s.sendError(code, err.Error(), nil)
 		return
 	}
+	if env.Type.Internal() {
+		s.sendError(protocol.CodeUnknownType, fmt.Sprintf("message type %d is internal to the server", env.Type), nil)
+		return
+	}
 	if env.Type == protocol.TypeConfiguration {
 		s.configure(ctx, env)
 		return

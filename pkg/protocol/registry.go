@@ -115,6 +115,10 @@ func (t MessageType) Token() string {
 	return "type_" + strconv.Itoa(int(t))
 }
 
+// Internal reports whether t is one of the types services exchange among
+// themselves (60-69); clients may neither send nor receive them.
+func (t MessageType) Internal() bool { return t >= 60 && t < 70 }
+
 // Known reports whether t is a message type of the protocol.
 func (t MessageType) Known() bool {
 	_, ok := registry[t]
