@@ -9,6 +9,7 @@
 //	alicia.asr.jobs.{cid}             ASR work queue
 //	alicia.audio.{cid}.out            playout audio (core NATS)
 //	alicia.ctl.{cid}                  immediate control (core NATS)
+//	alicia.turns.{k}.{cid}.{type}     llm turn queue, partition k (turns.go)
 package subjects
 
 import (
