@@ -3,10 +3,7 @@
 // (mcp_<server>_<tool>), with the enabled flags kept in alicia_tools.
 package tools
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // Spec is what the model is told about a tool.
 type Spec struct {
@@ -29,11 +26,3 @@ type Tool interface {
 	// Call runs the tool; the result must be representable as JSON.
 	Call(ctx context.Context, inv Invocation, args map[string]any) (any, error)
 }
-
-// Errors a call can fail with besides the tool's own; the llm maps them to
-// ToolUseResult error codes (unknown_tool, invalid_parameters, timeout =
-// context.DeadlineExceeded, anything else execution_error).
-var (
-	ErrUnknownTool       = errors.New("unknown tool")
-	ErrInvalidParameters = errors.New("invalid parameters")
-)

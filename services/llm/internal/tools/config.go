@@ -1,0 +1,166 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/config"
+)
+
+// Config tunes the registry and its tools. DefaultConfig holds the defaults;
+// ConfigFromEnv overrides them from ALICIA_* variables.
+type Config struct {
+	// Timeout bounds one tool call (ALICIA_TOOL_TIMEOUT, default 30s).
+	Timeout time.Duration
+	// Timeouts overrides Timeout for single tools
+	// (ALICIA_TOOL_TIMEOUTS="web_search=10s,mcp_fs_read_file=1m").
+	Timeouts map[string]time.Duration
+	// MaxResultBytes caps the text an MCP tool returns to the model; longer
+	// text is cut and marked (ALICIA_TOOL_MAX_RESULT_BYTES, default 64 KiB).
+	MaxResultBytes int
+
+	// WebSearchURL is the DuckDuckGo HTML endpoint's base URL; the search
+	// goes to {WebSearchURL}/html/ (ALICIA_WEB_SEARCH_URL,
+	// default https://html.duckduckgo.com).
+	WebSearchURL string
+	// WebSearchRegion is DuckDuckGo's kl region code, e.g. "fr-fr"; empty
+	// lets DuckDuckGo choose (ALICIA_WEB_SEARCH_REGION).
+	WebSearchRegion string
+	// WebSearchTimeout bounds one search request (ALICIA_WEB_SEARCH_TIMEOUT, default 10s).
+	WebSearchTimeout time.Duration
+	// WebSearchMaxBytes caps the result page read (ALICIA_WEB_SEARCH_MAX_BYTES, default 2 MiB).
+	WebSearchMaxBytes int
+	// WebSearchUserAgent is sent with searches (ALICIA_WEB_SEARCH_USER_AGENT).
+	WebSearchUserAgent string
+
+	// MCPConnectTimeout bounds starting and initializing one MCP session
+	// (ALICIA_MCP_CONNECT_TIMEOUT, default 20s).
+	MCPConnectTimeout time.Duration
+	// MCPPingInterval is how often a connected MCP server is pinged to find
+	// out that it went away (ALICIA_MCP_PING_INTERVAL, default 15s).
+	MCPPingInterval time.Duration
+	// MCPBackoffMin and MCPBackoffMax bound the wait before reconnecting to
+	// a server that failed or dropped; it doubles from min to max
+	// (ALICIA_MCP_BACKOFF_MIN, default 500ms; ALICIA_MCP_BACKOFF_MAX, default 30s).
+	MCPBackoffMin time.Duration
+	MCPBackoffMax time.Duration
+}
+
+// DefaultUserAgent identifies Alicia's web searches. DuckDuckGo's HTML
+// endpoint serves browser-like agents; the product token says who asks.
+const DefaultUserAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36 Alicia/1.0"
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Timeout:            30 * time.Second,
+		MaxResultBytes:     64 << 10,
+		WebSearchURL:       "https://html.duckduckgo.com",
+		WebSearchTimeout:   10 * time.Second,
+		WebSearchMaxBytes:  2 << 20,
+		WebSearchUserAgent: DefaultUserAgent,
+		MCPConnectTimeout:  20 * time.Second,
+		MCPPingInterval:    15 * time.Second,
+		MCPBackoffMin:      500 * time.Millisecond,
+		MCPBackoffMax:      30 * time.Second,
+	}
+}
+
+// ConfigFromEnv returns DefaultConfig overridden by the environment.
+func ConfigFromEnv() (Config, error) {
+	c := DefaultConfig()
+	var timeouts string
+	config.String("ALICIA_TOOL_TIMEOUTS", &timeouts)
+	config.String("ALICIA_WEB_SEARCH_URL", &c.WebSearchURL)
+	config.String("ALICIA_WEB_SEARCH_REGION", &c.WebSearchRegion)
+	config.String("ALICIA_WEB_SEARCH_USER_AGENT", &c.WebSearchUserAgent)
+	perTool, terr := ParseTimeouts(timeouts)
+	c.Timeouts = perTool
+	err := errors.Join(
+		terr,
+		config.Duration("ALICIA_TOOL_TIMEOUT", &c.Timeout),
+		config.Int("ALICIA_TOOL_MAX_RESULT_BYTES", &c.MaxResultBytes),
+		config.Duration("ALICIA_WEB_SEARCH_TIMEOUT", &c.WebSearchTimeout),
+		config.Int("ALICIA_WEB_SEARCH_MAX_BYTES", &c.WebSearchMaxBytes),
+		config.Duration("ALICIA_MCP_CONNECT_TIMEOUT", &c.MCPConnectTimeout),
+		config.Duration("ALICIA_MCP_PING_INTERVAL", &c.MCPPingInterval),
+		config.Duration("ALICIA_MCP_BACKOFF_MIN", &c.MCPBackoffMin),
+		config.Duration("ALICIA_MCP_BACKOFF_MAX", &c.MCPBackoffMax),
+	)
+	return c, err
+}
+
+// ParseTimeouts reads "name=duration,name=duration".
+func ParseTimeouts(s string) (map[string]time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]time.Duration{}
+	var errs []error
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, v, ok := strings.Cut(part, "=")
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if !ok || strings.TrimSpace(name) == "" || err != nil {
+			errs = append(errs, fmt.Errorf("ALICIA_TOOL_TIMEOUTS: %q is not name=duration", part))
+			continue
+		}
+		out[strings.TrimSpace(name)] = d
+	}
+	return out, errors.Join(errs...)
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.Timeout <= 0 {
+		bad("ALICIA_TOOL_TIMEOUT must be positive")
+	}
+	for name, d := range c.Timeouts {
+		if d <= 0 {
+			bad("ALICIA_TOOL_TIMEOUTS: %s must be positive", name)
+		}
+	}
+	if c.MaxResultBytes < 1024 {
+		bad("ALICIA_TOOL_MAX_RESULT_BYTES must be at least 1024")
+	}
+	if u, err := url.Parse(c.WebSearchURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("ALICIA_WEB_SEARCH_URL %q is not an http(s) URL", c.WebSearchURL)
+	}
+	if c.WebSearchTimeout <= 0 {
+		bad("ALICIA_WEB_SEARCH_TIMEOUT must be positive")
+	}
+	if c.WebSearchMaxBytes < 4096 {
+		bad("ALICIA_WEB_SEARCH_MAX_BYTES must be at least 4096")
+	}
+	if strings.TrimSpace(c.WebSearchUserAgent) == "" {
+		bad("ALICIA_WEB_SEARCH_USER_AGENT must not be empty")
+	}
+	if c.MCPConnectTimeout <= 0 {
+		bad("ALICIA_MCP_CONNECT_TIMEOUT must be positive")
+	}
+	if c.MCPPingInterval <= 0 {
+		bad("ALICIA_MCP_PING_INTERVAL must be positive")
+	}
+	if c.MCPBackoffMin <= 0 || c.MCPBackoffMax < c.MCPBackoffMin {
+		bad("ALICIA_MCP_BACKOFF_MIN must be positive and at most ALICIA_MCP_BACKOFF_MAX")
+	}
+	return errors.Join(errs...)
+}
+
+// TimeoutOf is the call timeout of the named tool.
+func (c Config) TimeoutOf(name string) time.Duration {
+	if d, ok := c.Timeouts[name]; ok {
+		return d
+	}
+	return c.Timeout
+}
