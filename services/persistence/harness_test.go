@@ -13,11 +13,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/persistence"
@@ -107,29 +108,45 @@ func (s *stack) server(cid string, body protocol.Body, meta map[string]any) uint
 	return ack.Sequence
 }
 
-// history calls history.get, waiting until seq is applied.
-func (s *stack) history(cid string, seq uint64) persistence.HistoryResponse {
+// history calls history.get, waiting until seq is applied. The service may
+// still be starting (no responders) or catching up (504): both are retried.
+func (s *stack) history(cid string, seq uint64) rpc.HistoryResponse {
 	s.t.Helper()
-	req, _ := msgpack.Marshal(persistence.HistoryRequest{ConversationID: cid, MinSequence: seq})
-	var resp persistence.HistoryResponse
-	deadline := time.Now().Add(s.historyTimeout)
-	for {
-		msg, err := s.nc.Request(persistence.HistorySubject, req, 10*time.Second)
-		if err == nil && msg.Header.Get("Nats-Service-Error-Code") == "" {
-			if err := msgpack.Unmarshal(msg.Data, &resp); err != nil {
-				s.t.Fatal(err)
-			}
-			return resp
-		}
-		// The service may still be starting (no responders) or catching up (504).
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = errors.New(msg.Header.Get("Nats-Service-Error"))
-			}
+	var resp rpc.HistoryResponse
+	err := testkit.CheckFor(s.historyTimeout, testkit.PollInterval, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		resp, err = rpc.History(ctx, s.nc, rpc.HistoryRequest{ConversationID: cid, MinSequence: seq})
+		if err != nil && !errors.Is(err, rpc.ErrNoResponders) && !rpc.IsCode(err, rpc.CodeTimeout) {
 			s.t.Fatalf("history.get %s ≥ %d: %v", cid, seq, err)
 		}
-		time.Sleep(20 * time.Millisecond) // poll interval
+		return err
+	})
+	if err != nil {
+		s.t.Fatalf("history.get %s ≥ %d: %v", cid, seq, err)
 	}
+	return resp
+}
+
+// applied waits until persistence has applied stream up to seq.
+func (s *stack) applied(stream string, seq uint64) {
+	s.t.Helper()
+	testkit.EventuallyNoError(s.t, s.historyTimeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return rpc.WaitApplied(ctx, s.nc, stream, seq)
+	}, "persistence.applied %s %d", stream, seq)
+}
+
+// system publishes an envelope on alicia.sys.{type} and returns its SYSTEM stream sequence.
+func (s *stack) system(body protocol.Body, meta map[string]any) uint64 {
+	s.t.Helper()
+	ack, err := s.pub.PublishSystem(context.Background(), protocol.Envelope{Type: body.MessageType(), Meta: meta, Body: body}, "")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return ack.Sequence
 }
 
 func (s *stack) queryInt(sql string, args ...any) int {

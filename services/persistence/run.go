@@ -48,8 +48,8 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	st := store.New(pool)
 	dlq := bus.NewDeadLetters(js)
 
-	g, gctx := errgroup.WithContext(ctx)
-	var convWM *consume.Watermark
+	watermarks := map[string]*consume.Watermark{}
+	var loops []*consume.Loop
 	for _, s := range []struct {
 		stream, filter string
 		shards         int
@@ -57,20 +57,22 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		{bus.StreamConversations, subjects.AllConversations, cfg.Shards},
 		{bus.StreamSystem, subjects.AllSystem, 1},
 	} {
-		loop, err := newLoop(gctx, js, st, dlq, cfg, s.stream, s.filter, s.shards, log)
+		loop, err := newLoop(ctx, js, st, dlq, cfg, s.stream, s.filter, s.shards, log)
 		if err != nil {
 			return err
 		}
-		if s.stream == bus.StreamConversations {
-			convWM = loop.Watermark
-		}
+		watermarks[s.stream] = loop.Watermark
+		loops = append(loops, loop)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	stopService, err := startService(gctx, nc, st, watermarks, cfg.HistoryWait)
+	if err != nil {
+		return fmt.Errorf("persistence: micro service: %w", err)
+	}
+	defer stopService()
+	for _, loop := range loops {
 		g.Go(func() error { return loop.Run(gctx) })
 	}
-	svc, err := addHistoryService(nc, st, convWM, cfg.HistoryWait)
-	if err != nil {
-		return fmt.Errorf("persistence: history service: %w", err)
-	}
-	defer func() { _ = svc.Stop() }()
 	log.Info().Str("consumer", cfg.Consumer).Msg("persistence running")
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {

@@ -3,77 +3,153 @@ package persistence
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
-	"github.com/alicia-voice/alicia/services/persistence/internal/store"
 )
 
-// HistorySubject is the request subject of history.get.
-const HistorySubject = "history.get"
+// ServiceName is the nats micro service persistence registers.
+const ServiceName = "alicia-persistence"
 
-// HistoryRequest asks for a conversation's current branch once every
-// envelope up to MinSequence (a CONVERSATIONS stream sequence, e.g. the
-// PubAck of the caller's own publish) has been applied.
-type HistoryRequest struct {
-	ConversationID string `msgpack:"conversationId"`
-	MinSequence    uint64 `msgpack:"minSequence,omitempty"`
-	Limit          int    `msgpack:"limit,omitempty"`
+// maxInFlight bounds the requests waiting for their sequence at once; past
+// it the endpoint stops taking new ones until one finishes.
+const maxInFlight = 4096
+
+// historyLimit is the most messages history.get returns (and its default).
+const historyLimit = 10000
+
+// historyReader is what history.get reads from.
+type historyReader interface {
+	History(ctx context.Context, cid string, limit int) ([]rpc.HistoryMessage, error)
 }
 
-// HistoryResponse is the reply of history.get.
-type HistoryResponse struct {
-	Messages        []store.HistoryMessage `msgpack:"messages"`
-	AppliedSequence uint64                 `msgpack:"appliedSequence"`
+// rpcServer answers history.get and persistence.applied. A request that
+// waits for its sequence is handled on its own goroutine: micro runs an
+// endpoint's handler on one goroutine per subscription, so a request waiting
+// for a sequence far ahead would otherwise hold up every request behind it.
+type rpcServer struct {
+	ctx        context.Context
+	st         historyReader
+	watermarks map[string]*consume.Watermark
+	wait       time.Duration
+	sem        chan struct{}
+	wg         sync.WaitGroup
 }
 
-// HistoryError codes (micro error headers).
-const (
-	HistoryBadRequest = "400"
-	HistoryTimeout    = "504"
-	HistoryInternal   = "500"
-)
-
-func addHistoryService(nc *nats.Conn, st *store.Store, wm *consume.Watermark, wait time.Duration) (micro.Service, error) {
-	svc, err := micro.AddService(nc, micro.Config{Name: "alicia-persistence", Version: "0.1.0", Description: "Alicia persistence: history with read-your-writes"})
+// startService registers the micro service. ctx ends the waits of requests
+// still in flight (they are answered 503); stop unregisters and waits for them.
+func startService(ctx context.Context, nc *nats.Conn, st historyReader, watermarks map[string]*consume.Watermark, wait time.Duration) (stop func(), err error) {
+	s := &rpcServer{ctx: ctx, st: st, watermarks: watermarks, wait: wait, sem: make(chan struct{}, maxInFlight)}
+	svc, err := micro.AddService(nc, micro.Config{Name: ServiceName, Version: "0.2.0",
+		Description: "Alicia persistence: history and applied positions with read-your-writes"})
 	if err != nil {
 		return nil, err
 	}
-	h := micro.HandlerFunc(func(r micro.Request) {
-		var req HistoryRequest
-		if err := msgpack.Unmarshal(r.Data(), &req); err != nil || subjects.Validate(req.ConversationID) != nil {
-			_ = r.Error(HistoryBadRequest, "history.get wants {conversationId, minSequence?, limit?} as msgpack", nil)
-			return
-		}
-		if req.Limit <= 0 || req.Limit > 10000 {
-			req.Limit = 10000
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		if err := wm.Wait(ctx, req.MinSequence); err != nil {
-			_ = r.Error(HistoryTimeout, "sequence not applied yet", nil)
-			return
-		}
-		msgs, err := st.History(ctx, req.ConversationID, req.Limit)
-		if err != nil {
-			code := HistoryInternal
-			if errors.Is(err, context.DeadlineExceeded) {
-				code = HistoryTimeout
-			}
-			_ = r.Error(code, err.Error(), nil)
-			return
-		}
-		b, _ := msgpack.Marshal(HistoryResponse{Messages: msgs, AppliedSequence: wm.Applied()})
-		_ = r.Respond(b)
-	})
-	if err := svc.AddEndpoint("history_get", h, micro.WithEndpointSubject(HistorySubject)); err != nil {
+	err = errors.Join(
+		svc.AddEndpoint("history_get", s.async(s.history), micro.WithEndpointSubject(rpc.HistorySubject)),
+		svc.AddEndpoint("applied", s.async(s.applied), micro.WithEndpointSubject(rpc.AppliedSubject)),
+	)
+	if err != nil {
 		_ = svc.Stop()
 		return nil, err
 	}
-	return svc, nil
+	return func() {
+		_ = svc.Stop()
+		s.wg.Wait()
+	}, nil
+}
+
+func (s *rpcServer) async(h func(micro.Request)) micro.Handler {
+	return micro.HandlerFunc(func(r micro.Request) {
+		select {
+		case s.sem <- struct{}{}:
+		case <-s.ctx.Done():
+			rpc.Fail(r, rpc.CodeUnavailable, "persistence is stopping")
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer func() { <-s.sem; s.wg.Done() }()
+			h(r)
+		}()
+	})
+}
+
+// waitApplied waits until wm reaches seq, bounded by the configured wait;
+// it answers the error itself and reports whether the caller may go on.
+func (s *rpcServer) waitApplied(ctx context.Context, r micro.Request, stream string, wm *consume.Watermark, seq uint64) bool {
+	err := wm.Wait(ctx, seq)
+	switch {
+	case err == nil:
+		return true
+	case s.ctx.Err() != nil:
+		rpc.Fail(r, rpc.CodeUnavailable, "persistence is stopping")
+	default:
+		rpc.Fail(r, rpc.CodeTimeout, fmt.Sprintf("%s not applied up to %d within %s (applied up to %d)", stream, seq, s.wait, wm.Applied()))
+	}
+	return false
+}
+
+// history answers history.get: the current branch once every CONVERSATIONS
+// envelope up to MinSequence is applied.
+func (s *rpcServer) history(r micro.Request) {
+	var req rpc.HistoryRequest
+	if !rpc.Decode(r, &req) {
+		return
+	}
+	if subjects.Validate(req.ConversationID) != nil {
+		rpc.Fail(r, rpc.CodeBadRequest, "history.get wants {conversationId, minSequence?, limit?} with a valid conversationId")
+		return
+	}
+	if req.Limit <= 0 || req.Limit > historyLimit {
+		req.Limit = historyLimit
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.wait)
+	defer cancel()
+	wm := s.watermarks[bus.StreamConversations]
+	if !s.waitApplied(ctx, r, bus.StreamConversations, wm, req.MinSequence) {
+		return
+	}
+	msgs, err := s.st.History(ctx, req.ConversationID, req.Limit)
+	if err != nil {
+		code := rpc.CodeInternal
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = rpc.CodeTimeout
+		}
+		rpc.Fail(r, code, err.Error())
+		return
+	}
+	if msgs == nil {
+		msgs = []rpc.HistoryMessage{}
+	}
+	rpc.Respond(r, rpc.HistoryResponse{Messages: msgs, AppliedSequence: wm.Applied()})
+}
+
+// applied answers persistence.applied: once the named stream is applied up
+// to Sequence (with shards: every shard), how far it is applied.
+func (s *rpcServer) applied(r micro.Request) {
+	var req rpc.AppliedRequest
+	if !rpc.Decode(r, &req) {
+		return
+	}
+	wm, ok := s.watermarks[req.Stream]
+	if !ok {
+		rpc.Fail(r, rpc.CodeBadRequest, fmt.Sprintf("unknown stream %q: persistence.applied knows %s and %s",
+			req.Stream, bus.StreamConversations, bus.StreamSystem))
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.wait)
+	defer cancel()
+	if !s.waitApplied(ctx, r, req.Stream, wm, req.Sequence) {
+		return
+	}
+	rpc.Respond(r, rpc.AppliedResponse{Applied: wm.Applied()})
 }

@@ -3,23 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
-)
 
-// HistoryMessage is one message of a conversation as history.get returns it.
-type HistoryMessage struct {
-	ID               string    `msgpack:"id" json:"id"`
-	PreviousID       string    `msgpack:"previousId,omitempty" json:"previousId,omitempty"`
-	Role             string    `msgpack:"role" json:"role"`
-	Contents         string    `msgpack:"contents" json:"contents"`
-	SequenceNumber   int32     `msgpack:"sequenceNumber" json:"sequenceNumber"`
-	CompletionStatus string    `msgpack:"completionStatus" json:"completionStatus"`
-	CreatedAt        time.Time `msgpack:"createdAt" json:"createdAt"`
-}
+	"github.com/alicia-voice/alicia/pkg/rpc"
+)
 
 // History returns the messages on the conversation's current branch, from
 // the root to the branch head, oldest first.
-func (s *Store) History(ctx context.Context, cid string, limit int) ([]HistoryMessage, error) {
+func (s *Store) History(ctx context.Context, cid string, limit int) ([]rpc.HistoryMessage, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH RECURSIVE branch AS (
 			SELECT m.*, 1 AS depth FROM alicia_messages m
@@ -35,9 +25,9 @@ func (s *Store) History(ctx context.Context, cid string, limit int) ([]HistoryMe
 		return nil, fmt.Errorf("store: history: %w", err)
 	}
 	defer rows.Close()
-	var out []HistoryMessage
+	var out []rpc.HistoryMessage
 	for rows.Next() {
-		var m HistoryMessage
+		var m rpc.HistoryMessage
 		if err := rows.Scan(&m.ID, &m.PreviousID, &m.Role, &m.Contents, &m.SequenceNumber, &m.CompletionStatus, &m.CreatedAt); err != nil {
 			return nil, fmt.Errorf("store: history: %w", err)
 		}
