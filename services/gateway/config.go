@@ -1,13 +1,17 @@
-// Package gateway is Alicia's HTTP edge: API keys, health and metrics, and
-// the WebSocket transport for protocol envelopes (/v1/ws). It reads Postgres
-// through a read-only session and writes only by publishing to JetStream.
+// Package gateway is Alicia's HTTP edge: API keys, health and metrics, the
+// REST API under /v1 (API.md) and the WebSocket transport for protocol
+// envelopes (/v1/ws). It reads Postgres through a read-only session and
+// writes only by publishing to JetStream, answering once persistence has
+// applied the write.
 package gateway
 
 import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
@@ -25,11 +29,45 @@ type Config struct {
 	QueueSize int
 	// AllowedOrigins are extra browser origins (host patterns) allowed to open /v1/ws (ALICIA_ALLOWED_ORIGINS, comma-separated).
 	AllowedOrigins []string
+	// Model backends (OpenAI-compatible base URLs ending in /v1) whose
+	// reachability GET /v1/server-info reports; an empty URL is "not configured".
+	LLM        Backend // ALICIA_LLM_URL, ALICIA_LLM_MODEL, ALICIA_LLM_API_KEY (+ _FILE)
+	ASR        Backend // ALICIA_ASR_URL, ALICIA_ASR_MODEL, ALICIA_ASR_API_KEY (+ _FILE)
+	TTS        Backend // ALICIA_TTS_URL, ALICIA_TTS_MODEL, ALICIA_TTS_API_KEY (+ _FILE)
+	Embeddings Backend // ALICIA_EMBEDDING_URL, ALICIA_EMBEDDING_MODEL, ALICIA_EMBEDDING_API_KEY (+ _FILE)
+	// WriteTimeout bounds a REST write: publish, then wait until persistence
+	// has applied it (ALICIA_WRITE_TIMEOUT, default 10s; 504 beyond).
+	WriteTimeout time.Duration
+}
+
+// Backend is an OpenAI-compatible model endpoint.
+type Backend struct {
+	URL    string
+	Model  string
+	APIKey string
+}
+
+// backendFromEnv reads ALICIA_{prefix}_URL, _MODEL and _API_KEY (+ _FILE).
+func backendFromEnv(prefix string, b *Backend) error {
+	config.String("ALICIA_"+prefix+"_URL", &b.URL)
+	config.String("ALICIA_"+prefix+"_MODEL", &b.Model)
+	return config.Secret("ALICIA_"+prefix+"_API_KEY", &b.APIKey)
+}
+
+func (b Backend) validate(prefix string) error {
+	if b.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(b.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("ALICIA_%s_URL %q: want an http(s) URL such as http://host:8000/v1", prefix, b.URL)
+	}
+	return nil
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256}
+	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second}
 }
 
 // ConfigFromEnv returns DefaultConfig overridden by the environment.
@@ -49,6 +87,11 @@ func ConfigFromEnv() (Config, error) {
 		config.Secret("ALICIA_API_KEYS", &c.APIKeys),
 		config.Int("ALICIA_RATE_LIMIT", &c.RateLimit),
 		config.Int("ALICIA_WS_QUEUE", &c.QueueSize),
+		config.Duration("ALICIA_WRITE_TIMEOUT", &c.WriteTimeout),
+		backendFromEnv("LLM", &c.LLM),
+		backendFromEnv("ASR", &c.ASR),
+		backendFromEnv("TTS", &c.TTS),
+		backendFromEnv("EMBEDDING", &c.Embeddings),
 	)
 	if err != nil {
 		return c, err
@@ -77,5 +120,9 @@ func (c Config) Validate() error {
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("WebSocket queue %d must be at least 1", c.QueueSize))
 	}
+	if c.WriteTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))
+	}
+	errs = append(errs, c.LLM.validate("LLM"), c.ASR.validate("ASR"), c.TTS.validate("TTS"), c.Embeddings.validate("EMBEDDING"))
 	return errors.Join(errs...)
 }

@@ -3,27 +3,22 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
 
-// owners authorizes a user for a conversation from the persisted owner.
-type owners struct{ pool *pgxpool.Pool }
+// owners authorizes a WebSocket user for a conversation from the persisted
+// owner, with the same rules as the REST API.
+type owners struct{ st *store.Store }
 
 func (o owners) Authorize(ctx context.Context, user, cid string) error {
-	var owner *string
-	err := o.pool.QueryRow(ctx, `SELECT user_id FROM alicia_conversations WHERE id = $1 AND deleted_at IS NULL`, cid).Scan(&owner)
+	err := o.st.ConversationOwner(ctx, user, cid)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, store.ErrNotFound):
 		return edge.ErrNotFound
-	case err != nil:
-		return fmt.Errorf("gateway: conversation owner: %w", err)
-	case owner == nil || *owner != user:
+	case errors.Is(err, store.ErrForbidden):
 		return edge.ErrForbidden
 	}
-	return nil
+	return err
 }

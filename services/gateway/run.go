@@ -17,6 +17,9 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
+	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
+	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 	"github.com/alicia-voice/alicia/services/gateway/internal/ws"
 )
 
@@ -45,8 +48,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	}
 	defer nc.Close()
 
+	st := store.New(pool)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = rest.ErrorHandler(log)
 	e.Use(middleware.Recover())
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", func(c echo.Context) error {
@@ -66,8 +71,16 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		Store:               middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{Rate: rate.Limit(cfg.RateLimit), Burst: 2 * cfg.RateLimit, ExpiresIn: 3 * time.Minute}),
 		IdentifierExtractor: func(c echo.Context) (string, error) { return auth.UserOf(c), nil },
 	}))
-	wsh := &ws.Handler{JS: js, Auth: owners{pool: pool}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins}
+	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins}
 	v1.GET("/ws", wsh.Serve)
+	api := &rest.API{Store: st, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
+		Probe: probe.New(map[string]probe.Backend{
+			"llm":        probe.Backend(cfg.LLM),
+			"asr":        probe.Backend(cfg.ASR),
+			"tts":        probe.Backend(cfg.TTS),
+			"embeddings": probe.Backend(cfg.Embeddings),
+		}, probe.Options{})}
+	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

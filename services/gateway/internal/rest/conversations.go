@@ -1,0 +1,193 @@
+package rest
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/store"
+)
+
+type conversationPage struct {
+	Conversations []store.Conversation `json:"conversations"`
+	NextCursor    string               `json:"nextCursor,omitempty"`
+}
+
+type conversationWithMessages struct {
+	store.Conversation
+	Messages []store.Message `json:"messages"`
+}
+
+// createConversation: a Configuration envelope creates the row owned by the
+// key's user (as a WebSocket client's first Configuration does), then a
+// ConversationUpdate sets the title.
+func (a *API) createConversation(c echo.Context) error {
+	var in struct {
+		Title *string `json:"title"`
+	}
+	if err := bindJSON(c, &in, true); err != nil {
+		return err
+	}
+	if in.Title != nil {
+		if err := text("title", *in.Title, maxTitle, false); err != nil {
+			return err
+		}
+	}
+	user, cid := auth.UserOf(c), protocol.NewID("ac")
+	pubs := []publication{asClient(user, protocol.New(cid, &protocol.Configuration{ConversationID: &cid}))}
+	if in.Title != nil && *in.Title != "" {
+		pubs = append(pubs, asServer(protocol.New(cid, &protocol.ConversationUpdate{
+			ConversationID: cid, Title: in.Title, UpdatedAt: time.Now().UnixMilli()})))
+	}
+	if err := a.write(c, pubs...); err != nil {
+		return err
+	}
+	conv, err := a.Store.Conversation(c.Request().Context(), user, cid)
+	if err != nil {
+		return lookup(err, "conversation")
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/v1/conversations/"+cid)
+	return c.JSON(http.StatusCreated, conv)
+}
+
+func (a *API) listConversations(c echo.Context) error {
+	statuses := []string{"active"}
+	switch s := c.QueryParam("status"); s {
+	case "", "active":
+	case "archived":
+		statuses = []string{"archived"}
+	case "all":
+		statuses = []string{"active", "archived"}
+	default:
+		return fail(http.StatusBadRequest, "status %q is not one of active, archived, all", s)
+	}
+	limit, err := limitParam(c, defaultLimit, maxLimit)
+	if err != nil {
+		return err
+	}
+	after, err := store.DecodeCursor(c.QueryParam("cursor"))
+	if err != nil {
+		return fail(http.StatusBadRequest, "cursor is not one this server handed out")
+	}
+	convs, next, err := a.Store.Conversations(c.Request().Context(), store.ListConversations{
+		User: auth.UserOf(c), Statuses: statuses, Limit: limit, After: after})
+	if err != nil {
+		return err
+	}
+	page := conversationPage{Conversations: convs}
+	if next != nil {
+		page.NextCursor = next.Encode()
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// conversation reads the path's conversation after the ownership check.
+func (a *API) conversation(c echo.Context) (store.Conversation, error) {
+	cid, err := pathID(c, "id")
+	if err != nil {
+		return store.Conversation{}, err
+	}
+	conv, err := a.Store.Conversation(c.Request().Context(), auth.UserOf(c), cid)
+	if err != nil {
+		return store.Conversation{}, lookup(err, "conversation")
+	}
+	return conv, nil
+}
+
+func (a *API) getConversation(c echo.Context) error {
+	conv, err := a.conversation(c)
+	if err != nil {
+		return err
+	}
+	msgs, err := a.Store.Branch(c.Request().Context(), conv.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, conversationWithMessages{Conversation: conv, Messages: msgs})
+}
+
+// patchConversation renames or archives (or un-archives) through a
+// ConversationUpdate, which the conversation's connected clients also get.
+func (a *API) patchConversation(c echo.Context) error {
+	var in struct {
+		Title  *string `json:"title"`
+		Status *string `json:"status"`
+	}
+	if err := bindJSON(c, &in, false); err != nil {
+		return err
+	}
+	if in.Title == nil && in.Status == nil {
+		return fail(http.StatusBadRequest, "give a title, a status or both")
+	}
+	if in.Title != nil {
+		if err := text("title", *in.Title, maxTitle, false); err != nil {
+			return err
+		}
+	}
+	if in.Status != nil {
+		if err := oneOf("status", *in.Status, "active", "archived"); err != nil {
+			return err
+		}
+	}
+	conv, err := a.conversation(c)
+	if err != nil {
+		return err
+	}
+	upd := &protocol.ConversationUpdate{ConversationID: conv.ID, Title: in.Title, Status: in.Status, UpdatedAt: time.Now().UnixMilli()}
+	if err := a.write(c, asServer(protocol.New(conv.ID, upd))); err != nil {
+		return err
+	}
+	conv, err = a.Store.Conversation(c.Request().Context(), auth.UserOf(c), conv.ID)
+	if err != nil {
+		return lookup(err, "conversation")
+	}
+	return c.JSON(http.StatusOK, conv)
+}
+
+// deleteConversation soft-deletes: status deleted (persistence sets deleted_at).
+func (a *API) deleteConversation(c echo.Context) error {
+	conv, err := a.conversation(c)
+	if err != nil {
+		return err
+	}
+	upd := &protocol.ConversationUpdate{ConversationID: conv.ID, Status: protocol.Ptr("deleted"), UpdatedAt: time.Now().UnixMilli()}
+	if err := a.write(c, asServer(protocol.New(conv.ID, upd))); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type siblingsAnswer struct {
+	ParentID  *string         `json:"parentId"`
+	Siblings  []store.Message `json:"siblings"`
+	CurrentID *string         `json:"currentId"`
+}
+
+// siblings lists the alternatives at a branch point: the messages sharing
+// the path message's parent.
+func (a *API) siblings(c echo.Context) error {
+	mid, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := a.Store.MessageConversation(ctx, auth.UserOf(c), mid); err != nil {
+		return lookup(err, "message")
+	}
+	parent, sibs, current, err := a.Store.Siblings(ctx, mid)
+	if errors.Is(err, store.ErrNotFound) {
+		return lookup(err, "message")
+	}
+	if err != nil {
+		return err
+	}
+	out := siblingsAnswer{ParentID: parent, Siblings: sibs}
+	if current != "" {
+		out.CurrentID = &current
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,59 @@
+// Package rest serves the gateway's JSON API under /v1 (see API.md): reads
+// from Postgres through a read-only store, writes by publishing protocol
+// envelopes and answering once persistence has applied them, memory writes
+// and search through the memory service.
+package rest
+
+import (
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
+	"github.com/alicia-voice/alicia/services/gateway/internal/store"
+)
+
+// API holds what the handlers need.
+type API struct {
+	Store  *store.Store
+	NC     *nats.Conn
+	Pub    *bus.Publisher
+	Probe  *probe.Prober
+	Pinger Pinger // Postgres, for server-info
+	Log    zerolog.Logger
+	// WriteTimeout bounds a write: publish, then wait until applied.
+	WriteTimeout time.Duration
+}
+
+// Register adds the routes to g (the authenticated /v1 group).
+func (a *API) Register(g *echo.Group) {
+	g.POST("/conversations", a.createConversation)
+	g.GET("/conversations", a.listConversations)
+	g.GET("/conversations/:id", a.getConversation)
+	g.PATCH("/conversations/:id", a.patchConversation)
+	g.DELETE("/conversations/:id", a.deleteConversation)
+	g.GET("/messages/:id/siblings", a.siblings)
+
+	g.POST("/messages/:id/votes", a.vote)
+	g.GET("/messages/:id/notes", a.listNotes)
+	g.POST("/messages/:id/notes", a.createNote)
+	g.DELETE("/notes/:id", a.deleteNote)
+
+	g.GET("/memories", a.listMemories)
+	g.POST("/memories", a.createMemory)
+	g.PATCH("/memories/:id", a.patchMemory)
+	g.DELETE("/memories/:id", a.deleteMemory)
+	g.POST("/memories/:id/pin", a.pinMemory)
+	g.POST("/memories/:id/archive", a.archiveMemory)
+
+	g.GET("/tools", a.listTools)
+	g.PATCH("/tools/:name", a.patchTool)
+	g.GET("/mcp-servers", a.listMCPServers)
+	g.PUT("/mcp-servers/:name", a.putMCPServer)
+	g.DELETE("/mcp-servers/:name", a.deleteMCPServer)
+
+	g.GET("/server-info", a.serverInfo)
+}

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Message is one message with what the assistant did for it.
+type Message struct {
+	ID             string          `json:"id"`
+	PreviousID     *string         `json:"previousId,omitempty"`
+	Role           string          `json:"role"`
+	Content        string          `json:"content"`
+	Status         string          `json:"status"`
+	Interrupted    bool            `json:"interrupted"`
+	SequenceNumber int32           `json:"sequenceNumber"`
+	CreatedAt      int64           `json:"createdAt"`
+	SiblingCount   int             `json:"siblingCount"`
+	ToolUses       []ToolUse       `json:"toolUses,omitempty"`
+	MemoriesUsed   []MemoryUse     `json:"memoriesUsed,omitempty"`
+	Reasoning      []ReasoningStep `json:"reasoning,omitempty"`
+}
+
+// ToolUse is one tool call of an answer, in call order.
+type ToolUse struct {
+	ID           string          `json:"id"`
+	ToolName     string          `json:"toolName"`
+	Arguments    json.RawMessage `json:"arguments"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	Status       string          `json:"status"`
+	ErrorCode    *string         `json:"errorCode,omitempty"`
+	ErrorMessage *string         `json:"errorMessage,omitempty"`
+}
+
+// MemoryUse is a memory the answer was given, in retrieval order.
+type MemoryUse struct {
+	MemoryID   string  `json:"memoryId"`
+	Content    string  `json:"content"`
+	Similarity float64 `json:"similarity"`
+}
+
+// ReasoningStep is one step of the model's reasoning.
+type ReasoningStep struct {
+	Sequence int32  `json:"sequence"`
+	Content  string `json:"content"`
+}
+
+// maxBranch bounds a branch walk (and guards against a cycle in previous_id).
+const maxBranch = 10000
+
+// messageColumns are read from m (alicia_messages); the sibling count
+// includes the message itself.
+const messageColumns = `m.id, m.previous_id, m.message_role::text, m.contents, m.completion_status::text,
+	m.interrupted_at IS NOT NULL, m.sequence_number, m.created_at,
+	(SELECT count(*) FROM alicia_messages s WHERE s.conversation_id = m.conversation_id
+		AND s.previous_id IS NOT DISTINCT FROM m.previous_id AND s.deleted_at IS NULL)`
+
+func scanMessages(rows pgx.Rows) ([]Message, error) {
+	defer rows.Close()
+	out := []Message{}
+	for rows.Next() {
+		var m Message
+		var at time.Time
+		if err := rows.Scan(&m.ID, &m.PreviousID, &m.Role, &m.Content, &m.Status, &m.Interrupted,
+			&m.SequenceNumber, &at, &m.SiblingCount); err != nil {
+			return nil, err
+		}
+		m.CreatedAt = ms(at)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Branch returns the messages on conversation cid's current branch (walking
+// previous_id back from the branch head), root first, with their tool uses,
+// memories used and reasoning steps.
+func (s *Store) Branch(ctx context.Context, cid string) ([]Message, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH RECURSIVE branch AS (
+			SELECT m.id, m.previous_id, 1 AS depth FROM alicia_messages m
+			JOIN alicia_conversations c ON c.tip_message_id = m.id
+			WHERE c.id = $1 AND m.deleted_at IS NULL
+			UNION ALL
+			SELECT m.id, m.previous_id, b.depth + 1 FROM alicia_messages m JOIN branch b ON m.id = b.previous_id
+			WHERE m.deleted_at IS NULL AND b.depth < $2
+		)
+		SELECT `+messageColumns+` FROM branch b JOIN alicia_messages m ON m.id = b.id ORDER BY b.depth DESC`, cid, maxBranch)
+	if err != nil {
+		return nil, fmt.Errorf("store: branch: %w", err)
+	}
+	msgs, err := scanMessages(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: branch: %w", err)
+	}
+	if err := s.details(ctx, msgs); err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// Siblings returns the messages sharing message mid's parent (the roots of
+// its conversation when it has none), oldest first, the parent, and which
+// of them lies on the current branch ("" when none does).
+func (s *Store) Siblings(ctx context.Context, mid string) (parent *string, sibs []Message, current string, err error) {
+	var cid string
+	err = s.pool.QueryRow(ctx, `SELECT conversation_id, previous_id FROM alicia_messages WHERE id = $1 AND deleted_at IS NULL`, mid).Scan(&cid, &parent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, "", ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("store: siblings: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+messageColumns+` FROM alicia_messages m
+		WHERE m.conversation_id = $1 AND m.previous_id IS NOT DISTINCT FROM $2 AND m.deleted_at IS NULL
+		ORDER BY m.created_at, m.id`, cid, parent)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("store: siblings: %w", err)
+	}
+	if sibs, err = scanMessages(rows); err != nil {
+		return nil, nil, "", fmt.Errorf("store: siblings: %w", err)
+	}
+	if err := s.details(ctx, sibs); err != nil {
+		return nil, nil, "", err
+	}
+	ids := make([]string, len(sibs))
+	for i, m := range sibs {
+		ids[i] = m.ID
+	}
+	// The sibling the branch head descends from.
+	err = s.pool.QueryRow(ctx, `
+		WITH RECURSIVE branch AS (
+			SELECT m.id, m.previous_id, 1 AS depth FROM alicia_messages m
+			JOIN alicia_conversations c ON c.tip_message_id = m.id WHERE c.id = $1
+			UNION ALL
+			SELECT m.id, m.previous_id, b.depth + 1 FROM alicia_messages m JOIN branch b ON m.id = b.previous_id
+			WHERE b.depth < $3
+		)
+		SELECT id FROM branch WHERE id = ANY($2) LIMIT 1`, cid, ids, maxBranch).Scan(&current)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, "", fmt.Errorf("store: siblings: %w", err)
+	}
+	return parent, sibs, current, nil
+}
+
+// details attaches tool uses, memories used and reasoning steps to msgs.
+func (s *Store) details(ctx context.Context, msgs []Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(msgs))
+	byID := make(map[string]*Message, len(msgs))
+	for i := range msgs {
+		ids[i] = msgs[i].ID
+		byID[msgs[i].ID] = &msgs[i]
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT message_id, id, tool_name, tool_arguments, tool_result, status::text, error_code, error_message
+		FROM alicia_tool_uses WHERE message_id = ANY($1) AND deleted_at IS NULL
+		ORDER BY message_id, sequence_number, created_at`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var mid string
+			var u ToolUse
+			if err := rows.Scan(&mid, &u.ID, &u.ToolName, &u.Arguments, &u.Result, &u.Status, &u.ErrorCode, &u.ErrorMessage); err != nil {
+				return err
+			}
+			byID[mid].ToolUses = append(byID[mid].ToolUses, u)
+		}
+		return rows.Err()
+	})
+	batch.Queue(`SELECT u.message_id, u.memory_id, COALESCE(mem.content, u.meta->>'content', ''), COALESCE(u.similarity_score, 0)
+		FROM alicia_memory_used u LEFT JOIN alicia_memory mem ON mem.id = u.memory_id
+		WHERE u.message_id = ANY($1) AND u.deleted_at IS NULL
+		ORDER BY u.message_id, u.position_in_results NULLS LAST, u.created_at`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var mid string
+			var u MemoryUse
+			if err := rows.Scan(&mid, &u.MemoryID, &u.Content, &u.Similarity); err != nil {
+				return err
+			}
+			byID[mid].MemoriesUsed = append(byID[mid].MemoriesUsed, u)
+		}
+		return rows.Err()
+	})
+	batch.Queue(`SELECT message_id, sequence_number, content FROM alicia_reasoning_steps
+		WHERE message_id = ANY($1) AND deleted_at IS NULL ORDER BY message_id, sequence_number`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var mid string
+			var r ReasoningStep
+			if err := rows.Scan(&mid, &r.Sequence, &r.Content); err != nil {
+				return err
+			}
+			byID[mid].Reasoning = append(byID[mid].Reasoning, r)
+		}
+		return rows.Err()
+	})
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("store: message details: %w", err)
+	}
+	return nil
+}
