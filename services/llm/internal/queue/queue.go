@@ -1,0 +1,146 @@
+// Package queue is the llm's turn queue: the LLM_TURNS work-queue stream,
+// sourced from CONVERSATIONS with a subject transform that hashes each
+// conversation into one of P partitions, and one durable pull consumer per
+// partition (MaxAckPending 1) that every replica pulls from. A partition's
+// turns are therefore handled one at a time, in stream order, by whichever
+// replica pulls first; different partitions run in parallel on all replicas;
+// a turn whose replica dies is redelivered after AckWait.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+)
+
+// Stream is the name of the turn-queue stream.
+const Stream = "LLM_TURNS"
+
+// SourceHeader is the header JetStream puts on a sourced message:
+// "<stream> <sequence> <filter> <transform> <original subject> [<ident>]".
+const SourceHeader = "Nats-Stream-Source"
+
+// TurnTypes are the client envelopes that start a turn.
+var TurnTypes = []protocol.MessageType{protocol.TypeUserMessage, protocol.TypeControlVariation}
+
+// Config shapes the stream and its consumers.
+type Config struct {
+	Partitions int           // P; each conversation lands in one
+	AckWait    time.Duration // a turn not heartbeated for this long is redelivered
+	MaxDeliver int           // deliveries of one turn before it is given up
+	// Storage of the stream (file by default: a queued turn survives a restart).
+	Storage  jetstream.StorageType
+	Replicas int
+	// MaxAge bounds how long an unanswered turn waits.
+	MaxAge time.Duration
+}
+
+// ConsumerName is the durable consumer of partition k.
+func ConsumerName(k int) string { return "llm-p" + strconv.Itoa(k) }
+
+// StreamConfig is the LLM_TURNS configuration; start is where sourcing
+// begins when the stream is created (nil: the beginning of CONVERSATIONS).
+func StreamConfig(c Config, start *time.Time) jetstream.StreamConfig {
+	src := &jetstream.StreamSource{Name: bus.StreamConversations, OptStartTime: start}
+	for _, t := range TurnTypes {
+		src.SubjectTransforms = append(src.SubjectTransforms, jetstream.SubjectTransformConfig{
+			Source:      subjects.AllOfType(subjects.OriginClient, t),
+			Destination: subjects.TurnTransform(c.Partitions, t),
+		})
+	}
+	replicas := max(c.Replicas, 1)
+	return jetstream.StreamConfig{
+		Name:        Stream,
+		Description: "Turns for the llm service: user messages and variations, partitioned by conversation",
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     c.Storage,
+		Replicas:    replicas,
+		MaxAge:      c.MaxAge,
+		Discard:     jetstream.DiscardOld,
+		Sources:     []*jetstream.StreamSource{src},
+	}
+}
+
+// Ensure creates LLM_TURNS (sourcing only what arrives from now on, so a
+// first start does not answer a whole history again) or updates it (keeping
+// where its source started), then the consumer of every partition.
+func Ensure(ctx context.Context, js jetstream.JetStream, c Config) ([]jetstream.Consumer, error) {
+	if c.Partitions < 1 {
+		return nil, fmt.Errorf("queue: %d partitions", c.Partitions)
+	}
+	if err := ensureStream(ctx, js, c); err != nil {
+		return nil, err
+	}
+	cons := make([]jetstream.Consumer, c.Partitions)
+	for k := range cons {
+		cc := jetstream.ConsumerConfig{
+			Durable:       ConsumerName(k),
+			Description:   "llm turns of partition " + strconv.Itoa(k) + ", one at a time",
+			FilterSubject: subjects.TurnPartition(k),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       c.AckWait,
+			MaxAckPending: 1,
+			MaxDeliver:    c.MaxDeliver,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			Replicas:      max(c.Replicas, 1),
+		}
+		cn, err := js.CreateOrUpdateConsumer(ctx, Stream, cc)
+		if err != nil {
+			return nil, fmt.Errorf("queue: consumer %s: %w", cc.Durable, err)
+		}
+		cons[k] = cn
+	}
+	return cons, nil
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) error {
+	for range 3 {
+		s, err := js.Stream(ctx, Stream)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			now := time.Now().UTC()
+			_, err = js.CreateStream(ctx, StreamConfig(c, &now))
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue // another replica created it first: update it
+			}
+			if err != nil {
+				return fmt.Errorf("queue: create %s: %w", Stream, err)
+			}
+			return nil
+		case err != nil:
+			return fmt.Errorf("queue: %s: %w", Stream, err)
+		}
+		cfg := StreamConfig(c, nil)
+		if old := s.CachedInfo().Config.Sources; len(old) == 1 {
+			cfg.Sources[0].OptStartTime, cfg.Sources[0].OptStartSeq = old[0].OptStartTime, old[0].OptStartSeq
+		}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("queue: update %s: %w", Stream, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("queue: %s: created and deleted concurrently", Stream)
+}
+
+// SourceSequence reads the CONVERSATIONS sequence of a sourced message from
+// its Nats-Stream-Source header.
+func SourceSequence(header string) (uint64, error) {
+	fields := strings.Fields(header)
+	if len(fields) < 2 || fields[0] != bus.StreamConversations {
+		return 0, fmt.Errorf("%w: %s %q", ErrNoSource, SourceHeader, header)
+	}
+	seq, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil || seq == 0 {
+		return 0, fmt.Errorf("%w: %s %q", ErrNoSource, SourceHeader, header)
+	}
+	return seq, nil
+}
