@@ -1,0 +1,203 @@
+package tools_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
+	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
+	"github.com/alicia-voice/alicia/services/llm/internal/tools"
+)
+
+// stdioServerEnv makes the test binary run as an MCP server over stdio
+// (the tests start it as a stdio server's command).
+const stdioServerEnv = "ALICIA_TOOLS_TEST_MCP_STDIO"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) != "" {
+		err := testMCPServer(true).Run(context.Background(), &mcp.StdioTransport{})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "test MCP server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"what to echo"`
+}
+
+// testMCPServer is an MCP server with the tools the tests call. exit adds a
+// tool that makes a stdio server's process exit.
+func testMCPServer(exit bool) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, errors.New("the disk is full")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Waits until cancelled."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	if exit {
+		mcp.AddTool(s, &mcp.Tool{Name: "exit", Description: "Ends the server process."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				fmt.Fprintln(os.Stderr, "fatal: asked to exit")
+				os.Exit(3)
+				return nil, nil, nil
+			})
+	}
+	return s
+}
+
+// httpMCPServer serves testMCPServer over streamable HTTP on 127.0.0.1.
+// addr, when not empty, is the address to listen on (to bring a server back
+// where it was).
+func httpMCPServer(t *testing.T, addr string) *httptest.Server {
+	t.Helper()
+	srv := testMCPServer(false)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewUnstartedServer(h)
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen %s: %v", addr, err)
+		}
+		ts.Listener.Close()
+		ts.Listener = ln
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// harness is a registry's world: NATS with the streams, a fresh database
+// (written directly, as persistence would) and a read-only pool on it.
+type harness struct {
+	t  *testing.T
+	nc *nats.Conn
+	js jetstream.JetStream
+	db *pgxpool.Pool // writer, plays persistence
+	ro *pgxpool.Pool // what the registry reads through
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	url := pgtest.NewURL(t)
+	ctx := testContext(t)
+	db, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	roCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roCfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	ro, err := pgxpool.NewWithConfig(ctx, roCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ro.Close)
+	nc := natstest.Connect(t, natstest.Run(t))
+	js := natstest.JetStream(t, nc)
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, nc: nc, js: js, db: db, ro: ro}
+}
+
+// testConfig keeps every wait short.
+func testConfig() tools.Config {
+	c := tools.DefaultConfig()
+	c.Timeout = 5 * time.Second
+	c.WebSearchURL = "http://127.0.0.1:1"
+	c.MCPConnectTimeout = 5 * time.Second
+	c.MCPPingInterval = 100 * time.Millisecond
+	c.MCPBackoffMin = 20 * time.Millisecond
+	c.MCPBackoffMax = 200 * time.Millisecond
+	return c
+}
+
+func (h *harness) registry(cfg tools.Config) *tools.Registry {
+	h.t.Helper()
+	r, err := tools.New(testContext(h.t), cfg, h.nc, h.js, h.ro, zerolog.Nop())
+	if err != nil {
+		h.t.Fatalf("tools.New: %v", err)
+	}
+	h.t.Cleanup(r.Close)
+	return r
+}
+
+func (h *harness) exec(sql string, args ...any) {
+	h.t.Helper()
+	if _, err := h.db.Exec(testContext(h.t), sql, args...); err != nil {
+		h.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// publish puts a system envelope on the SYSTEM stream, as the gateway does.
+func (h *harness) publish(body protocol.Body) {
+	h.t.Helper()
+	if _, err := bus.NewPublisher(h.js).PublishSystem(testContext(h.t), protocol.New("", body), ""); err != nil {
+		h.t.Fatalf("publish %T: %v", body, err)
+	}
+}
+
+// system returns the bodies of type T stored on the SYSTEM stream, in order.
+func system[T protocol.Body](h *harness) []T {
+	h.t.Helper()
+	var zero T
+	var out []T
+	err := bus.Replay(testContext(h.t), h.nc, bus.StreamSystem, subjects.System(zero.MessageType()), 0, func(m bus.Stored) error {
+		env, err := protocol.Decode(m.Data)
+		if err != nil {
+			return err
+		}
+		out = append(out, env.Body.(T))
+		return nil
+	})
+	if err != nil {
+		h.t.Fatalf("replay SYSTEM: %v", err)
+	}
+	return out
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func names(specs []tools.Spec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
+}
