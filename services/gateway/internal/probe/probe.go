@@ -138,7 +138,14 @@ func (p *Prober) probe(b Backend) Status {
 	st := Status{Name: b.Model, URL: display(b.URL)}
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(b.URL, "/")+"/models", nil)
+	u, err := url.Parse(b.URL)
+	if err != nil {
+		st.Error = "bad URL: " + err.Error()
+		return st
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/models"
+	u.RawPath = ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		st.Error = "bad URL: " + err.Error()
 		return st

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -82,7 +83,7 @@ func text(field, s string, max int, required bool) error {
 	switch {
 	case !utf8.ValidString(s):
 		return fail(http.StatusBadRequest, "%s is not valid UTF-8", field)
-	case required && s == "":
+	case required && strings.TrimSpace(s) == "":
 		return fail(http.StatusBadRequest, "%s is required", field)
 	case utf8.RuneCountInString(s) > max:
 		return fail(http.StatusBadRequest, "%s is longer than %d characters", field, max)
