@@ -1,4 +1,5 @@
-// Command alicia is Alicia's command-line tool: envelopes, migrations and the local dev stack.
+// Command alicia is Alicia's command-line tool: chat and conversations, envelopes, migrations
+// and the local dev stack.
 package main
 
 import (
@@ -20,7 +21,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := root().ExecuteContext(ctx)
+	err := root(stop).ExecuteContext(ctx)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "alicia:", err)
@@ -36,7 +37,9 @@ func natsURL() string {
 	return "nats://127.0.0.1:4222"
 }
 
-func root() *cobra.Command {
+// root builds the command tree; stopSignals ends the default Ctrl-C handling
+// (cancel everything) for a command that handles Ctrl-C itself.
+func root(stopSignals func()) *cobra.Command {
 	r := &cobra.Command{Use: "alicia", Short: "Alicia voice assistant tool", SilenceUsage: true, SilenceErrors: true}
 
 	env := &cobra.Command{Use: "envelope", Short: "Convert protocol envelopes between MessagePack and JSON"}
@@ -81,6 +84,7 @@ func root() *cobra.Command {
 	replay.Flags().BoolVar(&ro.Follow, "follow", false, "keep printing new envelopes")
 	replay.Flags().Int32Var(&ro.FromStanza, "from", 0, "start after this server stanza id (negative)")
 
-	r.AddCommand(env, mig, dev, up, replay)
+	r.AddCommand(env, mig, dev, up, replay, chatCommand(stopSignals))
+	r.AddCommand(conversationCommands()...)
 	return r
 }
