@@ -19,6 +19,10 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		w.insertMessage(b.ID, cid, b.PreviousID, "user", b.Content, "completed", at)
 		return b.ID, nil
 	case *protocol.AssistantMessage:
+		// A StartAnswer may have created the row (an answer for a client
+		// that did not ask for streaming): its sentences so far are written
+		// first, then the whole content replaces them.
+		w.flushSentences()
 		w.insertMessage(b.ID, cid, b.PreviousID, "assistant", b.Content, "completed", at)
 		return b.ID, nil
 	case *protocol.StartAnswer:
@@ -94,9 +98,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		}
 		return "", nil
 	case *protocol.ConversationUpdate:
-		w.q(`UPDATE alicia_conversations SET title = COALESCE($2, title), status = COALESCE($3::conversation_status, status)
-			WHERE id = $1 AND (title IS DISTINCT FROM COALESCE($2, title) OR status IS DISTINCT FROM COALESCE($3::conversation_status, status))`,
-			cid, b.Title, b.Status)
+		w.conversationUpdate(cid, b, at)
 		return "", nil
 	case *protocol.SessionStats:
 		w.q(`INSERT INTO alicia_session_stats (conversation_id, message_count, tool_call_count, memories_used, session_duration_ms)
@@ -105,6 +107,14 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 			memories_used = EXCLUDED.memories_used, session_duration_ms = EXCLUDED.session_duration_ms`,
 			cid, b.MessageCount, b.ToolCallCount, b.MemoriesUsed, b.SessionDurationMs)
 		return "", nil
+	case *protocol.ToolRegistration:
+		return w.toolRegistration(b, at)
+	case *protocol.ToolSetting:
+		return w.toolSetting(b), nil
+	case *protocol.MCPServerConfig:
+		return w.mcpServerConfig(b, at)
+	case *protocol.MCPServerStatus:
+		return w.mcpServerStatus(b), nil
 	case *protocol.SyncRequest:
 		w.sync(cid, b, at)
 		return "", nil
@@ -118,7 +128,9 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 // insertMessage inserts a message chained to previous (or to the branch head
 // when previous is absent), links it to the audio of its transcription when
 // that came first, and makes it the branch head (written at the end of the
-// batch). A redelivered envelope inserts nothing.
+// batch). A redelivered envelope inserts nothing. An AssistantMessage whose
+// id is a streaming answer (created by StartAnswer) completes it with the
+// whole content.
 func (w *writer) insertMessage(id, cid string, previous *string, role, contents, status string, at time.Time) {
 	var audioID *string
 	if role == "user" {
@@ -139,7 +151,10 @@ func (w *writer) insertMessage(id, cid string, previous *string, role, contents,
 				$4::message_role, $5, $6::completion_status, 'synced',
 				(SELECT a.id FROM alicia_audio a WHERE a.id = $8::text), $7, $7
 			FROM prev
-			ON CONFLICT (id) DO NOTHING
+			ON CONFLICT (id) DO UPDATE SET contents = EXCLUDED.contents, completion_status = 'completed'
+			WHERE alicia_messages.message_role = 'assistant' AND EXCLUDED.message_role = 'assistant'
+				AND alicia_messages.completion_status = 'streaming' AND EXCLUDED.completion_status = 'completed'
+				AND alicia_messages.conversation_id = EXCLUDED.conversation_id
 			RETURNING id
 		)
 		UPDATE alicia_audio a SET message_id = ins.id FROM ins WHERE a.id = $8::text AND a.message_id IS NULL`,

@@ -48,43 +48,6 @@ func (w *writer) note(cid string, env *protocol.Envelope, b *protocol.UserNote, 
 	return b.ID
 }
 
-// memoryAction: create/update/delete/pin/archive. Embeddings are filled by
-// the memory service through a later update envelope.
-func (w *writer) memoryAction(env *protocol.Envelope, b *protocol.MemoryAction, at time.Time) (string, error) {
-	userID, _ := env.Meta[MetaUserID].(string)
-	id := b.ID
-	if b.Memory != nil && b.Memory.ID != nil {
-		id = *b.Memory.ID
-	}
-	switch b.Action {
-	case "delete":
-		w.q(`UPDATE alicia_memory SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, at)
-	case "pin":
-		w.q(`UPDATE alicia_memory SET pinned = true WHERE id = $1 AND NOT pinned`, id)
-	case "archive":
-		w.q(`UPDATE alicia_memory SET archived = true WHERE id = $1 AND NOT archived`, id)
-	default:
-		if b.Memory == nil {
-			return id, errNoMemory
-		}
-		m := b.Memory
-		tags := m.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		if b.Action == "update" {
-			w.q(`UPDATE alicia_memory SET content = $2, tags = $3, importance = COALESCE($4, importance), pinned = COALESCE($5, pinned)
-				WHERE id = $1 AND (content, tags, importance, pinned) IS DISTINCT FROM ($2, $3, COALESCE($4, importance), COALESCE($5, pinned))`,
-				id, m.Content, tags, m.Importance, m.Pinned)
-		} else {
-			w.q(`INSERT INTO alicia_memory (id, content, tags, importance, pinned, created_by, source_type, user_id, created_at, updated_at)
-				VALUES ($1, $2, $3, COALESCE($4, 0.5), COALESCE($5, false), NULLIF($6, ''), 'user', NULLIF($6, ''), $7, $7)
-				ON CONFLICT (id) DO NOTHING`, id, m.Content, tags, m.Importance, m.Pinned, userID, at)
-		}
-	}
-	return id, nil
-}
-
 // transcription: the final one is stored on an input audio row. Its id is
 // the user message's id (the final transcription is the user's message); the
 // row links to that message now if it exists, or when it arrives.
@@ -138,4 +101,24 @@ func nilIfEmpty(b []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// conversationUpdate sets title and status; status deleted also sets
+// deleted_at (kept while it stays deleted), another status clears it. The
+// row records the sequence of its last change so a replay of renames and
+// archive/unarchive walks through no intermediate state.
+func (w *writer) conversationUpdate(cid string, b *protocol.ConversationUpdate, at time.Time) {
+	w.q(`WITH ch AS (
+			UPDATE alicia_conversations c SET title = COALESCE($2, c.title), status = COALESCE($3::conversation_status, c.status),
+				deleted_at = CASE WHEN COALESCE($3::conversation_status, c.status) = 'deleted' THEN COALESCE(c.deleted_at, $4) END
+			WHERE c.id = $1
+			AND (c.title, c.status, c.deleted_at) IS DISTINCT FROM (COALESCE($2, c.title), COALESCE($3::conversation_status, c.status),
+				CASE WHEN COALESCE($3::conversation_status, c.status) = 'deleted' THEN COALESCE(c.deleted_at, $4) END)
+			AND NOT EXISTS (SELECT 1 FROM alicia_meta v WHERE v.ref = c.id AND v.key = 'alicia.applied_seq.' || $5::text AND v.value::bigint >= $6::bigint)
+			RETURNING c.id
+		)
+		INSERT INTO alicia_meta (id, ref, key, value)
+		SELECT 'amt_seq_' || $5::text || '_' || ch.id, ch.id, 'alicia.applied_seq.' || $5::text, $6::bigint::text FROM ch
+		ON CONFLICT (ref, key) DO UPDATE SET value = GREATEST(alicia_meta.value::bigint, EXCLUDED.value::bigint)::text, deleted_at = NULL`,
+		cid, b.Title, b.Status, at, w.stream, int64(w.seq))
 }

@@ -2,4 +2,16 @@ package store
 
 import "errors"
 
-var errNoMemory = errors.New("memory action without a memory")
+// Errors of envelopes whose data cannot be stored; Apply wraps them in
+// consume.ErrData, so the envelope is dead-lettered with the reason.
+var (
+	errNoMemory            = errors.New("memory action without a memory")
+	errEmbeddingSize       = errors.New("memory embedding has the wrong number of dimensions")
+	errEmbeddingValue      = errors.New("memory embedding holds a value that is not a finite number")
+	errToolSource          = errors.New("tool registration source is neither builtin nor mcp:<server>")
+	errToolServer          = errors.New("tool names an MCP server other than its registration's source")
+	errDuplicateTool       = errors.New("tool registration lists a tool twice")
+	errServerName          = errors.New("MCP server name is not letters, digits, - and _")
+	errServerTransport     = errors.New("MCP server upsert without a usable transport")
+	errUnknownServerAction = errors.New("MCP server config action is neither upsert nor delete")
+)

@@ -45,7 +45,7 @@ func (s *Store) Offsets(ctx context.Context, stream, consumer string) (map[strin
 // Apply writes items and the offset upTo in one transaction.
 func (s *Store) Apply(ctx context.Context, stream, consumer string, items []consume.Item, upTo uint64) error {
 	b := &pgx.Batch{}
-	w := newWriter(b)
+	w := newWriter(b, stream)
 	w.conversations(items)
 	for i := range items {
 		if err := w.envelope(&items[i]); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,11 @@ import (
 // envelopes touch (meta, conversation stanza ids, assembled contents) are
 // accumulated and written once at the end of the batch.
 type writer struct {
-	b         *pgx.Batch
+	b *pgx.Batch
+	// stream and seq are the stream and sequence of the envelope being
+	// written (rows that record the last change they saw, see system.go).
+	stream    string
+	seq       uint64
 	convs     map[string]*convState
 	convOrder []string
 	sentences sentenceRows
@@ -50,8 +55,8 @@ type metaRow struct {
 	id, value string
 }
 
-func newWriter(b *pgx.Batch) *writer {
-	return &writer{b: b, convs: map[string]*convState{}, meta: map[metaKey]metaRow{}, sentences: newSentenceRows()}
+func newWriter(b *pgx.Batch, stream string) *writer {
+	return &writer{b: b, stream: stream, convs: map[string]*convState{}, meta: map[metaKey]metaRow{}, sentences: newSentenceRows()}
 }
 
 // conversations queues, first in the batch, one statement that creates every
@@ -95,6 +100,7 @@ func (w *writer) q(sql string, args ...any) { w.b.Queue(sql, args...) }
 func (w *writer) envelope(it *consume.Item) error {
 	env := &it.Env
 	at := itemTime(it)
+	w.seq = it.Delivery.Sequence
 	cid := env.ConversationID
 	if p, err := subjects.Parse(it.Delivery.Subject); err == nil {
 		cid = p.ConversationID // the subject is authoritative
@@ -107,10 +113,12 @@ func (w *writer) envelope(it *consume.Item) error {
 	if ref == "" {
 		ref = cid
 	}
-	if len(env.Meta) > 0 {
+	if ref != "" && len(env.Meta) > 0 {
 		keys := make([]string, 0, len(env.Meta))
 		for k := range env.Meta {
-			keys = append(keys, k)
+			if !strings.HasPrefix(k, appliedSeqKey) {
+				keys = append(keys, k)
+			}
 		}
 		sort.Strings(keys)
 		for i, k := range keys {
@@ -122,6 +130,11 @@ func (w *writer) envelope(it *consume.Item) error {
 
 // MetaUserID is the envelope meta key the edges set to the authenticated user.
 const MetaUserID = "alicia.user_id"
+
+// appliedSeqKey prefixes the alicia_meta keys that record the stream
+// sequence of the last change of a row (see system.go); envelope meta may
+// not write them.
+const appliedSeqKey = "alicia.applied_seq."
 
 func (w *writer) stanza(cid string, o subjects.Origin, stanzaID int32, seq uint64) {
 	st := w.convs[cid]
