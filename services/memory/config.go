@@ -1,0 +1,173 @@
+// Package memory is Alicia's long-term memory: it embeds text over an
+// OpenAI-compatible /v1/embeddings endpoint, answers memory.search with a
+// pgvector HNSW search (pinned memories first), applies MemoryActions from the
+// REST API (memory.action) and from clients, and extracts durable facts about
+// the user after each completed turn. It reads Postgres through a read-only
+// session and writes only by publishing MemoryActions for persistence.
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/config"
+)
+
+// Config of the memory service. Defaults in code, overridden by ALICIA_* env vars.
+type Config struct {
+	NATSURL     string // ALICIA_NATS_URL
+	PostgresURL string // ALICIA_POSTGRES_URL (+ _FILE); read-only sessions
+
+	// EmbeddingURL is an OpenAI-compatible base URL ending in /v1
+	// (ALICIA_EMBEDDING_URL). Empty turns search and extraction off.
+	EmbeddingURL    string
+	EmbeddingModel  string // ALICIA_EMBEDDING_MODEL, default BAAI/bge-m3 (1024 dimensions)
+	EmbeddingAPIKey string // ALICIA_EMBEDDING_API_KEY (+ _FILE)
+	// EmbeddingTimeout bounds one embeddings request (ALICIA_EMBEDDING_TIMEOUT, default 5s);
+	// failed requests are retried twice with backoff.
+	EmbeddingTimeout time.Duration
+
+	LLMURL    string // ALICIA_LLM_URL: OpenAI-compatible base URL for extraction
+	LLMModel  string // ALICIA_LLM_MODEL
+	LLMAPIKey string // ALICIA_LLM_API_KEY (+ _FILE)
+	// LLMTimeout bounds one extraction request (ALICIA_MEMORY_LLM_TIMEOUT, default 60s).
+	LLMTimeout time.Duration
+
+	// TopK is how many memories a search returns by default (ALICIA_MEMORY_TOP_K, default 5).
+	TopK int
+	// MaxTopK caps a request's topK (ALICIA_MEMORY_MAX_TOP_K, default 50).
+	MaxTopK int
+	// Threshold is the least cosine similarity of a match (ALICIA_MEMORY_THRESHOLD, default 0.35).
+	Threshold float64
+	// DuplicateThreshold is the similarity from which an extracted memory
+	// updates the nearest existing one instead of creating a new one
+	// (ALICIA_MEMORY_DUPLICATE_THRESHOLD, default 0.85).
+	DuplicateThreshold float64
+	// EfSearch is hnsw.ef_search for searches (ALICIA_MEMORY_EF_SEARCH, default 64).
+	EfSearch int
+	// Extraction extracts memories after each turn when an LLM URL and an
+	// embeddings URL are set (ALICIA_MEMORY_EXTRACTION, default true).
+	Extraction bool
+
+	// ActionConsumer is the durable consumer of client MemoryActions, shared
+	// by replicas (default "memory").
+	ActionConsumer string
+	// ExtractionConsumer is the durable consumer of final answers (default "memory-extraction").
+	ExtractionConsumer string
+}
+
+// Dimensions is the size of every embedding (the alicia_memory.embeddings column).
+const Dimensions = 1024
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		NATSURL:            "nats://127.0.0.1:4222",
+		EmbeddingModel:     "BAAI/bge-m3",
+		EmbeddingTimeout:   5 * time.Second,
+		LLMModel:           "Qwen/Qwen2.5-7B-Instruct-AWQ",
+		LLMTimeout:         60 * time.Second,
+		TopK:               5,
+		MaxTopK:            50,
+		Threshold:          0.35,
+		DuplicateThreshold: 0.85,
+		EfSearch:           64,
+		Extraction:         true,
+		ActionConsumer:     "memory",
+		ExtractionConsumer: "memory-extraction",
+	}
+}
+
+// ConfigFromEnv returns DefaultConfig overridden by the environment.
+func ConfigFromEnv() (Config, error) {
+	c := DefaultConfig()
+	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	config.String("ALICIA_EMBEDDING_URL", &c.EmbeddingURL)
+	config.String("ALICIA_EMBEDDING_MODEL", &c.EmbeddingModel)
+	config.String("ALICIA_LLM_URL", &c.LLMURL)
+	config.String("ALICIA_LLM_MODEL", &c.LLMModel)
+	err := errors.Join(
+		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
+		config.Secret("ALICIA_EMBEDDING_API_KEY", &c.EmbeddingAPIKey),
+		config.Secret("ALICIA_LLM_API_KEY", &c.LLMAPIKey),
+		config.Duration("ALICIA_EMBEDDING_TIMEOUT", &c.EmbeddingTimeout),
+		config.Duration("ALICIA_MEMORY_LLM_TIMEOUT", &c.LLMTimeout),
+		config.Int("ALICIA_MEMORY_TOP_K", &c.TopK),
+		config.Int("ALICIA_MEMORY_MAX_TOP_K", &c.MaxTopK),
+		config.Int("ALICIA_MEMORY_EF_SEARCH", &c.EfSearch),
+		float("ALICIA_MEMORY_THRESHOLD", &c.Threshold),
+		float("ALICIA_MEMORY_DUPLICATE_THRESHOLD", &c.DuplicateThreshold),
+		config.Bool("ALICIA_MEMORY_EXTRACTION", &c.Extraction),
+	)
+	if err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// float sets *dst from name (pkg/config has no float helper).
+func float(name string, dst *float64) error {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %w", name, v, err)
+	}
+	*dst = x
+	return nil
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("NATS URL is empty (ALICIA_NATS_URL)"))
+	}
+	if c.PostgresURL == "" {
+		errs = append(errs, errors.New("Postgres URL is empty (ALICIA_POSTGRES_URL)"))
+	}
+	if c.EmbeddingURL != "" && c.EmbeddingModel == "" {
+		errs = append(errs, errors.New("embedding model is empty (ALICIA_EMBEDDING_MODEL)"))
+	}
+	if c.LLMURL != "" && c.LLMModel == "" {
+		errs = append(errs, errors.New("LLM model is empty (ALICIA_LLM_MODEL)"))
+	}
+	if c.EmbeddingTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("embedding timeout %s must be positive (ALICIA_EMBEDDING_TIMEOUT)", c.EmbeddingTimeout))
+	}
+	if c.LLMTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("LLM timeout %s must be positive (ALICIA_MEMORY_LLM_TIMEOUT)", c.LLMTimeout))
+	}
+	if c.MaxTopK < 1 || c.MaxTopK > 1000 {
+		errs = append(errs, fmt.Errorf("max top-k %d is outside 1..1000 (ALICIA_MEMORY_MAX_TOP_K)", c.MaxTopK))
+	}
+	if c.TopK < 1 || c.TopK > c.MaxTopK {
+		errs = append(errs, fmt.Errorf("top-k %d is outside 1..%d (ALICIA_MEMORY_TOP_K)", c.TopK, c.MaxTopK))
+	}
+	if c.Threshold < 0 || c.Threshold > 1 {
+		errs = append(errs, fmt.Errorf("threshold %g is outside 0..1 (ALICIA_MEMORY_THRESHOLD)", c.Threshold))
+	}
+	if c.DuplicateThreshold <= 0 || c.DuplicateThreshold > 1 {
+		errs = append(errs, fmt.Errorf("duplicate threshold %g is outside (0, 1] (ALICIA_MEMORY_DUPLICATE_THRESHOLD)", c.DuplicateThreshold))
+	}
+	if c.EfSearch < 1 || c.EfSearch > 1000 {
+		errs = append(errs, fmt.Errorf("ef_search %d is outside 1..1000 (ALICIA_MEMORY_EF_SEARCH)", c.EfSearch))
+	}
+	if c.ActionConsumer == "" || c.ExtractionConsumer == "" {
+		errs = append(errs, errors.New("consumer names must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// searchEnabled reports whether an embeddings backend is configured.
+func (c Config) searchEnabled() bool { return c.EmbeddingURL != "" }
+
+// extractionEnabled reports whether memories are extracted after each turn.
+func (c Config) extractionEnabled() bool {
+	return c.Extraction && c.LLMURL != "" && c.EmbeddingURL != ""
+}

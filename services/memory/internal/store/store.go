@@ -1,0 +1,246 @@
+// Package store reads Alicia's memories from Postgres through read-only
+// sessions: vector search, single memories and the turns extraction needs.
+// It never writes; persistence does.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/alicia-voice/alicia/pkg/rpc"
+)
+
+// Store is the read side of alicia_memory.
+type Store struct {
+	pool     *pgxpool.Pool
+	efSearch string
+}
+
+// Open connects to Postgres with every transaction read-only and the
+// pgvector types registered.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres URL: %w", err)
+	}
+	// Reads only: writes go through JetStream and the persistence service.
+	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		return pgxvec.RegisterTypes(ctx, conn)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return pool, nil
+}
+
+// New returns a store on pool; efSearch is hnsw.ef_search for searches.
+func New(pool *pgxpool.Pool, efSearch int) *Store {
+	return &Store{pool: pool, efSearch: strconv.Itoa(efSearch)}
+}
+
+// Memory is one row of alicia_memory.
+type Memory struct {
+	rpc.Memory
+	UserID       string
+	Deleted      bool
+	HasEmbedding bool
+}
+
+const memoryColumns = `id, COALESCE(user_id, ''), content, tags, importance, pinned, archived,
+	deleted_at IS NOT NULL, embeddings IS NOT NULL, created_at, updated_at`
+
+func scanMemory(row pgx.Row) (Memory, error) {
+	var m Memory
+	var created, updated time.Time
+	err := row.Scan(&m.ID, &m.UserID, &m.Content, &m.Tags, &m.Importance, &m.Pinned, &m.Archived,
+		&m.Deleted, &m.HasEmbedding, &created, &updated)
+	m.CreatedAt, m.UpdatedAt = created.UnixMilli(), updated.UnixMilli()
+	if m.Tags == nil {
+		m.Tags = []string{}
+	}
+	return m, err
+}
+
+// Get returns the memory id, deleted or not, whoever owns it.
+func (s *Store) Get(ctx context.Context, id string) (Memory, error) {
+	m, err := scanMemory(s.pool.QueryRow(ctx, `SELECT `+memoryColumns+` FROM alicia_memory WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Memory{}, fmt.Errorf("memory %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Memory{}, fmt.Errorf("store: memory %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// Query is a vector search of one user's memories.
+type Query struct {
+	UserID    string
+	Vector    []float32
+	Pinned    int     // at most this many pinned memories, first
+	Limit     int     // at most this many matches after them
+	Threshold float64 // least cosine similarity of a match
+}
+
+// Search returns the user's pinned memories (most important first, up to
+// q.Pinned), then the nearest other memories with a similarity of at least
+// q.Threshold, best first (up to q.Limit). Archived and deleted memories are
+// never returned.
+//
+// The nearest-neighbour query runs on the HNSW index with the user filter
+// applied during the scan; pgvector 0.8's iterative scan keeps walking the
+// graph until enough rows pass the filter, so a user owning a small share of
+// the table still gets a full top-k.
+func (s *Store) Search(ctx context.Context, q Query) ([]rpc.Memory, error) {
+	vec := pgvector.NewVector(q.Vector)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	b := &pgx.Batch{}
+	s.queueSettings(b)
+	b.Queue(`SELECT id, content, tags, importance, pinned, archived,
+			CASE WHEN embeddings IS NULL THEN 0 ELSE 1 - (embeddings <=> $2) END, created_at, updated_at
+		FROM alicia_memory
+		WHERE user_id = $1 AND pinned AND NOT archived AND deleted_at IS NULL
+		ORDER BY importance DESC, updated_at DESC
+		LIMIT $3`, q.UserID, vec, q.Pinned)
+	// Materialised so the outer filter and ORDER BY do not push into the
+	// index scan (relaxed_order may return rows slightly out of order).
+	// Pinned rows are asked for too and skipped below, so the matches
+	// stay a full q.Limit.
+	b.Queue(`WITH nearest AS MATERIALIZED (
+			SELECT id, content, tags, importance, pinned, archived, embeddings <=> $2 AS distance, created_at, updated_at
+			FROM alicia_memory
+			WHERE user_id = $1 AND NOT archived AND deleted_at IS NULL AND embeddings IS NOT NULL
+			ORDER BY embeddings <=> $2
+			LIMIT $3
+		)
+		SELECT id, content, tags, importance, pinned, archived, 1 - distance, created_at, updated_at
+		FROM nearest WHERE distance <= $4 ORDER BY distance`, q.UserID, vec, q.Limit+q.Pinned, 1-q.Threshold)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("store: search settings: %w", err)
+	}
+	pinned, err := collect(br)
+	if err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("store: pinned memories: %w", err)
+	}
+	near, err := collect(br)
+	if err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("store: nearest memories: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	out := pinned
+	seen := make(map[string]bool, len(pinned))
+	for _, m := range pinned {
+		seen[m.ID] = true
+	}
+	n := 0
+	for _, m := range near {
+		if n == q.Limit {
+			break
+		}
+		if !seen[m.ID] {
+			out = append(out, m)
+			n++
+		}
+	}
+	return out, nil
+}
+
+func collect(br pgx.BatchResults) ([]rpc.Memory, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (rpc.Memory, error) {
+		var m rpc.Memory
+		var created, updated time.Time
+		err := row.Scan(&m.ID, &m.Content, &m.Tags, &m.Importance, &m.Pinned, &m.Archived, &m.Similarity, &created, &updated)
+		m.CreatedAt, m.UpdatedAt = created.UnixMilli(), updated.UnixMilli()
+		if m.Tags == nil {
+			m.Tags = []string{}
+		}
+		return m, err
+	})
+}
+
+// Nearest returns the user's memory closest to vec, archived ones included
+// (deleted ones not), and its cosine similarity; ErrNotFound when the user
+// has none with an embedding.
+func (s *Store) Nearest(ctx context.Context, userID string, vec []float32) (Memory, float64, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return Memory{}, 0, fmt.Errorf("store: nearest: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	b := &pgx.Batch{}
+	s.queueSettings(b)
+	b.Queue(`SELECT `+memoryColumns+`, 1 - (embeddings <=> $2)
+		FROM alicia_memory
+		WHERE user_id = $1 AND deleted_at IS NULL AND embeddings IS NOT NULL
+		ORDER BY embeddings <=> $2
+		LIMIT 1`, userID, pgvector.NewVector(vec))
+	br := tx.SendBatch(ctx, b)
+	var m Memory
+	var sim float64
+	_, err = br.Exec()
+	if err == nil {
+		m, sim, err = scanNearest(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Memory{}, 0, ErrNotFound
+	}
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		return Memory{}, 0, fmt.Errorf("store: nearest: %w", err)
+	}
+	return m, sim, nil
+}
+
+func scanNearest(row pgx.Row) (Memory, float64, error) {
+	var m Memory
+	var sim float64
+	var created, updated time.Time
+	err := row.Scan(&m.ID, &m.UserID, &m.Content, &m.Tags, &m.Importance, &m.Pinned, &m.Archived,
+		&m.Deleted, &m.HasEmbedding, &created, &updated, &sim)
+	m.CreatedAt, m.UpdatedAt = created.UnixMilli(), updated.UnixMilli()
+	if m.Tags == nil {
+		m.Tags = []string{}
+	}
+	return m, sim, err
+}
+
+// queueSettings makes the search transaction's HNSW scans iterative, so rows
+// the filter drops are replaced by further neighbours, and sets ef_search.
+func (s *Store) queueSettings(b *pgx.Batch) {
+	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, s.efSearch)
+}

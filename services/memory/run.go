@@ -1,0 +1,95 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/services/memory/internal/app"
+	"github.com/alicia-voice/alicia/services/memory/internal/models"
+	"github.com/alicia-voice/alicia/services/memory/internal/ports"
+	"github.com/alicia-voice/alicia/services/memory/internal/store"
+)
+
+// Run serves memory.search and memory.action and consumes client
+// MemoryActions and final answers until ctx is cancelled.
+func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	pool, err := store.Open(ctx, cfg.PostgresURL, 0)
+	if err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("memory: postgres unreachable: %w", err)
+	}
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "memory")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	a := &app.App{
+		Settings:  app.Settings{TopK: cfg.TopK, MaxTopK: cfg.MaxTopK, Threshold: cfg.Threshold, DuplicateThreshold: cfg.DuplicateThreshold},
+		Memories:  store.New(pool, cfg.EfSearch),
+		Publisher: bus.NewPublisher(js),
+		Applied: func(ctx context.Context, stream string, seq uint64) error {
+			return rpc.WaitApplied(ctx, nc, stream, seq)
+		},
+		Log: log,
+	}
+	// Interfaces stay nil (not typed nils) when a backend is not configured.
+	if cfg.searchEnabled() {
+		emb := models.NewEmbedder(cfg.EmbeddingURL, cfg.EmbeddingAPIKey, cfg.EmbeddingModel, Dimensions, cfg.EmbeddingTimeout)
+		defer emb.Close()
+		a.Embedder = emb
+	}
+	if cfg.extractionEnabled() {
+		ext := models.NewExtractor(cfg.LLMURL, cfg.LLMAPIKey, cfg.LLMModel, cfg.LLMTimeout)
+		defer ext.Close()
+		a.Extractor = ext
+	}
+
+	// Consumers exist before the service answers, so nothing sent once it
+	// does is missed (they deliver from their creation on).
+	runners := []ports.Runner{}
+	r, err := ports.ClientActionsConsumer(ctx, js, cfg.ActionConsumer, a, log)
+	if err != nil {
+		return err
+	}
+	runners = append(runners, r)
+	if a.Extractor != nil {
+		r, err := ports.ExtractionConsumer(ctx, js, cfg.ExtractionConsumer, a, log)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, r)
+	}
+	stopService, err := ports.AddService(ctx, nc, a, log)
+	if err != nil {
+		return fmt.Errorf("memory: service: %w", err)
+	}
+	defer stopService()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, r := range runners {
+		g.Go(func() error { return r(gctx) })
+	}
+	ev := log.Info().Bool("search", a.Embedder != nil).Bool("extraction", a.Extractor != nil).
+		Int("top_k", cfg.TopK).Float64("threshold", cfg.Threshold)
+	if a.Embedder != nil {
+		ev = ev.Str("embedding_model", cfg.EmbeddingModel)
+	}
+	ev.Msg("memory running")
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
