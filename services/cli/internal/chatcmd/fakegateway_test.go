@@ -82,11 +82,12 @@ func (g *fakeGateway) serveWS(w http.ResponseWriter, r *http.Request) {
 			g.t.Errorf("client sent an invalid envelope: %v", err)
 			return
 		}
-		g.received <- env
 		if cfg, ok := env.Body.(*protocol.Configuration); ok {
 			g.configure(ctx, c, cfg)
+			g.received <- env // after configure: a test that saw it may publish to the new connection
 			continue
 		}
+		g.received <- env
 		g.mu.Lock()
 		drop := g.dropOn != 0 && env.Type == g.dropOn
 		if drop {

@@ -1,0 +1,85 @@
+// Package stacktest runs the real gateway with embedded NATS, a fresh
+// Postgres database and persistence, in-process, for the CLI's end-to-end
+// tests.
+package stacktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
+	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
+	"github.com/alicia-voice/alicia/services/gateway"
+	"github.com/alicia-voice/alicia/services/persistence"
+)
+
+// API keys of the stack's two users.
+const (
+	AliceKey = "alice-cli-key-0123456789"
+	BobKey   = "bob-cli-key-0123456789ab"
+)
+
+// Stack is a running gateway and what it stands on.
+type Stack struct {
+	Base string         // http://127.0.0.1:port
+	Pool *pgxpool.Pool  // the database persistence writes
+	Pub  *bus.Publisher // publishes as the other services would
+}
+
+// Start runs NATS, Postgres, persistence and the gateway until the test ends.
+func Start(t *testing.T) *Stack {
+	t.Helper()
+	ns := natstest.Run(t)
+	nc := natstest.Connect(t, ns)
+	js := natstest.JetStream(t, nc)
+	pgURL := pgtest.NewURL(t)
+	pool, err := pgxpool.New(context.Background(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	pcfg := persistence.DefaultConfig()
+	pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
+	pdone := make(chan error, 1)
+	go func() { pdone <- persistence.Run(ctx, pcfg, zerolog.Nop()) }()
+
+	gcfg := gateway.DefaultConfig()
+	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
+	gcfg.APIKeys = "alice:" + AliceKey + ",bob:" + BobKey
+	gcfg.RateLimit = 1000
+	addr := make(chan string, 1)
+	gdone := make(chan error, 1)
+	go func() { gdone <- gateway.Run(ctx, gcfg, zerolog.Nop(), func(a string) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		for _, c := range []chan error{pdone, gdone} {
+			if err := <-c; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("service: %v", err)
+			}
+		}
+	})
+	select {
+	case a := <-addr:
+		// Writes answer 503 until persistence serves persistence.applied.
+		testkit.EventuallyNoError(t, 30*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return rpc.WaitApplied(ctx, nc, bus.StreamConversations, 0)
+		}, "persistence ready")
+		return &Stack{Base: "http://" + a, Pool: pool, Pub: bus.NewPublisher(js)}
+	case err := <-gdone:
+		gdone <- err // for the cleanup
+		t.Fatalf("gateway: %v", err)
+	}
+	return nil
+}
