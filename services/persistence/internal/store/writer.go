@@ -121,8 +121,13 @@ func (w *writer) envelope(it *consume.Item) error {
 			}
 		}
 		sort.Strings(keys)
+		// Sequences are per stream: the SYSTEM stream's ids carry its name.
+		format := "amt_%012d_%03d"
+		if w.stream == bus.StreamSystem {
+			format = "amt_sys_%012d_%03d"
+		}
 		for i, k := range keys {
-			w.addMeta(ref, k, fmt.Sprintf("amt_%012d_%03d", it.Delivery.Sequence, i), env.Meta[k])
+			w.addMeta(ref, k, fmt.Sprintf(format, it.Delivery.Sequence, i), env.Meta[k])
 		}
 	}
 	return nil
