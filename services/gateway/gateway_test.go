@@ -10,14 +10,17 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/gateway"
+	"github.com/alicia-voice/alicia/services/memory"
 	"github.com/alicia-voice/alicia/services/persistence"
 )
 
@@ -30,11 +33,25 @@ type stack struct {
 	base string
 	pool *pgxpool.Pool
 	pub  *bus.Publisher
+	nc   *nats.Conn
 }
 
-// newStack runs NATS, Postgres, persistence and the gateway.
-func newStack(t *testing.T) *stack {
+// stackOptions choose what newStack runs besides NATS, Postgres and the gateway.
+type stackOptions struct {
+	noPersistence bool
+	// memory runs the memory service; embeddings is its embeddings URL ("" = search off).
+	memory     bool
+	embeddings string
+	gateway    func(*gateway.Config)
+}
+
+// newStack runs NATS, Postgres, persistence and the gateway (and what opts add).
+func newStack(t *testing.T, opts ...func(*stackOptions)) *stack {
 	t.Helper()
+	var o stackOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	ns := natstest.Run(t)
 	nc := natstest.Connect(t, ns)
 	js := natstest.JetStream(t, nc)
@@ -45,20 +62,38 @@ func newStack(t *testing.T) *stack {
 	}
 	t.Cleanup(pool.Close)
 	ctx, cancel := context.WithCancel(context.Background())
-	pcfg := persistence.DefaultConfig()
-	pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
-	pdone := make(chan error, 1)
-	go func() { pdone <- persistence.Run(ctx, pcfg, zerolog.Nop()) }()
+	var done []chan error
+	run := func(f func() error) {
+		c := make(chan error, 1)
+		done = append(done, c)
+		go func() { c <- f() }()
+	}
+	if !o.noPersistence {
+		pcfg := persistence.DefaultConfig()
+		pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
+		run(func() error { return persistence.Run(ctx, pcfg, zerolog.Nop()) })
+	}
+	if o.memory {
+		mcfg := memory.DefaultConfig()
+		mcfg.NATSURL, mcfg.PostgresURL, mcfg.EmbeddingURL, mcfg.EmbeddingModel = ns.ClientURL(), pgURL, o.embeddings, "fake-embedding"
+		mcfg.Extraction = false
+		run(func() error { return memory.Run(ctx, mcfg, zerolog.Nop()) })
+	}
 
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
 	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey
+	gcfg.RateLimit = 1000
+	if o.gateway != nil {
+		o.gateway(&gcfg)
+	}
 	addr := make(chan string, 1)
 	gdone := make(chan error, 1)
+	done = append(done, gdone)
 	go func() { gdone <- gateway.Run(ctx, gcfg, zerolog.Nop(), func(a string) { addr <- a }) }()
 	t.Cleanup(func() {
 		cancel()
-		for _, c := range []chan error{pdone, gdone} {
+		for _, c := range done {
 			if err := <-c; err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("service: %v", err)
 			}
@@ -71,7 +106,33 @@ func newStack(t *testing.T) *stack {
 	case err := <-gdone:
 		t.Fatalf("gateway: %v", err)
 	}
-	return &stack{base: base, pool: pool, pub: bus.NewPublisher(js)}
+	s := &stack{base: base, pool: pool, pub: bus.NewPublisher(js), nc: nc}
+	if o.memory {
+		s.waitService(t, rpc.MemorySearchSubject)
+	}
+	if !o.noPersistence {
+		s.waitService(t, rpc.AppliedSubject)
+	}
+	return s
+}
+
+// waitService waits until a micro service answers. The probes are valid
+// requests: an error reply of persistence's asynchronous handlers races with
+// nats micro's stats bookkeeping (see the report on persistence).
+func (s *stack) waitService(t *testing.T, subject string) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var err error
+		switch subject {
+		case rpc.AppliedSubject:
+			err = rpc.WaitApplied(ctx, s.nc, bus.StreamConversations, 0)
+		default:
+			_, err = rpc.MemorySearch(ctx, s.nc, rpc.MemorySearchRequest{UserID: "probe"})
+		}
+		return !errors.Is(err, rpc.ErrNoResponders)
+	}, "no service on %s", subject)
 }
 
 type wsClient struct {

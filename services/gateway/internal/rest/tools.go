@@ -139,7 +139,8 @@ func (in mcpInput) validate() error {
 }
 
 // putMCPServer adds or replaces an MCP server (MCPServerConfig upsert); the
-// llm service connects to it and reports its status.
+// llm service connects to it and reports its status. Without "enabled" a new
+// server is enabled and an existing one keeps its setting.
 func (a *API) putMCPServer(c echo.Context) error {
 	name := c.Param("name")
 	if !mcpName.MatchString(name) {
@@ -162,9 +163,6 @@ func (a *API) putMCPServer(c echo.Context) error {
 	transport := protocol.MCPServerConfigTransport(in.Transport)
 	cfg := &protocol.MCPServerConfig{Action: protocol.MCPServerConfigActionUpsert, Name: name, Transport: &transport,
 		Command: in.Command, Args: in.Args, Url: in.URL, Env: in.Env, Enabled: in.Enabled}
-	if cfg.Enabled == nil {
-		cfg.Enabled = protocol.Ptr(true)
-	}
 	if err := a.write(c, asSystem(cfg)); err != nil {
 		return err
 	}

@@ -1,0 +1,185 @@
+package gateway_test
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/services/gateway"
+)
+
+type toolJSON struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters"`
+	Enabled     bool           `json:"enabled"`
+	Source      string         `json:"source"`
+}
+
+type mcpJSON struct {
+	Name      string   `json:"name"`
+	Transport string   `json:"transport"`
+	Command   *string  `json:"command"`
+	Args      []string `json:"args"`
+	URL       *string  `json:"url"`
+	Enabled   bool     `json:"enabled"`
+	Status    string   `json:"status"`
+	LastError *string  `json:"lastError"`
+}
+
+func TestToolsAndMCPServers(t *testing.T) {
+	s := newStack(t)
+	params := protocol.ToolRegistrationToolsElemParameters{"type": "object", "properties": map[string]any{"expression": map[string]any{"type": "string"}}}
+	s.publish(t, "", protocol.New("", &protocol.ToolRegistration{Source: "builtin", Tools: []protocol.ToolRegistrationToolsElem{
+		{Name: "calculator", Description: protocol.Ptr("Evaluates arithmetic"), Parameters: params},
+		{Name: "web_search", Description: protocol.Ptr("Searches the web")},
+	}}))
+	var tools struct {
+		Tools []toolJSON `json:"tools"`
+	}
+	s.call(t, aliceKey, "GET", "/v1/tools", nil).want(http.StatusOK, &tools)
+	if len(tools.Tools) != 2 || tools.Tools[0].Name != "calculator" || tools.Tools[0].Source != "builtin" || !tools.Tools[0].Enabled ||
+		tools.Tools[0].Description != "Evaluates arithmetic" || tools.Tools[0].Parameters["type"] != "object" {
+		t.Fatalf("tools %+v", tools)
+	}
+
+	var tool toolJSON
+	s.call(t, aliceKey, "PATCH", "/v1/tools/calculator", map[string]any{"enabled": false}).want(http.StatusOK, &tool)
+	if tool.Name != "calculator" || tool.Enabled {
+		t.Fatalf("disabled %+v", tool)
+	}
+	s.call(t, aliceKey, "GET", "/v1/tools", nil).want(http.StatusOK, &tools)
+	if tools.Tools[0].Enabled || !tools.Tools[1].Enabled {
+		t.Fatalf("after disable %+v", tools)
+	}
+	s.call(t, bobKey, "PATCH", "/v1/tools/calculator", map[string]any{"enabled": true}).want(http.StatusOK, &tool)
+	if !tool.Enabled {
+		t.Fatalf("enabled %+v", tool)
+	}
+
+	// MCP servers: created, replaced, their tools and status, removed.
+	var srv mcpJSON
+	s.call(t, aliceKey, "PUT", "/v1/mcp-servers/files", map[string]any{"transport": "stdio", "command": "mcp-files",
+		"args": []string{"--root", "/srv"}, "env": map[string]string{"FILES_TOKEN": "s3cret"}}).want(http.StatusCreated, &srv)
+	if srv.Name != "files" || srv.Transport != "stdio" || *srv.Command != "mcp-files" || len(srv.Args) != 2 || !srv.Enabled || srv.Status != "unknown" {
+		t.Fatalf("created %+v", srv)
+	}
+	srv = mcpJSON{}
+	r := s.call(t, aliceKey, "PUT", "/v1/mcp-servers/files", map[string]any{"transport": "http", "url": "http://127.0.0.1:9/mcp", "enabled": false}).want(http.StatusOK, &srv)
+	if srv.Transport != "http" || srv.URL == nil || *srv.URL != "http://127.0.0.1:9/mcp" || srv.Command != nil || srv.Enabled {
+		t.Fatalf("replaced %+v", srv)
+	}
+	if strings.Contains(string(r.body), "s3cret") || strings.Contains(string(r.body), "env") {
+		t.Fatalf("answer shows the env: %s", r.body)
+	}
+	s.publish(t, "",
+		protocol.New("", &protocol.ToolRegistration{Source: "mcp:files", Tools: []protocol.ToolRegistrationToolsElem{{Name: "mcp_files_read", MCPServer: protocol.Ptr("files")}}}),
+		protocol.New("", &protocol.MCPServerStatus{Name: "files", Status: protocol.MCPServerStatusStatusError, LastError: protocol.Ptr("connection refused")}),
+	)
+	s.call(t, aliceKey, "GET", "/v1/tools", nil).want(http.StatusOK, &tools)
+	if len(tools.Tools) != 3 || tools.Tools[1].Name != "mcp_files_read" || tools.Tools[1].Source != "mcp:files" {
+		t.Fatalf("tools with MCP %+v", tools)
+	}
+	var servers struct {
+		Servers []mcpJSON `json:"servers"`
+	}
+	r = s.call(t, aliceKey, "GET", "/v1/mcp-servers", nil).want(http.StatusOK, &servers)
+	if len(servers.Servers) != 1 || servers.Servers[0].Status != "error" || *servers.Servers[0].LastError != "connection refused" ||
+		strings.Contains(string(r.body), "s3cret") {
+		t.Fatalf("servers %s", r.body)
+	}
+	var info serverInfoJSON
+	s.call(t, aliceKey, "GET", "/v1/server-info", nil).want(http.StatusOK, &info)
+	if len(info.MCPServers) != 1 || info.MCPServers[0].Name != "files" || info.MCPServers[0].Status != "error" {
+		t.Fatalf("server-info MCP %+v", info.MCPServers)
+	}
+
+	s.call(t, aliceKey, "DELETE", "/v1/mcp-servers/files", nil).want(http.StatusNoContent, nil)
+	s.call(t, aliceKey, "GET", "/v1/mcp-servers", nil).want(http.StatusOK, &servers)
+	s.call(t, aliceKey, "GET", "/v1/tools", nil).want(http.StatusOK, &tools)
+	if len(servers.Servers) != 0 || len(tools.Tools) != 2 {
+		t.Fatalf("after delete: %+v %+v", servers, tools)
+	}
+
+	for _, c := range []struct {
+		name, method, path string
+		body               any
+		status             int
+	}{
+		{"unknown tool", "PATCH", "/v1/tools/nope", map[string]any{"enabled": true}, 404},
+		{"no enabled", "PATCH", "/v1/tools/calculator", map[string]any{}, 400},
+		{"enabled not a bool", "PATCH", "/v1/tools/calculator", map[string]any{"enabled": "yes"}, 400},
+		{"bad server name", "PUT", "/v1/mcp-servers/no.dots", map[string]any{"transport": "stdio", "command": "x"}, 400},
+		{"bad transport", "PUT", "/v1/mcp-servers/x", map[string]any{"transport": "ftp"}, 400},
+		{"stdio without command", "PUT", "/v1/mcp-servers/x", map[string]any{"transport": "stdio"}, 400},
+		{"http without url", "PUT", "/v1/mcp-servers/x", map[string]any{"transport": "http"}, 400},
+		{"http with a bad url", "PUT", "/v1/mcp-servers/x", map[string]any{"transport": "http", "url": "file:///etc/passwd"}, 400},
+		{"http with a command", "PUT", "/v1/mcp-servers/x", map[string]any{"transport": "http", "url": "http://h/mcp", "command": "x"}, 400},
+		{"bad env name", "PUT", "/v1/mcp-servers/x", map[string]any{"transport": "stdio", "command": "x", "env": map[string]string{"A-B": "1"}}, 400},
+		{"delete unknown server", "DELETE", "/v1/mcp-servers/nope", nil, 404},
+	} {
+		t.Run(c.name, func(t *testing.T) { s.call(t, aliceKey, c.method, c.path, c.body).wantError(c.status) })
+	}
+}
+
+type serverInfoJSON struct {
+	Connection struct {
+		Status    string `json:"status"`
+		LatencyMs *int64 `json:"latencyMs"`
+	} `json:"connection"`
+	Models map[string]struct {
+		Name      string `json:"name"`
+		Reachable bool   `json:"reachable"`
+		URL       string `json:"url"`
+		Error     string `json:"error"`
+	} `json:"models"`
+	MCPServers []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"mcpServers"`
+}
+
+func TestServerInfo(t *testing.T) {
+	llm := fakeopenai.New(t, fakeopenai.WithAPIKey("llm-key-123"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	s := newStack(t, func(o *stackOptions) {
+		o.gateway = func(c *gateway.Config) {
+			c.LLM = gateway.Backend{URL: llm.URL(), Model: "qwen2.5-7b", APIKey: "llm-key-123"}
+			c.ASR = gateway.Backend{URL: down, Model: "whisper"}
+			c.Embeddings = gateway.Backend{URL: llm.URL(), Model: "bge-m3", APIKey: "wrong-key-456"}
+		}
+	})
+	var info serverInfoJSON
+	s.call(t, aliceKey, "GET", "/v1/server-info", nil).want(http.StatusOK, &info)
+	if info.Connection.Status != "connected" || info.Connection.LatencyMs == nil || *info.Connection.LatencyMs < 0 {
+		t.Fatalf("connection %+v", info.Connection)
+	}
+	m := info.Models
+	if len(m) != 4 {
+		t.Fatalf("models %+v", m)
+	}
+	if l := m["llm"]; !l.Reachable || l.Name != "qwen2.5-7b" || l.URL != llm.URL() || l.Error != "" {
+		t.Fatalf("llm %+v", l)
+	}
+	if a := m["asr"]; a.Reachable || a.Name != "whisper" || !strings.Contains(a.Error, "refused") {
+		t.Fatalf("asr %+v", a)
+	}
+	if tts := m["tts"]; tts.Reachable || tts.Error != "not configured" || tts.URL != "" {
+		t.Fatalf("tts %+v", tts)
+	}
+	if e := m["embeddings"]; e.Reachable || !strings.Contains(e.Error, "401") {
+		t.Fatalf("embeddings %+v", e)
+	}
+	if info.MCPServers == nil || len(info.MCPServers) != 0 {
+		t.Fatalf("mcpServers %+v", info.MCPServers)
+	}
+	s.call(t, "", "GET", "/v1/server-info", nil).wantError(http.StatusUnauthorized)
+}
