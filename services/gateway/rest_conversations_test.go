@@ -252,7 +252,9 @@ func TestConversationPaging(t *testing.T) {
 		{"cursor not base64", "cursor=!!"},
 		{"bad status", "status=deleted"},
 	} {
-		t.Run(c.name, func(t *testing.T) { s.call(t, aliceKey, "GET", "/v1/conversations?"+c.query, nil).wantError(http.StatusBadRequest) })
+		t.Run(c.name, func(t *testing.T) {
+			s.call(t, aliceKey, "GET", "/v1/conversations?"+c.query, nil).wantError(http.StatusBadRequest)
+		})
 	}
 }
 
