@@ -183,3 +183,23 @@ func TestServerInfo(t *testing.T) {
 	}
 	s.call(t, "", "GET", "/v1/server-info", nil).wantError(http.StatusUnauthorized)
 }
+
+func TestRateLimitAnswersJSON(t *testing.T) {
+	s := newStack(t, func(o *stackOptions) { o.gateway = func(c *gateway.Config) { c.RateLimit = 1 } })
+	// Burst 2 at 1/s: within a few quick requests one is refused.
+	limited := false
+	for range 6 {
+		r := s.call(t, aliceKey, "GET", "/v1/tools", nil)
+		if r.status == http.StatusTooManyRequests {
+			r.wantError(http.StatusTooManyRequests)
+			limited = true
+			break
+		}
+		r.want(http.StatusOK, nil)
+	}
+	if !limited {
+		t.Fatal("never rate limited")
+	}
+	// Another key has its own budget.
+	s.call(t, bobKey, "GET", "/v1/tools", nil).want(http.StatusOK, nil)
+}
