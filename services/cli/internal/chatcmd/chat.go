@@ -89,6 +89,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	s.conn = c
 	defer func() { s.conn.close(true) }()
+	s.touch()
 	if err := s.configure(ctx); err != nil {
 		return err
 	}
@@ -106,7 +107,8 @@ type session struct {
 	conn *conn
 
 	cid        string
-	configured bool  // the server confirmed the Configuration
+	configured bool  // the server confirmed this connection's Configuration
+	announced  bool  // the conversation id was shown
 	next       int32 // next client stanza id
 	lastSeen   int32 // last server stanza id received (negative; 0 = none)
 	outbox     []sent
@@ -142,7 +144,7 @@ func (s *session) loop(ctx context.Context, lines <-chan string) error {
 			s.p.prompt()
 		}
 		var timeout <-chan time.Time
-		if s.busy() {
+		if s.busy() || !s.configured {
 			timeout = time.After(time.Until(s.lastEvent.Add(s.o.AnswerTimeout)))
 		}
 		select {
@@ -178,6 +180,9 @@ func (s *session) loop(ctx context.Context, lines <-chan string) error {
 				return err
 			}
 		case <-timeout:
+			if !s.configured {
+				return fmt.Errorf("the gateway did not confirm the conversation within %s", s.o.AnswerTimeout)
+			}
 			s.p.endAnswer("")
 			s.p.errorLine(0, fmt.Sprintf("no answer from the server within %s (is the llm service running?)", s.o.AnswerTimeout))
 			s.endTurn(true)
@@ -247,8 +252,8 @@ func (s *session) send(ctx context.Context, body protocol.Body) {
 // the last server stanza seen and resends what may not have arrived.
 func (s *session) reconnect(ctx context.Context, cause error) error {
 	s.conn.close(false)
-	s.p.note("connection lost (%v); reconnecting…", cause)
-	start, delay := time.Now(), s.o.Backoff.Min
+	s.p.note("connection to the gateway lost (%v); reconnecting…", rootCause(cause))
+	start, delay, said := time.Now(), s.o.Backoff.Min, ""
 	for {
 		wait := time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64()))
 		select {
@@ -270,13 +275,28 @@ func (s *session) reconnect(ctx context.Context, cause error) error {
 			return fmt.Errorf("%w after %s: %v", ErrGaveUp, s.o.Backoff.GiveUp, err)
 		}
 		delay = min(delay*2, s.o.Backoff.Max)
-		s.p.note("still unreachable (%v); retrying in about %s", err, delay.Round(time.Millisecond))
+		if why := err.Error(); why != said {
+			s.p.note("%s; retrying every few seconds, Ctrl-C leaves", why)
+			said = why
+		}
 	}
 	if s.busy() {
 		s.lastEvent = time.Now() // the wait for the answer starts again
 	}
 	s.p.note("reconnected")
 	return nil
+}
+
+// rootCause is the innermost error: "connection refused" rather than the
+// whole chain of the dial.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }
 
 // redial opens a new connection, configures it to resume after the last
@@ -288,6 +308,7 @@ func (s *session) redial(ctx context.Context) error {
 		return err
 	}
 	s.conn = c
+	s.configured = false // until the server confirms again; no input before
 	if err := s.configure(ctx); err != nil {
 		c.close(false)
 		return err

@@ -376,7 +376,7 @@ func TestReconnectLosesAndRepeatsNothing(t *testing.T) {
 			if got, want := c.out.String(), "you> Count to three\nalicia> One. Two. Three.\n"; got != want {
 				t.Fatalf("output:\n%q\nwant:\n%q", got, want)
 			}
-			if e := c.err.String(); !strings.Contains(e, "connection lost") || !strings.Contains(e, "reconnected") {
+			if e := c.err.String(); !strings.Contains(e, "connection to the gateway lost") || !strings.Contains(e, "reconnected") {
 				t.Fatalf("stderr = %q", e)
 			}
 		})

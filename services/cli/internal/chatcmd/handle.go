@@ -32,15 +32,20 @@ func (s *session) handleFrame(frame []byte) error {
 func (s *session) handle(env protocol.Envelope) error {
 	switch b := env.Body.(type) {
 	case *protocol.Configuration:
-		if !s.configured && b.ConversationID != nil {
-			if s.cid == "" {
-				s.cid = *b.ConversationID
-				s.p.note("New conversation %s%s", s.cid, s.hint())
-			} else {
-				s.p.note("Conversation %s%s", s.cid, s.hint())
-			}
+		if s.configured || b.ConversationID == nil {
+			return nil // another connection's answer, replayed
 		}
-		s.configured = s.configured || b.ConversationID != nil
+		s.configured = true
+		if s.announced {
+			return nil
+		}
+		s.announced = true
+		if s.cid == "" {
+			s.cid = *b.ConversationID
+			s.p.note("New conversation %s%s", s.cid, s.hint())
+		} else {
+			s.p.note("Conversation %s%s", s.cid, s.hint())
+		}
 	case *protocol.StartAnswer:
 		s.startAnswer(b.ID, b.PreviousID)
 	case *protocol.AssistantSentence:
@@ -156,9 +161,10 @@ func (s *session) aside(answer, kind, text string) {
 }
 
 // serverError shows an ErrorMessage. An error (severity ≥ 2) during a turn
-// ends it; a refused conversation ends the chat.
+// ends it; one before the conversation is confirmed (not found, another
+// user's, the server could not start it) ends the chat.
 func (s *session) serverError(b *protocol.ErrorMessage) error {
-	if !s.configured && (b.Code == protocol.CodeNotFound || b.Code == protocol.CodeForbidden) {
+	if !s.configured && b.Severity >= 2 {
 		return fmt.Errorf("%w: error %d: %s", ErrRejected, b.Code, b.Message)
 	}
 	if b.Severity >= 2 && s.busy() {
