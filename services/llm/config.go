@@ -1,0 +1,244 @@
+// Package llm is the llm service: it takes turns (user messages and
+// variations) off a partitioned work queue shared by all replicas, builds the
+// context (system prompt, the branch's history, memories, tools), streams the
+// model's answer sentence by sentence over JetStream, runs the tool loop, and
+// stops at once on ControlStop. See README.md.
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/services/llm/internal/tools"
+)
+
+// DefaultSystemPrompt suits a voice assistant: answers are spoken.
+const DefaultSystemPrompt = `You are Alicia, a helpful voice assistant. Your answers are read aloud, so speak in short, natural sentences that are easy to follow by ear. Do not use markdown: no tables, no headings, no bold text, and no bullet lists unless the user asks for a list; give code only when the user asks for code. Say numbers, symbols and abbreviations the way a person would say them. Use the tools you have when they help, and say briefly what you found. If you do not know something, say so instead of guessing.`
+
+// Toolbox is the tool registry a turn uses; tools.Registry is the real one.
+type Toolbox interface {
+	Available(ctx context.Context) []tools.Spec
+	Call(ctx context.Context, name string, inv tools.Invocation, args map[string]any) (any, error)
+	Timeout(name string) time.Duration
+}
+
+// Config of the llm service. Defaults in code, overridden by ALICIA_* env vars.
+type Config struct {
+	NATSURL     string // ALICIA_NATS_URL
+	PostgresURL string // ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE (read-only use)
+
+	LLMURL       string // ALICIA_LLM_URL: OpenAI-compatible base URL, e.g. http://vllm:8000/v1
+	Model        string // ALICIA_LLM_MODEL
+	APIKey       string // ALICIA_LLM_API_KEY or ALICIA_LLM_API_KEY_FILE
+	SystemPrompt string // ALICIA_LLM_SYSTEM_PROMPT
+	MaxTokens    int    // ALICIA_LLM_MAX_TOKENS (0: the backend's default)
+	Temperature  *float32
+	// Timeout bounds connecting, the first chunk and each gap between
+	// chunks (ALICIA_LLM_TIMEOUT).
+	Timeout time.Duration
+	// Attempts per model request before anything was streamed (ALICIA_LLM_ATTEMPTS).
+	Attempts     int
+	RetryBackoff time.Duration // ALICIA_LLM_RETRY_BACKOFF: first retry delay, doubling
+	// BreakerFailures consecutive failed requests open the circuit breaker
+	// (ALICIA_LLM_BREAKER_FAILURES); after BreakerCooldown one probe goes
+	// through (ALICIA_LLM_BREAKER_COOLDOWN).
+	BreakerFailures   int
+	BreakerCooldown   time.Duration
+	MaxToolIterations int // ALICIA_LLM_MAX_TOOL_ITERATIONS
+
+	// Partitions of the turn queue (ALICIA_LLM_PARTITIONS): the most
+	// conversations answered at once per deployment. Change it only when
+	// the queue is empty.
+	Partitions int
+	// AckWait: a turn whose replica stops heartbeating for this long goes
+	// to another replica (ALICIA_LLM_ACK_WAIT).
+	AckWait    time.Duration
+	MaxDeliver int // ALICIA_LLM_MAX_DELIVER: tries of one turn
+	// ShutdownGrace lets running turns finish after a stop signal before
+	// they are handed to another replica (ALICIA_LLM_SHUTDOWN_GRACE).
+	ShutdownGrace time.Duration
+
+	HistoryLimit    int           // ALICIA_LLM_HISTORY_LIMIT: messages of the branch in the prompt
+	HistoryTimeout  time.Duration // ALICIA_LLM_HISTORY_TIMEOUT
+	MemoryTopK      int           // ALICIA_LLM_MEMORY_TOP_K (0: no memories)
+	MemoryThreshold float64       // ALICIA_LLM_MEMORY_THRESHOLD (0: the memory service's default)
+	MemoryTimeout   time.Duration // ALICIA_LLM_MEMORY_TIMEOUT
+	// MetricsAddr serves /metrics when set (ALICIA_LLM_METRICS_ADDR); the
+	// metrics are on the default Prometheus registry either way.
+	MetricsAddr string
+
+	Tools tools.Config // ALICIA_TOOL_*, ALICIA_WEB_SEARCH_*, ALICIA_MCP_*
+	// Toolbox, when set, replaces the tool registry (tests, embedding).
+	Toolbox Toolbox
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		NATSURL:           "nats://127.0.0.1:4222",
+		LLMURL:            "http://127.0.0.1:8000/v1",
+		Model:             "Qwen/Qwen2.5-7B-Instruct-AWQ",
+		SystemPrompt:      DefaultSystemPrompt,
+		Timeout:           60 * time.Second,
+		Attempts:          3,
+		RetryBackoff:      250 * time.Millisecond,
+		BreakerFailures:   5,
+		BreakerCooldown:   15 * time.Second,
+		MaxToolIterations: 5,
+		Partitions:        32,
+		AckWait:           30 * time.Second,
+		MaxDeliver:        5,
+		ShutdownGrace:     10 * time.Second,
+		HistoryLimit:      50,
+		HistoryTimeout:    10 * time.Second,
+		MemoryTopK:        5,
+		MemoryTimeout:     500 * time.Millisecond,
+		Tools:             tools.DefaultConfig(),
+	}
+}
+
+// ConfigFromEnv returns DefaultConfig overridden by the environment.
+func ConfigFromEnv() (Config, error) {
+	c := DefaultConfig()
+	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	config.String("ALICIA_LLM_URL", &c.LLMURL)
+	config.String("ALICIA_LLM_MODEL", &c.Model)
+	config.String("ALICIA_LLM_SYSTEM_PROMPT", &c.SystemPrompt)
+	config.String("ALICIA_LLM_METRICS_ADDR", &c.MetricsAddr)
+	tc, terr := tools.ConfigFromEnv()
+	c.Tools = tc
+	err := errors.Join(
+		terr,
+		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
+		config.Secret("ALICIA_LLM_API_KEY", &c.APIKey),
+		config.Int("ALICIA_LLM_MAX_TOKENS", &c.MaxTokens),
+		temperature(&c.Temperature),
+		config.Duration("ALICIA_LLM_TIMEOUT", &c.Timeout),
+		config.Int("ALICIA_LLM_ATTEMPTS", &c.Attempts),
+		config.Duration("ALICIA_LLM_RETRY_BACKOFF", &c.RetryBackoff),
+		config.Int("ALICIA_LLM_BREAKER_FAILURES", &c.BreakerFailures),
+		config.Duration("ALICIA_LLM_BREAKER_COOLDOWN", &c.BreakerCooldown),
+		config.Int("ALICIA_LLM_MAX_TOOL_ITERATIONS", &c.MaxToolIterations),
+		config.Int("ALICIA_LLM_PARTITIONS", &c.Partitions),
+		config.Duration("ALICIA_LLM_ACK_WAIT", &c.AckWait),
+		config.Int("ALICIA_LLM_MAX_DELIVER", &c.MaxDeliver),
+		config.Duration("ALICIA_LLM_SHUTDOWN_GRACE", &c.ShutdownGrace),
+		config.Int("ALICIA_LLM_HISTORY_LIMIT", &c.HistoryLimit),
+		config.Duration("ALICIA_LLM_HISTORY_TIMEOUT", &c.HistoryTimeout),
+		config.Int("ALICIA_LLM_MEMORY_TOP_K", &c.MemoryTopK),
+		threshold(&c.MemoryThreshold),
+		config.Duration("ALICIA_LLM_MEMORY_TIMEOUT", &c.MemoryTimeout),
+	)
+	if err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func temperature(dst **float32) error {
+	v := os.Getenv("ALICIA_LLM_TEMPERATURE")
+	if v == "" {
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 32)
+	if err != nil {
+		return fmt.Errorf("ALICIA_LLM_TEMPERATURE=%q: %w", v, err)
+	}
+	t := float32(f)
+	*dst = &t
+	return nil
+}
+
+func threshold(dst *float64) error {
+	v := os.Getenv("ALICIA_LLM_MEMORY_THRESHOLD")
+	if v == "" {
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return fmt.Errorf("ALICIA_LLM_MEMORY_THRESHOLD=%q: %w", v, err)
+	}
+	*dst = f
+	return nil
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.NATSURL == "" {
+		bad("NATS URL is empty (ALICIA_NATS_URL)")
+	}
+	if c.PostgresURL == "" {
+		bad("Postgres URL is empty (ALICIA_POSTGRES_URL)")
+	}
+	if u, err := url.Parse(c.LLMURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("ALICIA_LLM_URL %q is not an http(s) URL", c.LLMURL)
+	}
+	if c.Model == "" {
+		bad("model name is empty (ALICIA_LLM_MODEL)")
+	}
+	if c.SystemPrompt == "" {
+		bad("system prompt is empty (ALICIA_LLM_SYSTEM_PROMPT)")
+	}
+	if c.MaxTokens < 0 {
+		bad("ALICIA_LLM_MAX_TOKENS %d is negative", c.MaxTokens)
+	}
+	if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2) {
+		bad("ALICIA_LLM_TEMPERATURE %g is outside 0..2", *c.Temperature)
+	}
+	if c.Timeout <= 0 {
+		bad("ALICIA_LLM_TIMEOUT must be positive")
+	}
+	if c.Attempts < 1 || c.Attempts > 10 {
+		bad("ALICIA_LLM_ATTEMPTS %d is outside 1..10", c.Attempts)
+	}
+	if c.RetryBackoff < 0 {
+		bad("ALICIA_LLM_RETRY_BACKOFF is negative")
+	}
+	if c.BreakerFailures < 1 {
+		bad("ALICIA_LLM_BREAKER_FAILURES must be at least 1")
+	}
+	if c.BreakerCooldown <= 0 {
+		bad("ALICIA_LLM_BREAKER_COOLDOWN must be positive")
+	}
+	if c.MaxToolIterations < 0 || c.MaxToolIterations > 50 {
+		bad("ALICIA_LLM_MAX_TOOL_ITERATIONS %d is outside 0..50", c.MaxToolIterations)
+	}
+	if c.Partitions < 1 || c.Partitions > 1024 {
+		bad("ALICIA_LLM_PARTITIONS %d is outside 1..1024", c.Partitions)
+	}
+	if c.AckWait < time.Second {
+		bad("ALICIA_LLM_ACK_WAIT %s is under 1s", c.AckWait)
+	}
+	if c.MaxDeliver < 1 {
+		bad("ALICIA_LLM_MAX_DELIVER must be at least 1")
+	}
+	if c.ShutdownGrace < 0 {
+		bad("ALICIA_LLM_SHUTDOWN_GRACE is negative")
+	}
+	if c.HistoryLimit < 1 {
+		bad("ALICIA_LLM_HISTORY_LIMIT must be at least 1")
+	}
+	if c.HistoryTimeout <= 0 || c.MemoryTimeout <= 0 {
+		bad("ALICIA_LLM_HISTORY_TIMEOUT and ALICIA_LLM_MEMORY_TIMEOUT must be positive")
+	}
+	if c.MemoryTopK < 0 || c.MemoryTopK > 50 {
+		bad("ALICIA_LLM_MEMORY_TOP_K %d is outside 0..50", c.MemoryTopK)
+	}
+	if c.MemoryThreshold < 0 || c.MemoryThreshold > 1 {
+		bad("ALICIA_LLM_MEMORY_THRESHOLD %g is outside 0..1", c.MemoryThreshold)
+	}
+	if c.Toolbox == nil {
+		if err := c.Tools.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

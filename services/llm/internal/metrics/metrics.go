@@ -1,0 +1,59 @@
+// Package metrics holds the llm's Prometheus metrics, registered once on the
+// default registry (so one process running several replicas, like the dev
+// launcher, shares them).
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the llm service.
+type Metrics struct {
+	// TurnDuration: dequeue → last envelope published, by kind
+	// (message, regenerate, edit, continue) and outcome.
+	TurnDuration *prometheus.HistogramVec
+	// FirstToken: model request sent → first streamed token.
+	FirstToken prometheus.Histogram
+	// FirstSentence: dequeue → first AssistantSentence acknowledged by JetStream.
+	FirstSentence prometheus.Histogram
+	// Errors by reason (backend_unavailable, rejected, internal, publish, history, bad_target).
+	Errors *prometheus.CounterVec
+	// ToolCalls by tool and outcome (success or a ToolUseResult error code).
+	ToolCalls *prometheus.CounterVec
+	// ModelRequests by outcome (ok, retry, failed).
+	ModelAttempts *prometheus.CounterVec
+	// Breaker is the circuit breaker state: 0 closed, 1 open, 2 half-open.
+	Breaker prometheus.Gauge
+}
+
+var (
+	once sync.Once
+	def  *Metrics
+)
+
+// Default returns the metrics registered on prometheus.DefaultRegisterer.
+func Default() *Metrics {
+	once.Do(func() {
+		buckets := []float64{.002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+		def = &Metrics{
+			TurnDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "turn_duration_seconds",
+				Help: "Time from taking a turn to its last envelope.", Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"kind", "outcome"}),
+			FirstToken: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "time_to_first_token_seconds",
+				Help: "Time from sending a model request to its first streamed token.", Buckets: buckets}),
+			FirstSentence: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "time_to_first_sentence_seconds",
+				Help: "Time from taking a turn to its first sentence stored in JetStream.", Buckets: buckets}),
+			Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "errors_total",
+				Help: "Turn errors by reason."}, []string{"reason"}),
+			ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "tool_calls_total",
+				Help: "Tool calls by tool and outcome."}, []string{"tool", "outcome"}),
+			ModelAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "model_requests_total",
+				Help: "Model requests by outcome."}, []string{"outcome"}),
+			Breaker: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "llm", Name: "breaker_state",
+				Help: "Model backend circuit breaker: 0 closed, 1 open, 2 half-open."}),
+		}
+		prometheus.DefaultRegisterer.MustRegister(def.TurnDuration, def.FirstToken, def.FirstSentence, def.Errors, def.ToolCalls, def.ModelAttempts, def.Breaker)
+	})
+	return def
+}

@@ -1,0 +1,175 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+)
+
+// continueInstruction asks the model to go on from an answer it started.
+const continueInstruction = "Continue your previous answer exactly where it stopped. Do not repeat anything you already said and do not comment on the continuation."
+
+func subjectControlStop(cid string) string { return subjects.Client(cid, protocol.TypeControlStop) }
+
+// buildContext gathers the history and the memories at the same time and
+// returns the prompt. Memories used are announced with MemoryTraces.
+func (t *turn) buildContext() ([]openai.ChatCompletionMessage, error) {
+	var (
+		wg   sync.WaitGroup
+		hist []rpc.HistoryMessage
+		herr error
+		mems []rpc.Memory
+	)
+	hist = t.p.history
+	if t.p.userMsg != nil {
+		wg.Go(func() { hist, herr = t.branchHistory() })
+	}
+	wg.Go(func() { mems = t.memories() })
+	wg.Wait()
+	if herr != nil {
+		return nil, herr
+	}
+	for _, m := range mems {
+		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: deriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
+			ConversationID: t.cid, MemoryID: m.ID, Content: m.Content, Relevance: clamp01(m.Similarity)}), t.p.assistantID+":m:"+m.ID)
+	}
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: t.systemPrompt(mems)}}
+	for _, h := range hist {
+		if h.ID == t.p.assistantID || h.CompletionStatus == "failed" || strings.TrimSpace(h.Contents) == "" {
+			continue // only what the user saw: failed answers are left out
+		}
+		switch h.Role {
+		case "user":
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: h.Contents})
+		case "assistant":
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: h.Contents})
+		}
+	}
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: t.p.userText})
+	if prefix := t.ans.prefixText(); prefix != "" {
+		msgs = append(msgs,
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: prefix},
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: continueInstruction})
+	}
+	return msgs, nil
+}
+
+func (t *turn) systemPrompt(mems []rpc.Memory) string {
+	var b strings.Builder
+	b.WriteString(t.e.s.SystemPrompt)
+	b.WriteString("\n\nToday is ")
+	b.WriteString(time.Now().UTC().Format("Monday, 2 January 2006"))
+	b.WriteString(" (UTC).")
+	if len(mems) > 0 {
+		b.WriteString("\n\nWhat you remember about the user from earlier conversations (use it only when it helps):")
+		for _, m := range mems {
+			b.WriteString("\n- ")
+			b.WriteString(strings.ReplaceAll(m.Content, "\n", " "))
+		}
+	}
+	return b.String()
+}
+
+// branchHistory is the branch the user message continues, read through
+// history.get once persistence has applied everything before the message and
+// everything the conversation's previous turn published (read-your-writes
+// without waiting for the message itself).
+func (t *turn) branchHistory() ([]rpc.HistoryMessage, error) {
+	ctx, cancel := context.WithTimeout(t.ctx, t.e.s.HistoryTimeout)
+	defer cancel()
+	um := t.p.userMsg
+	minSeq := t.q.Sequence - 1
+	if last, err := t.e.lastServerSequence(ctx, t.cid); err != nil {
+		t.log.Warn().Err(err).Msg("last server envelope unknown")
+	} else {
+		minSeq = max(minSeq, last)
+	}
+	resp, err := t.history(ctx, minSeq)
+	if err != nil {
+		return nil, err
+	}
+	msgs := resp.Messages
+	if i := indexOf(msgs, um.ID); i >= 0 {
+		return msgs[:i], nil
+	}
+	parent := ""
+	switch {
+	case um.PreviousID != nil:
+		parent = *um.PreviousID
+	case minSeq >= t.q.Sequence:
+		// The message is applied but not on the current branch (an answer to
+		// an earlier message moved the head): find where it was chained.
+		m, err := t.e.d.Messages.Message(ctx, t.cid, um.ID)
+		if err != nil {
+			return nil, err
+		}
+		if m.PreviousID == nil {
+			return nil, nil
+		}
+		parent = *m.PreviousID
+	default:
+		return msgs, nil // it will be chained to the head we read
+	}
+	if j := indexOf(msgs, parent); j >= 0 {
+		return msgs[:j+1], nil
+	}
+	return t.e.d.Messages.Chain(ctx, t.cid, parent, t.e.s.HistoryLimit)
+}
+
+// history calls history.get, riding out a persistence restart within ctx.
+func (t *turn) history(ctx context.Context, minSeq uint64) (rpc.HistoryResponse, error) {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		resp, err := rpc.History(ctx, t.e.d.NC, rpc.HistoryRequest{ConversationID: t.cid, MinSequence: minSeq, Limit: t.e.s.HistoryLimit + 8})
+		if err == nil {
+			return resp, nil
+		}
+		retry := errors.Is(err, rpc.ErrNoResponders) || rpc.IsCode(err, rpc.CodeTimeout) || rpc.IsCode(err, rpc.CodeUnavailable)
+		if !retry || ctx.Err() != nil {
+			t.e.d.Metrics.Errors.WithLabelValues("history").Inc()
+			return resp, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			t.e.d.Metrics.Errors.WithLabelValues("history").Inc()
+			return resp, err
+		}
+	}
+}
+
+// memories asks memory.search for what is known about the user; without
+// the memory service the turn goes on without memories.
+func (t *turn) memories() []rpc.Memory {
+	if t.userID == "" || strings.TrimSpace(t.p.userText) == "" || t.e.s.MemoryTopK <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, t.e.s.MemoryTimeout)
+	defer cancel()
+	resp, err := rpc.MemorySearch(ctx, t.e.d.NC, rpc.MemorySearchRequest{UserID: t.userID, Query: t.p.userText,
+		TopK: t.e.s.MemoryTopK, Threshold: t.e.s.MemoryThreshold})
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.log.Warn().Err(err).Msg("memory search unavailable; answering without memories")
+		}
+		return nil
+	}
+	if !resp.Enabled {
+		return nil
+	}
+	return resp.Memories[:min(len(resp.Memories), t.e.s.MemoryTopK)]
+}
+
+func indexOf(msgs []rpc.HistoryMessage, id string) int {
+	return slices.IndexFunc(msgs, func(m rpc.HistoryMessage) bool { return m.ID == id })
+}
+
+func clamp01(f float64) float64 { return min(max(f, 0), 1) }

@@ -1,0 +1,176 @@
+// Package turn is the llm's use case: one turn of a conversation. From a
+// UserMessage or a ControlVariation taken off the turn queue it builds the
+// context (system prompt, the branch's history, memories, tools), streams
+// the model's answer as StartAnswer, AssistantSentences (or one
+// AssistantMessage), ReasoningSteps, ToolUseRequest/Result and MemoryTraces,
+// runs the tool loop, honours ControlStop at once, and reports a backend
+// failure as ErrorMessage 503.
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
+	"github.com/alicia-voice/alicia/services/llm/internal/model"
+	"github.com/alicia-voice/alicia/services/llm/internal/queue"
+	"github.com/alicia-voice/alicia/services/llm/internal/store"
+	"github.com/alicia-voice/alicia/services/llm/internal/tools"
+)
+
+// Model streams chat completions (internal/model.Client).
+type Model interface {
+	Stream(ctx context.Context, req model.Request, onDelta func(model.Delta)) (model.Result, error)
+}
+
+// Toolbox is what the turn needs of the tool registry (internal/tools.Registry).
+type Toolbox interface {
+	Available(ctx context.Context) []tools.Spec
+	Call(ctx context.Context, name string, inv tools.Invocation, args map[string]any) (any, error)
+	Timeout(name string) time.Duration
+}
+
+// Messages reads messages from Postgres (internal/store.Reader).
+type Messages interface {
+	Message(ctx context.Context, cid, id string) (store.Message, error)
+	Chain(ctx context.Context, cid, id string, limit int) ([]rpc.HistoryMessage, error)
+	Siblings(ctx context.Context, cid, parent string) ([]string, error)
+}
+
+// Deps are the engine's collaborators.
+type Deps struct {
+	NC            *nats.Conn
+	Conversations jetstream.Stream // CONVERSATIONS, for direct gets
+	Publisher     *bus.Publisher
+	Model         Model
+	Toolbox       Toolbox // nil: no tools
+	Messages      Messages
+	Metrics       *metrics.Metrics
+	Log           zerolog.Logger
+}
+
+// Settings tune a turn.
+type Settings struct {
+	SystemPrompt      string
+	MaxToolIterations int
+	HistoryLimit      int // messages of the branch sent to the model
+	HistoryTimeout    time.Duration
+	MemoryTopK        int
+	MemoryThreshold   float64
+	MemoryTimeout     time.Duration
+	PublishTimeout    time.Duration
+	ToolResultMax     int // bytes of a tool result given to the model
+}
+
+// Engine runs turns. Its methods are safe for concurrent use.
+type Engine struct {
+	d        Deps
+	s        Settings
+	stops    *stops
+	features *features
+}
+
+// New returns an engine.
+func New(d Deps, s Settings) *Engine {
+	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations)}
+}
+
+// Listen subscribes, on core NATS, to every conversation's ControlStop (a
+// stop must not wait behind queued data) and Configuration (to forget the
+// cached features). Every replica listens; the one running the turn acts.
+func (e *Engine) Listen() (unsubscribe func(), err error) {
+	stopSub, err := e.d.NC.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), e.onStop)
+	if err != nil {
+		return nil, fmt.Errorf("turn: subscribe control_stop: %w", err)
+	}
+	cfgSub, err := e.d.NC.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeConfiguration), func(m *nats.Msg) {
+		if p, err := subjects.Parse(m.Subject); err == nil {
+			e.features.forget(p.ConversationID)
+		}
+	})
+	if err != nil {
+		_ = stopSub.Unsubscribe()
+		return nil, fmt.Errorf("turn: subscribe configuration: %w", err)
+	}
+	return func() { _ = stopSub.Unsubscribe(); _ = cfgSub.Unsubscribe() }, nil
+}
+
+func (e *Engine) onStop(m *nats.Msg) {
+	p, err := subjects.Parse(m.Subject)
+	if err != nil {
+		return
+	}
+	env, err := protocol.Decode(m.Data)
+	if err != nil {
+		return
+	}
+	stop, ok := env.Body.(*protocol.ControlStop)
+	if !ok || (stop.StopType != nil && *stop.StopType == protocol.ControlStopStopTypeSpeech) {
+		return // speech is the voice pipeline's to stop
+	}
+	if e.stops.stop(p.ConversationID, stop.TargetID) {
+		e.d.Log.Debug().Str("conversation_id", p.ConversationID).Msg("turn stopped")
+	}
+}
+
+// Handle runs one turn taken off the queue (a queue.Handler).
+func (e *Engine) Handle(ctx context.Context, q queue.Turn) error {
+	switch b := q.Env.Body.(type) {
+	case *protocol.UserMessage:
+		return e.answerMessage(ctx, q, b)
+	case *protocol.ControlVariation:
+		return e.vary(ctx, q, b)
+	}
+	return nil
+}
+
+// GiveUp tells the client a turn could not be done (a queue GiveUp hook).
+func (e *Engine) GiveUp(ctx context.Context, q queue.Turn, err error) {
+	e.d.Metrics.Errors.WithLabelValues("internal").Inc()
+	origin := assistantID(q)
+	env := errorEnvelope(q.ConversationID, origin, protocol.CodeInternal, true,
+		"The assistant could not answer this message because of an internal error.")
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.s.PublishTimeout)
+	defer cancel()
+	if _, perr := e.d.Publisher.PublishServer(pctx, env, origin+":err"); perr != nil {
+		e.d.Log.Error().Err(perr).Str("conversation_id", q.ConversationID).Msg("cannot report a failed turn")
+	}
+	_ = err
+}
+
+// assistantID names the answer of a turn: derived from the turn envelope's
+// stream sequence, so whichever replica (re)does the turn uses the same id.
+func assistantID(q queue.Turn) string { return deriveID("am", q.ConversationID, q.Sequence) }
+
+func errorEnvelope(cid, origin string, code int32, recoverable bool, msg string) protocol.Envelope {
+	e := &protocol.ErrorMessage{ID: deriveID("aerr", cid, origin, code), ConversationID: cid, Code: code,
+		Message: msg, Severity: 2, Recoverable: recoverable}
+	if origin != "" {
+		e.OriginatingID = &origin
+	}
+	return protocol.New(cid, e)
+}
+
+// lastServerSequence is the CONVERSATIONS sequence of the conversation's
+// last server envelope: the previous turn's last word, which a turn queued
+// behind it must see applied before reading the history.
+func (e *Engine) lastServerSequence(ctx context.Context, cid string) (uint64, error) {
+	m, err := e.d.Conversations.GetLastMsgForSubject(ctx, subjects.ServerAll(cid))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}

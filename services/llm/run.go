@@ -1,0 +1,135 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
+	"github.com/alicia-voice/alicia/services/llm/internal/model"
+	"github.com/alicia-voice/alicia/services/llm/internal/queue"
+	"github.com/alicia-voice/alicia/services/llm/internal/store"
+	"github.com/alicia-voice/alicia/services/llm/internal/tools"
+	"github.com/alicia-voice/alicia/services/llm/internal/turn"
+)
+
+// Run starts the llm service and blocks until ctx is cancelled; running
+// turns then get ShutdownGrace to finish before they are handed to another
+// replica.
+func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	pgCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("llm: postgres URL: %w", err)
+	}
+	// Reads only: persistence is the only writer.
+	pgCfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, pgCfg)
+	if err != nil {
+		return fmt.Errorf("llm: postgres: %w", err)
+	}
+	defer pool.Close()
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "llm")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	convs, err := js.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		return fmt.Errorf("llm: stream %s: %w", bus.StreamConversations, err)
+	}
+	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour}
+	consumers, err := queue.Ensure(ctx, js, qcfg)
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+
+	m := metrics.Default()
+	breaker := &model.Breaker{Threshold: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown, OnChange: func(s model.BreakerState) {
+		m.Breaker.Set(float64(s))
+		log.Warn().Stringer("state", s).Msg("model backend circuit breaker")
+	}}
+	mc := model.New(model.Config{BaseURL: cfg.LLMURL, APIKey: cfg.APIKey, Model: cfg.Model, Timeout: cfg.Timeout,
+		Attempts: cfg.Attempts, Backoff: cfg.RetryBackoff, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}, breaker)
+	defer mc.Close()
+	go probe(ctx, mc, cfg, log)
+
+	toolbox := cfg.Toolbox
+	if toolbox == nil {
+		reg, err := tools.New(ctx, cfg.Tools, nc, js, pool, log)
+		if err != nil {
+			return fmt.Errorf("llm: tools: %w", err)
+		}
+		defer reg.Close()
+		toolbox = reg
+	}
+	engine := turn.New(turn.Deps{
+		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Model: mc, Toolbox: toolbox,
+		Messages: store.New(pool), Metrics: m, Log: log,
+	}, turn.Settings{
+		SystemPrompt: cfg.SystemPrompt, MaxToolIterations: cfg.MaxToolIterations,
+		HistoryLimit: cfg.HistoryLimit, HistoryTimeout: cfg.HistoryTimeout,
+		MemoryTopK: cfg.MemoryTopK, MemoryThreshold: cfg.MemoryThreshold, MemoryTimeout: cfg.MemoryTimeout,
+		PublishTimeout: 5 * time.Second, ToolResultMax: 16 << 10,
+	})
+	unsubscribe, err := engine.Listen()
+	if err != nil {
+		return err
+	}
+	defer unsubscribe()
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	consumer := &queue.Consumer{
+		Consumers: consumers, Handler: engine.Handle, GiveUp: engine.GiveUp,
+		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Backoff: bus.DefaultBackoff, Grace: cfg.ShutdownGrace,
+		Log: log,
+	}
+	log.Info().Str("model", cfg.Model).Str("backend", cfg.LLMURL).Int("partitions", cfg.Partitions).Msg("llm running")
+	return consumer.Run(ctx)
+}
+
+// probe says at start whether the model backend answers, so a wrong URL is
+// visible at once rather than at the first turn.
+func probe(ctx context.Context, mc *model.Client, cfg Config, log zerolog.Logger) {
+	if err := mc.Reachable(ctx); err != nil && ctx.Err() == nil {
+		log.Warn().Err(err).Str("backend", cfg.LLMURL).Msg("model backend unreachable; turns fail with ErrorMessage 503 until it answers")
+		return
+	}
+	log.Info().Str("backend", cfg.LLMURL).Msg("model backend reachable")
+}
+
+func serveMetrics(addr string, log zerolog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("llm: metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics server")
+		}
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Msg("metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
