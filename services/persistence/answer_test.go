@@ -53,6 +53,9 @@ func TestAnswerEndings(t *testing.T) {
 		{"whole content after StartAnswer", func(cid, u, a string) uint64 {
 			return s.server(cid, &protocol.AssistantMessage{ID: a, PreviousID: &u, ConversationID: cid, Content: "Once upon a time. The end."}, nil)
 		}, messageRow{role: "assistant", contents: "Once upon a time. The end.", status: "completed", seq: 2}},
+		{"whole content without previousId", func(cid, u, a string) uint64 {
+			return s.server(cid, &protocol.AssistantMessage{ID: a, ConversationID: cid, Content: "Once upon a time."}, nil)
+		}, messageRow{role: "assistant", contents: "Once upon a time.", status: "completed", seq: 2}},
 		{"whole content redelivered under a new sequence", func(cid, u, a string) uint64 {
 			s.server(cid, &protocol.AssistantMessage{ID: a, PreviousID: &u, ConversationID: cid, Content: "Once upon a time."}, nil)
 			return s.server(cid, &protocol.AssistantMessage{ID: a, PreviousID: &u, ConversationID: cid, Content: "Something else."}, nil)

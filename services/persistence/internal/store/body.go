@@ -94,7 +94,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	case *protocol.BranchUpdate:
 		if st := w.convs[cid]; st != nil {
 			tip := b.NewSibling.ID
-			st.tip = &tip
+			st.tip, st.tipSeq = &tip, w.seq
 		}
 		return "", nil
 	case *protocol.ConversationUpdate:
@@ -141,8 +141,11 @@ func (w *writer) insertMessage(id, cid string, previous *string, role, contents,
 	if previous == nil && st != nil {
 		previous = st.tip // the head this batch moved, not yet written
 	}
+	// The head may be this very message (an AssistantMessage completing the
+	// answer its StartAnswer made the head): then its parent stays.
 	w.q(`WITH prev AS (
-			SELECT COALESCE($3::text, (SELECT tip_message_id FROM alicia_conversations WHERE id = $2)) AS id
+			SELECT CASE WHEN p.id = $1 THEN (SELECT m.previous_id FROM alicia_messages m WHERE m.id = $1) ELSE p.id END AS id
+			FROM (SELECT COALESCE($3::text, (SELECT tip_message_id FROM alicia_conversations WHERE id = $2)) AS id) p
 		), ins AS (
 			INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
 				completion_status, sync_status, audio_id, created_at, updated_at)
@@ -160,7 +163,7 @@ func (w *writer) insertMessage(id, cid string, previous *string, role, contents,
 		UPDATE alicia_audio a SET message_id = ins.id FROM ins WHERE a.id = $8::text AND a.message_id IS NULL`,
 		id, cid, previous, role, contents, status, at, audioID)
 	if st != nil {
-		st.tip = &id
+		st.tip, st.tipSeq = &id, w.seq
 	}
 }
 
@@ -181,6 +184,7 @@ func (w *writer) configuration(cid string, b *protocol.Configuration) {
 	if st.prefs == nil {
 		st.prefs = map[string]any{}
 	}
+	st.prefsSeq = w.seq
 	if b.PreferredLanguage != nil {
 		st.prefs["preferredLanguage"] = *b.PreferredLanguage
 	}

@@ -44,6 +44,10 @@ type convState struct {
 	// the sibling a BranchUpdate selected, in stream order.
 	tip   *string
 	prefs map[string]any
+	// tipSeq and prefsSeq are the sequences of the envelopes that set tip
+	// and prefs: a replayed batch does not move the head back to where an
+	// older envelope put it (see flushConversations).
+	tipSeq, prefsSeq uint64
 }
 
 type metaKey struct{ ref, key string }
@@ -203,7 +207,11 @@ func (w *writer) flush() {
 }
 
 // flushConversations writes branch heads, stanza ids and preferences of every
-// conversation the batch touched with one statement.
+// conversation the batch touched with one statement. Stanza ids only grow;
+// the head and the preferences are set by envelopes that may be replayed
+// after newer ones were applied, so the row records the sequence of the last
+// head or preferences change (alicia.applied_seq.<stream>.head, see
+// system.go) and an older envelope's head or preferences are left out.
 func (w *writer) flushConversations() {
 	n := len(w.convOrder)
 	if n == 0 {
@@ -213,9 +221,11 @@ func (w *writer) flushConversations() {
 	clients := make([]*int32, n)
 	servers := make([]*int32, n)
 	prefs := make([]*string, n)
+	tipSeqs := make([]int64, n)
+	prefsSeqs := make([]int64, n)
 	for i, cid := range w.convOrder {
 		st := w.convs[cid]
-		tips[i] = st.tip
+		tips[i], tipSeqs[i], prefsSeqs[i] = st.tip, int64(st.tipSeq), int64(st.prefsSeq)
 		if st.hasClient {
 			clients[i] = &st.lastClient
 		}
@@ -228,16 +238,29 @@ func (w *writer) flushConversations() {
 			prefs[i] = &p
 		}
 	}
-	w.q(`UPDATE alicia_conversations c SET
-			tip_message_id = COALESCE(x.tip, c.tip_message_id),
-			last_client_stanza_id = GREATEST(c.last_client_stanza_id, COALESCE(x.lc, 0)),
-			last_server_stanza_id = LEAST(c.last_server_stanza_id, COALESCE(x.ls, 0)),
-			preferences = c.preferences || COALESCE(x.p::jsonb, '{}')
-		FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[]) AS x(id, tip, lc, ls, p)
-		WHERE c.id = x.id AND (
-			c.tip_message_id IS DISTINCT FROM COALESCE(x.tip, c.tip_message_id)
-			OR c.last_client_stanza_id < COALESCE(x.lc, 0)
-			OR c.last_server_stanza_id > COALESCE(x.ls, 0)
-			OR NOT c.preferences @> COALESCE(x.p::jsonb, '{}'))`,
-		w.convOrder, tips, clients, servers, prefs)
+	w.q(`WITH x AS (
+			SELECT x.*, COALESCE((SELECT v.value::bigint FROM alicia_meta v
+				WHERE v.ref = x.id AND v.key = 'alicia.applied_seq.' || $8::text || '.head'), 0) AS ver
+			FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::bigint[], $7::bigint[]) AS x(id, tip, lc, ls, p, ts, ps)
+		), y AS (
+			SELECT id, CASE WHEN ts > ver THEN tip END AS tip, lc, ls, CASE WHEN ps > ver THEN p::jsonb END AS p FROM x
+		), ch AS (
+			UPDATE alicia_conversations c SET
+				tip_message_id = COALESCE(y.tip, c.tip_message_id),
+				last_client_stanza_id = GREATEST(c.last_client_stanza_id, COALESCE(y.lc, 0)),
+				last_server_stanza_id = LEAST(c.last_server_stanza_id, COALESCE(y.ls, 0)),
+				preferences = c.preferences || COALESCE(y.p, '{}')
+			FROM y JOIN alicia_conversations old ON old.id = y.id
+			WHERE c.id = y.id AND (
+				c.tip_message_id IS DISTINCT FROM COALESCE(y.tip, c.tip_message_id)
+				OR c.last_client_stanza_id < COALESCE(y.lc, 0)
+				OR c.last_server_stanza_id > COALESCE(y.ls, 0)
+				OR NOT c.preferences @> COALESCE(y.p, '{}'))
+			RETURNING c.id, old.tip_message_id IS DISTINCT FROM c.tip_message_id OR old.preferences IS DISTINCT FROM c.preferences AS head
+		)
+		INSERT INTO alicia_meta (id, ref, key, value)
+		SELECT 'amt_seq_' || $8::text || '.head_' || ch.id, ch.id, 'alicia.applied_seq.' || $8::text || '.head', GREATEST(x.ts, x.ps)::text
+		FROM ch JOIN x ON x.id = ch.id WHERE ch.head
+		ON CONFLICT (ref, key) DO UPDATE SET value = GREATEST(alicia_meta.value::bigint, EXCLUDED.value::bigint)::text, deleted_at = NULL`,
+		w.convOrder, tips, clients, servers, prefs, tipSeqs, prefsSeqs, w.stream)
 }
