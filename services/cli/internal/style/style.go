@@ -13,8 +13,12 @@ type Style struct{ Color bool }
 // For returns the style for f: colour when f is a terminal and NO_COLOR is
 // not set.
 func For(f *os.File) Style {
-	_, noColor := os.LookupEnv("NO_COLOR")
-	return Style{Color: IsTerminal(f) && !noColor}
+	return forOutput(IsTerminal(f), os.LookupEnv)
+}
+
+func forOutput(terminal bool, lookup func(string) (string, bool)) Style {
+	_, noColor := lookup("NO_COLOR") // set at all, even empty, means no colour
+	return Style{Color: terminal && !noColor}
 }
 
 // IsTerminal reports whether f is a character device (a terminal).
