@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/micro"
+
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 )
 
 type conversation struct {
@@ -137,6 +140,8 @@ func TestConversationMessagesAndSiblings(t *testing.T) {
 	// A regenerated answer to q2: a sibling of a2, and the new branch head.
 	s.publish(t, "alice",
 		protocol.New(c.ID, &protocol.StartAnswer{ID: "am_q2_alt", PreviousID: "am_q2", ConversationID: c.ID}),
+		protocol.New(c.ID, &protocol.ToolUseRequest{ID: "atu_pending", MessageID: "am_q2_alt", ConversationID: c.ID, ToolName: "web_search",
+			Parameters: map[string]any{"query": "2+2"}, Execution: protocol.ToolUseRequestExecutionServer}),
 		protocol.New(c.ID, &protocol.AssistantSentence{PreviousID: "am_q2_alt", ConversationID: c.ID, Sequence: 1, Text: "Still four"}),
 		protocol.New(c.ID, &protocol.ControlStop{ConversationID: c.ID, TargetID: protocol.Ptr("am_q2_alt")}),
 	)
@@ -163,7 +168,8 @@ func TestConversationMessagesAndSiblings(t *testing.T) {
 		ans1.ToolUses[0].Arguments["expression"] != "2+2" || ans1.ToolUses[0].Result != float64(4) {
 		t.Fatalf("answer 1 %+v", ans1)
 	}
-	if !alt.Interrupted || alt.Content != "Still four" || alt.SiblingCount != 2 || alt.SequenceNumber != 4 {
+	if !alt.Interrupted || alt.Content != "Still four" || alt.SiblingCount != 2 || alt.SequenceNumber != 4 ||
+		len(alt.ToolUses) != 1 || alt.ToolUses[0].Status != "pending" || alt.ToolUses[0].Result != nil || len(alt.Reasoning) != 0 {
 		t.Fatalf("interrupted alternative %+v", alt)
 	}
 
@@ -298,12 +304,35 @@ func TestWritesNeedPersistence(t *testing.T) {
 	if !strings.Contains(msg, "persistence") {
 		t.Fatalf("message %q does not name persistence", msg)
 	}
-	info, err := s.nc.JetStream()
+	js, err := s.nc.JetStream()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := info.StreamInfo("CONVERSATIONS")
+	st, err := js.StreamInfo("CONVERSATIONS")
 	if err != nil || st.State.Msgs != 0 {
 		t.Fatalf("published %d envelopes while persistence was away (%v)", st.State.Msgs, err)
 	}
+
+	// A persistence that answers but does not get to the write in time: 504.
+	svc, err := micro.AddService(s.nc, micro.Config{Name: "slow-persistence", Version: "0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	err = svc.AddEndpoint("applied", micro.HandlerFunc(func(r micro.Request) {
+		var req rpc.AppliedRequest
+		if !rpc.Decode(r, &req) {
+			return
+		}
+		if req.Sequence > 0 {
+			rpc.Fail(r, rpc.CodeTimeout, "not applied in time")
+			return
+		}
+		rpc.Respond(r, rpc.AppliedResponse{})
+	}), micro.WithEndpointSubject(rpc.AppliedSubject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitService(t, rpc.AppliedSubject)
+	s.call(t, aliceKey, "POST", "/v1/conversations", map[string]any{"title": "x"}).wantError(http.StatusGatewayTimeout)
 }
