@@ -19,6 +19,7 @@ type conversation struct {
 	UpdatedAt    int64   `json:"updatedAt"`
 	MessageCount int     `json:"messageCount"`
 	TipMessageID *string `json:"tipMessageId"`
+	LastClient   *int32  `json:"lastClientStanzaId"`
 	Messages     []message
 }
 
@@ -59,7 +60,8 @@ func TestConversationLifecycle(t *testing.T) {
 	s := newStack(t)
 	var c conversation
 	r := s.call(t, aliceKey, "POST", "/v1/conversations", map[string]any{"title": "Trip to Lisbon"}).want(http.StatusCreated, &c)
-	if !strings.HasPrefix(c.ID, "ac_") || c.Title != "Trip to Lisbon" || c.Status != "active" || c.MessageCount != 0 || c.CreatedAt == 0 {
+	if !strings.HasPrefix(c.ID, "ac_") || c.Title != "Trip to Lisbon" || c.Status != "active" || c.MessageCount != 0 || c.CreatedAt == 0 ||
+		c.LastClient == nil || *c.LastClient != 0 {
 		t.Fatalf("created %+v", c)
 	}
 	if loc := r.header.Get("Location"); loc != "/v1/conversations/"+c.ID {
@@ -109,6 +111,10 @@ func TestConversationLifecycle(t *testing.T) {
 	upd, ok := ws.recv().Body.(*protocol.ConversationUpdate)
 	if !ok || upd.Title == nil || *upd.Title != "Lisbon" || upd.Status == nil || *upd.Status != "active" {
 		t.Fatalf("WebSocket got %+v", upd)
+	}
+	// The client's stanza id is known for a later resume.
+	if got.LastClient == nil || *got.LastClient != 1 {
+		t.Fatalf("lastClientStanzaId = %v, want 1", got.LastClient)
 	}
 
 	// Bob sees none of it.

@@ -17,19 +17,23 @@ type Conversation struct {
 	UpdatedAt    int64   `json:"updatedAt"`
 	MessageCount int     `json:"messageCount"`
 	TipMessageID *string `json:"tipMessageId,omitempty"`
+	// LastClientStanzaID is the highest client stanza id stored: a client
+	// resuming the conversation numbers its envelopes after it, so
+	// JetStream's de-duplication ({cid}:{stanzaId}) never drops a new one.
+	LastClientStanzaID int32 `json:"lastClientStanzaId"`
 
 	updatedAt time.Time
 }
 
 const conversationColumns = `c.id, c.title, c.status::text, c.created_at, c.updated_at,
 	(SELECT count(*) FROM alicia_messages m WHERE m.conversation_id = c.id AND m.deleted_at IS NULL),
-	c.tip_message_id, c.user_id`
+	c.tip_message_id, c.last_client_stanza_id, c.user_id`
 
 func scanConversation(row pgx.Row) (Conversation, *string, error) {
 	var c Conversation
 	var created time.Time
 	var owner *string
-	err := row.Scan(&c.ID, &c.Title, &c.Status, &created, &c.updatedAt, &c.MessageCount, &c.TipMessageID, &owner)
+	err := row.Scan(&c.ID, &c.Title, &c.Status, &created, &c.updatedAt, &c.MessageCount, &c.TipMessageID, &c.LastClientStanzaID, &owner)
 	c.CreatedAt, c.UpdatedAt = ms(created), ms(c.updatedAt)
 	return c, owner, err
 }
