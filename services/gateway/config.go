@@ -47,6 +47,17 @@ type Backend struct {
 	APIKey string
 }
 
+// ModelsFromEnv sets the model backends from ALICIA_{LLM,ASR,TTS,EMBEDDING}_{URL,MODEL,API_KEY}
+// (keys also from _FILE); a launcher that builds its Config in code (alicia up) calls it too.
+func (c *Config) ModelsFromEnv() error {
+	return errors.Join(
+		backendFromEnv("LLM", &c.LLM),
+		backendFromEnv("ASR", &c.ASR),
+		backendFromEnv("TTS", &c.TTS),
+		backendFromEnv("EMBEDDING", &c.Embeddings),
+	)
+}
+
 // backendFromEnv reads ALICIA_{prefix}_URL, _MODEL and _API_KEY (+ _FILE).
 func backendFromEnv(prefix string, b *Backend) error {
 	config.String("ALICIA_"+prefix+"_URL", &b.URL)
@@ -88,10 +99,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_RATE_LIMIT", &c.RateLimit),
 		config.Int("ALICIA_WS_QUEUE", &c.QueueSize),
 		config.Duration("ALICIA_WRITE_TIMEOUT", &c.WriteTimeout),
-		backendFromEnv("LLM", &c.LLM),
-		backendFromEnv("ASR", &c.ASR),
-		backendFromEnv("TTS", &c.TTS),
-		backendFromEnv("EMBEDDING", &c.Embeddings),
+		c.ModelsFromEnv(),
 	)
 	if err != nil {
 		return c, err
