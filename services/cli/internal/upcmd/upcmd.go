@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -18,6 +19,8 @@ import (
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/natsserver"
 	"github.com/alicia-voice/alicia/services/gateway"
+	"github.com/alicia-voice/alicia/services/llm"
+	"github.com/alicia-voice/alicia/services/memory"
 	"github.com/alicia-voice/alicia/services/persistence"
 )
 
@@ -49,8 +52,9 @@ func ConfigFromEnv() Config {
 
 // Run starts embedded NATS (JetStream, fsync on every write), the private
 // Postgres unless ALICIA_POSTGRES_URL is set, and the services (persistence,
-// gateway), prints where they are and the API key, then blocks until ctx is
-// cancelled and stops them cleanly.
+// memory, llm, gateway), prints where they are, the API key and whether the
+// model backends answer, then blocks until ctx is cancelled and stops them
+// cleanly.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
 	ns, err := natsserver.Start(natsserver.Options{URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "jetstream")})
@@ -62,18 +66,35 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pcfg := persistence.DefaultConfig()
-	pcfg.NATSURL, pcfg.PostgresURL = cfg.NATSURL, pgURL
-	gcfg := gateway.DefaultConfig()
-	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL, gcfg.APIKeys = cfg.HTTPAddr, cfg.NATSURL, pgURL, cfg.APIKeys
 	devKey := ""
-	if gcfg.APIKeys == "" {
+	if cfg.APIKeys == "" {
 		devKey = "dev-" + randomHex(16)
-		gcfg.APIKeys = "dev:" + devKey
+		cfg.APIKeys = "dev:" + devKey
+	}
+	// The services run in this process and read their settings (model
+	// URLs, limits, …) from the environment like their own commands do;
+	// point them at this stack first.
+	for k, v := range map[string]string{"ALICIA_NATS_URL": cfg.NATSURL, "ALICIA_POSTGRES_URL": pgURL,
+		"ALICIA_HTTP_ADDR": cfg.HTTPAddr, "ALICIA_API_KEYS": cfg.APIKeys} {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE"} {
+		_ = os.Unsetenv(k)
+	}
+	pcfg, perr := persistence.ConfigFromEnv()
+	gcfg, gerr := gateway.ConfigFromEnv()
+	lcfg, lerr := llm.ConfigFromEnv()
+	mcfg, merr := memory.ConfigFromEnv()
+	if err := errors.Join(perr, gerr, lerr, merr); err != nil {
+		return fmt.Errorf("configuration: %w", err)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return persistence.Run(gctx, pcfg, log.With().Str("service", "persistence").Logger()) })
+	g.Go(func() error { return memory.Run(gctx, mcfg, log.With().Str("service", "memory").Logger()) })
+	g.Go(func() error { return llm.Run(gctx, lcfg, log.With().Str("service", "llm").Logger()) })
 	addr := make(chan string, 1)
 	g.Go(func() error {
 		return gateway.Run(gctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
@@ -85,6 +106,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		if devKey != "" {
 			fmt.Fprintf(stdout, "  API key:  %s  (development key; set ALICIA_API_KEYS to choose your own)\n", devKey)
 		}
+		printModels(gctx, stdout, lcfg, mcfg)
 		fmt.Fprintln(stdout, "Ctrl-C stops.")
 	case <-gctx.Done():
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 )
@@ -48,6 +49,13 @@ func freePort(t *testing.T) string {
 func TestUpRunsTheStack(t *testing.T) {
 	pgURL := pgtest.NewURL(t)
 	t.Setenv("ALICIA_POSTGRES_URL", pgURL)
+	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from the stack.")))
+	t.Setenv("ALICIA_LLM_URL", model.URL())
+	t.Setenv("ALICIA_LLM_MODEL", "fake-chat")
+	t.Setenv("ALICIA_EMBEDDING_URL", "")
+	for _, k := range []string{"ALICIA_NATS_URL", "ALICIA_HTTP_ADDR", "ALICIA_API_KEYS"} {
+		t.Setenv(k, "") // Run sets them for its services; restore them afterwards
+	}
 	cfg := upcmd.Config{NATSURL: "nats://" + freePort(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -101,6 +109,18 @@ func TestUpRunsTheStack(t *testing.T) {
 		_ = pool.QueryRow(context.Background(), `SELECT count(*) FROM alicia_messages WHERE id = 'am_up' AND contents = 'hello'`).Scan(&n)
 		return n == 1
 	}, "persistence did not write the message")
+	// The llm answered it through the model configured in the environment.
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		var n int
+		_ = pool.QueryRow(context.Background(), `SELECT count(*) FROM alicia_messages WHERE previous_id = 'am_up'
+			AND message_role = 'assistant' AND completion_status = 'completed' AND contents = 'Hello from the stack.'`).Scan(&n)
+		return n == 1
+	}, "the llm did not answer")
+	for _, want := range []string{"LLM:", model.URL(), "(fake-chat) reachable", "Embeddings: not configured"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q: %s", want, out.String())
+		}
+	}
 
 	cancel()
 	select {
