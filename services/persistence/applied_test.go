@@ -131,7 +131,7 @@ func TestAppliedErrors(t *testing.T) {
 // ahead does not hold up the requests behind it.
 func TestAppliedWaitBlocksNoOtherRequest(t *testing.T) {
 	s := newStack(t)
-	s.cfg.HistoryWait = 3 * time.Second
+	s.cfg.HistoryWait = 1500 * time.Millisecond
 	s.start()
 	s.applied(bus.StreamConversations, 0)
 
@@ -157,7 +157,7 @@ func TestAppliedWaitBlocksNoOtherRequest(t *testing.T) {
 	if h := s.history("ac_fast", seq); len(h.Messages) != 1 {
 		t.Fatalf("history = %+v", h.Messages)
 	}
-	if took := time.Since(t0); took > time.Second {
+	if took := time.Since(t0); took > 700*time.Millisecond {
 		t.Fatalf("the fast requests took %s behind a waiting one", took)
 	}
 	m, err := slow.NextMsg(10 * time.Second)

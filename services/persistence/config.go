@@ -1,7 +1,7 @@
 // Package persistence is the only writer to PostgreSQL: it consumes every
 // protocol envelope of the CONVERSATIONS and SYSTEM streams durably and maps
 // it to rows as seeds/protocol-database-alignment.md describes, and answers
-// history.get with read-your-writes.
+// history.get and persistence.applied with read-your-writes.
 package persistence
 
 import (
@@ -29,7 +29,9 @@ type Config struct {
 	Shards int
 	// Migrate applies the migrations at start (ALICIA_PERSISTENCE_MIGRATE, default true).
 	Migrate bool
-	// HistoryWait bounds how long history.get waits for a sequence to be applied (default 5s).
+	// HistoryWait bounds how long history.get and persistence.applied wait
+	// for a sequence to be applied before answering 504
+	// (ALICIA_PERSISTENCE_WAIT, default 5s).
 	HistoryWait time.Duration
 	// OnApplied, when set, is called after each committed batch with the
 	// highest stream sequence it covered (measurements, tests).
@@ -59,6 +61,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_PERSISTENCE_BATCH", &c.BatchSize),
 		config.Int("ALICIA_PERSISTENCE_SHARDS", &c.Shards),
 		config.Duration("ALICIA_PERSISTENCE_LINGER", &c.Linger),
+		config.Duration("ALICIA_PERSISTENCE_WAIT", &c.HistoryWait),
 		config.Bool("ALICIA_PERSISTENCE_MIGRATE", &c.Migrate),
 	)
 	if err != nil {
@@ -84,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.Linger < 0 {
 		errs = append(errs, fmt.Errorf("linger %s is negative", c.Linger))
+	}
+	if c.HistoryWait <= 0 {
+		errs = append(errs, fmt.Errorf("wait %s is not positive (ALICIA_PERSISTENCE_WAIT)", c.HistoryWait))
 	}
 	if c.Shards < 1 || c.Shards > 64 {
 		errs = append(errs, fmt.Errorf("shards %d is outside 1..64", c.Shards))

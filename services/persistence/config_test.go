@@ -13,22 +13,24 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("ALICIA_PERSISTENCE_BATCH", "250")
 	t.Setenv("ALICIA_PERSISTENCE_LINGER", "5ms")
 	t.Setenv("ALICIA_PERSISTENCE_SHARDS", "3")
+	t.Setenv("ALICIA_PERSISTENCE_WAIT", "2s")
 	c, err := persistence.ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.BatchSize != 250 || c.Linger != 5*time.Millisecond || c.Shards != 3 || c.NATSURL != "nats://127.0.0.1:4222" {
+	if c.BatchSize != 250 || c.Linger != 5*time.Millisecond || c.Shards != 3 || c.HistoryWait != 2*time.Second || c.NATSURL != "nats://127.0.0.1:4222" {
 		t.Fatalf("config = %+v", c)
 	}
 
 	t.Setenv("ALICIA_PERSISTENCE_BATCH", "0")
 	t.Setenv("ALICIA_PERSISTENCE_SHARDS", "100")
 	t.Setenv("ALICIA_POSTGRES_URL", "")
+	t.Setenv("ALICIA_PERSISTENCE_WAIT", "0s")
 	_, err = persistence.ConfigFromEnv()
 	if err == nil {
 		t.Fatal("invalid configuration accepted")
 	}
-	for _, want := range []string{"batch size 0", "shards 100", "Postgres URL is empty"} {
+	for _, want := range []string{"batch size 0", "shards 100", "Postgres URL is empty", "wait 0s is not positive"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not report %q", err, want)
 		}
