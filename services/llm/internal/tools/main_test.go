@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ const stdioServerEnv = "ALICIA_TOOLS_TEST_MCP_STDIO"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(stdioServerEnv) != "" {
-		err := testMCPServer(true).Run(context.Background(), &mcp.StdioTransport{})
+		err := testMCPServer(true, nil).Run(context.Background(), &mcp.StdioTransport{})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "test MCP server:", err)
 			os.Exit(1)
@@ -42,13 +44,22 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// pidDirEnv names a directory where a stdio test server leaves a file named
+// after its process id.
+const pidDirEnv = "ALICIA_TOOLS_TEST_PID_DIR"
+
+type getenvIn struct {
+	Name string `json:"name"`
+}
+
 type echoIn struct {
 	Text string `json:"text" jsonschema:"what to echo"`
 }
 
-// testMCPServer is an MCP server with the tools the tests call. exit adds a
-// tool that makes a stdio server's process exit.
-func testMCPServer(exit bool) *mcp.Server {
+// testMCPServer is an MCP server with the tools the tests call. exit adds
+// tools for a stdio server (one makes its process exit). Closing stop ends
+// calls of the slow tool.
+func testMCPServer(exit bool, stop <-chan struct{}) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -60,10 +71,27 @@ func testMCPServer(exit bool) *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Waits until cancelled."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
+			// Over HTTP a cancellation can overtake the call it cancels and
+			// be lost; stop ends the call when the test server closes.
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-stop:
+				return nil, nil, errors.New("server stopped")
+			}
 		})
 	if exit {
+		if dir := os.Getenv(pidDirEnv); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), nil, 0o600)
+		}
+		mcp.AddTool(s, &mcp.Tool{Name: "getenv", Description: "Returns an environment variable."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in getenvIn) (*mcp.CallToolResult, any, error) {
+				v, ok := os.LookupEnv(in.Name)
+				if !ok {
+					v = "<unset>"
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v}}}, nil, nil
+			})
 		mcp.AddTool(s, &mcp.Tool{Name: "exit", Description: "Ends the server process."},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 				fmt.Fprintln(os.Stderr, "fatal: asked to exit")
@@ -79,8 +107,10 @@ func testMCPServer(exit bool) *mcp.Server {
 // where it was).
 func httpMCPServer(t *testing.T, addr string) *httptest.Server {
 	t.Helper()
-	srv := testMCPServer(false)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	stop := make(chan struct{})
+	srv := testMCPServer(false, stop)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{PropagateRequestCancellation: true})
 	ts := httptest.NewUnstartedServer(h)
 	if addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -91,7 +121,16 @@ func httpMCPServer(t *testing.T, addr string) *httptest.Server {
 		ts.Listener = ln
 	}
 	ts.Start()
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		close(stop)
+		ts.CloseClientConnections()
+		ts.Close()
+		// Sessions whose client vanished without ending them (the server
+		// "went away" under them) would otherwise linger.
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	})
 	return ts
 }
 
