@@ -49,7 +49,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("llm: stream %s: %w", bus.StreamConversations, err)
 	}
 	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour}
-	consumers, err := queue.Ensure(ctx, js, qcfg)
+	turns, err := queue.Ensure(ctx, js, qcfg)
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)
 	}
@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		defer stop()
 	}
 	consumer := &queue.Consumer{
-		Consumers: consumers, Handler: engine.Handle, GiveUp: engine.GiveUp,
+		Queue: turns, Handler: engine.Handle, GiveUp: engine.GiveUp,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Backoff: bus.DefaultBackoff, Grace: cfg.ShutdownGrace,
 		Log: log,
 	}

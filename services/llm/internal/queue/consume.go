@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -35,8 +36,8 @@ type Handler func(ctx context.Context, t Turn) error
 
 // Consumer pulls turns from every partition and runs them.
 type Consumer struct {
-	Consumers []jetstream.Consumer // index = partition
-	Handler   Handler
+	Queue   *Queue
+	Handler Handler
 	// GiveUp, when set, is called for a turn that is terminated (undecodable,
 	// permanent error, deliveries exhausted), so the client can be told.
 	GiveUp     func(ctx context.Context, t Turn, err error)
@@ -64,8 +65,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 	})
 	defer stop()
 	var wg sync.WaitGroup
-	for k, cons := range c.Consumers {
-		wg.Go(func() { c.partition(ctx, turnCtx, k, cons) })
+	for k := range c.Queue.Partitions() {
+		wg.Go(func() { c.partition(ctx, turnCtx, k) })
 	}
 	wg.Wait()
 	return nil
@@ -74,7 +75,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 // partition pulls one turn at a time: a replica holds a single pull request
 // per partition, so when it is busy the partition's next turn goes to
 // whichever other replica is waiting.
-func (c *Consumer) partition(ctx, turnCtx context.Context, k int, cons jetstream.Consumer) {
+func (c *Consumer) partition(ctx, turnCtx context.Context, k int) {
+	cons := c.Queue.Consumer(k)
 	log := c.Log.With().Int("partition", k).Logger()
 	wait := c.FetchWait
 	if wait <= 0 {
@@ -95,6 +97,14 @@ func (c *Consumer) partition(ctx, turnCtx context.Context, k int, cons jetstream
 			return
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages) || isTimeout(err):
 			failures = 0
+		case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, nats.ErrNoResponders):
+			// The server restarted (the consumer lived in memory): recreate it.
+			if cn, cerr := c.Queue.ensureConsumer(ctx, k); cerr == nil {
+				cons = cn
+				log.Info().Msg("turn consumer recreated")
+				continue
+			}
+			fallthrough
 		default:
 			failures++
 			d := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)

@@ -70,36 +70,61 @@ func StreamConfig(c Config, start *time.Time) jetstream.StreamConfig {
 	}
 }
 
+// Queue is the turn queue: the stream and one consumer per partition.
+type Queue struct {
+	js        jetstream.JetStream
+	cfg       Config
+	consumers []jetstream.Consumer
+}
+
 // Ensure creates LLM_TURNS (sourcing only what arrives from now on, so a
 // first start does not answer a whole history again) or updates it (keeping
 // where its source started), then the consumer of every partition.
-func Ensure(ctx context.Context, js jetstream.JetStream, c Config) ([]jetstream.Consumer, error) {
+func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Queue, error) {
 	if c.Partitions < 1 {
 		return nil, fmt.Errorf("queue: %d partitions", c.Partitions)
 	}
 	if err := ensureStream(ctx, js, c); err != nil {
 		return nil, err
 	}
-	cons := make([]jetstream.Consumer, c.Partitions)
-	for k := range cons {
-		cc := jetstream.ConsumerConfig{
-			Durable:       ConsumerName(k),
-			Description:   "llm turns of partition " + strconv.Itoa(k) + ", one at a time",
-			FilterSubject: subjects.TurnPartition(k),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       c.AckWait,
-			MaxAckPending: 1,
-			MaxDeliver:    c.MaxDeliver,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			Replicas:      max(c.Replicas, 1),
+	q := &Queue{js: js, cfg: c, consumers: make([]jetstream.Consumer, c.Partitions)}
+	for k := range q.consumers {
+		if _, err := q.ensureConsumer(ctx, k); err != nil {
+			return nil, err
 		}
-		cn, err := js.CreateOrUpdateConsumer(ctx, Stream, cc)
-		if err != nil {
-			return nil, fmt.Errorf("queue: consumer %s: %w", cc.Durable, err)
-		}
-		cons[k] = cn
 	}
-	return cons, nil
+	return q, nil
+}
+
+// Partitions is P.
+func (q *Queue) Partitions() int { return len(q.consumers) }
+
+// Consumer is the consumer of partition k.
+func (q *Queue) Consumer(k int) jetstream.Consumer { return q.consumers[k] }
+
+// ensureConsumer creates or updates the consumer of partition k. Its state
+// is kept in memory: in a work queue an acknowledged turn is deleted from
+// the (file) stream, so a consumer lost with a server restart is recreated
+// and delivers exactly the turns not done, and the acks cost no fsync.
+func (q *Queue) ensureConsumer(ctx context.Context, k int) (jetstream.Consumer, error) {
+	cc := jetstream.ConsumerConfig{
+		Durable:       ConsumerName(k),
+		Description:   "llm turns of partition " + strconv.Itoa(k) + ", one at a time",
+		FilterSubject: subjects.TurnPartition(k),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       q.cfg.AckWait,
+		MaxAckPending: 1,
+		MaxDeliver:    q.cfg.MaxDeliver,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Replicas:      max(q.cfg.Replicas, 1),
+		MemoryStorage: true,
+	}
+	cn, err := q.js.CreateOrUpdateConsumer(ctx, Stream, cc)
+	if err != nil {
+		return nil, fmt.Errorf("queue: consumer %s: %w", cc.Durable, err)
+	}
+	q.consumers[k] = cn
+	return cn, nil
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) error {

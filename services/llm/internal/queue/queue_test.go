@@ -50,12 +50,12 @@ func (e *env) say(t *testing.T, cid, id string, stanza int32) uint64 {
 func (e *env) replica(t *testing.T, cfg queue.Config, h queue.Handler) (stop func()) {
 	t.Helper()
 	js := natstest.JetStream(t, natstest.Connect(t, e.srv))
-	cons, err := queue.Ensure(t.Context(), js, cfg)
+	q, err := queue.Ensure(t.Context(), js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &queue.Consumer{Consumers: cons, Handler: h, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+	c := &queue.Consumer{Queue: q, Handler: h, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
 		Backoff: func(uint64) time.Duration { return 10 * time.Millisecond }, FetchWait: time.Second, Log: zerolog.Nop()}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
@@ -193,12 +193,12 @@ func TestRedelivery(t *testing.T) {
 	e := newEnv(t)
 	cfg := queue.Config{Partitions: 1, AckWait: 600 * time.Millisecond, MaxDeliver: 5}
 	crashNC := natstest.Connect(t, e.srv)
-	cons, err := queue.Ensure(t.Context(), natstest.JetStream(t, crashNC), cfg)
+	q, err := queue.Ensure(t.Context(), natstest.JetStream(t, crashNC), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seq1 := e.say(t, "ac_1", "am_1", 1)
-	if _, err := cons[0].Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
+	if _, err := q.Consumer(0).Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	crashNC.Close() // the replica dies without ack or nak
@@ -279,4 +279,32 @@ func TestSourceSequence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Consumers live in memory (acked turns are deleted from the file stream):
+// one lost with a server restart is recreated and its turns still come.
+func TestLostConsumerIsRecreated(t *testing.T) {
+	e := newEnv(t)
+	cfg := queue.Config{Partitions: 1, AckWait: 5 * time.Second, MaxDeliver: 5}
+	var rec record
+	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("a", tu); return nil })
+	e.say(t, "ac_1", "am_1", 1)
+	testkit.Eventually(t, 5*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 1 }, "first turn")
+	if err := e.js.DeleteConsumer(t.Context(), queue.Stream, queue.ConsumerName(0)); err != nil {
+		t.Fatal(err)
+	}
+	seq := e.say(t, "ac_1", "am_2", 2)
+	// At least once: a turn whose ack was lost with the consumer comes again.
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		tu, _ := rec.snapshot()
+		return tu[len(tu)-1].Sequence == seq
+	}, "turn after the consumer was lost")
+	info, err := e.js.Stream(t.Context(), queue.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		si, err := info.Info(t.Context())
+		return err == nil && si.State.Msgs == 0
+	}, "acked turns deleted from the work queue")
 }

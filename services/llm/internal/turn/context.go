@@ -87,12 +87,7 @@ func (t *turn) branchHistory() ([]rpc.HistoryMessage, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.e.s.HistoryTimeout)
 	defer cancel()
 	um := t.p.userMsg
-	minSeq := t.q.Sequence - 1
-	if last, err := t.e.lastServerSequence(ctx, t.cid); err != nil {
-		t.log.Warn().Err(err).Msg("last server envelope unknown")
-	} else {
-		minSeq = max(minSeq, last)
-	}
+	minSeq := t.minSeq
 	resp, err := t.history(ctx, minSeq)
 	if err != nil {
 		return nil, err

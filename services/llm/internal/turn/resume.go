@@ -54,6 +54,8 @@ func (t *turn) resume() (done bool, err error) {
 		t.ans.resumeAfter(texts)
 	}
 	t.ans.rseq = reasoning
-	t.log.Info().Int("sentences", len(texts)).Msg("resuming a turn an earlier try left unfinished")
+	if len(texts) > 0 || reasoning > 0 || t.q.Delivered > 1 {
+		t.log.Info().Int("sentences", len(texts)).Msg("resuming a turn an earlier try left unfinished")
+	}
 	return false, nil
 }

@@ -65,6 +65,9 @@ type turn struct {
 	start  time.Time
 	// attempt tells this try's tool and reasoning ids from a crashed try's.
 	attempt uint64
+	// minSeq is what persistence must have applied before the history is
+	// read: everything before the message and the previous turn's last word.
+	minSeq uint64
 
 	firstSentence sync.Once
 }
@@ -102,13 +105,22 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 	}
 	userID, _ := q.Env.Meta[edge.MetaUserID].(string)
 	t := &turn{e: e, q: q, p: p, cid: cid, userID: userID, log: log, ctx: tctx, run: r, start: start, attempt: q.Delivered}
+	// Read before this turn publishes anything: the conversation's last
+	// server envelope. Before the message: the history must include it.
+	// After it: the previous turn published it after the message came, or an
+	// earlier try of this turn did (its ack was lost).
+	last, lerr := e.lastServerSequence(tctx, cid)
+	if lerr != nil {
+		log.Warn().Err(lerr).Msg("last server envelope unknown")
+	}
+	t.minSeq = max(q.Sequence-1, last)
 	streaming, ferr := e.features.streaming(tctx, cid)
 	if ferr != nil {
 		log.Warn().Err(ferr).Msg("client features unknown; streaming")
 	}
 	t.ans = newAnswer(t, streaming)
 	t.ans.startWith(p.prefix)
-	if q.Delivered > 1 {
+	if q.Delivered > 1 || last > q.Sequence {
 		done, err := t.resume()
 		if err != nil {
 			return t.end(err)

@@ -1,0 +1,110 @@
+package llm_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+)
+
+// ControlStop mid-answer cancels the model stream within 50 ms; what was
+// said is kept (completed, interrupted), nothing more is said, and the next
+// turn runs.
+func TestStopMidAnswer(t *testing.T) {
+	h := newHarness(t)
+	h.replica(h.config(h.fake))
+	cases := []struct {
+		name  string
+		stop  func(aid string) *protocol.ControlStop
+		stops bool
+	}{
+		{"targeted", func(aid string) *protocol.ControlStop {
+			return &protocol.ControlStop{TargetID: &aid, StopType: protocol.Ptr(protocol.ControlStopStopTypeGeneration)}
+		}, true},
+		{"whatever runs", func(string) *protocol.ControlStop { return &protocol.ControlStop{} }, true},
+		{"all", func(aid string) *protocol.ControlStop {
+			return &protocol.ControlStop{TargetID: &aid, StopType: protocol.Ptr(protocol.ControlStopStopTypeAll)}
+		}, true},
+		{"speech only: not the llm's", func(aid string) *protocol.ControlStop {
+			return &protocol.ControlStop{TargetID: &aid, StopType: protocol.Ptr(protocol.ControlStopStopTypeSpeech)}
+		}, false},
+		{"another answer", func(string) *protocol.ControlStop { return &protocol.ControlStop{TargetID: protocol.Ptr("am_other")} }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cid := h.conversation()
+			w := h.watch(cid)
+			h.fake.Reset()
+			h.fake.SetFault(fakeopenai.Fault{ChunkDelay: 25 * time.Millisecond})
+			full := "One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten."
+			h.fake.Enqueue(fakeopenai.Text(full))
+			uid := h.say(cid, "count to ten")
+			var aid string
+			w.until(t, 10*time.Second, "two sentences", func(envs []seen) bool {
+				sa := answerOf(envs, uid)
+				if sa != nil {
+					aid = sa.ID
+				}
+				return sa != nil && len(sentencesOf(envs, sa.ID)) >= 2
+			})
+			stop := c.stop(aid)
+			stop.ConversationID = cid
+			at := time.Now()
+			stopSeq := h.client(cid, stop)
+			if !c.stops {
+				_, sents, _ := w.answered(t, uid)
+				if len(sents) != 10 {
+					t.Fatalf("%d sentences, want the whole answer", len(sents))
+				}
+				return
+			}
+			err := testkit.CheckFor(time.Second, time.Millisecond, func() error {
+				if h.fake.Active() > 0 {
+					return errors.New("model request still streaming")
+				}
+				return nil
+			})
+			took := time.Since(at)
+			if err != nil || took > 50*time.Millisecond {
+				t.Fatalf("model stream ended %s after the stop (%v), want within 50ms", took, err)
+			}
+			t.Logf("stream cancelled %s after the stop", took.Round(time.Microsecond))
+
+			// The next turn runs and nothing more of the stopped answer is said.
+			h.fake.SetFault(fakeopenai.Fault{})
+			h.fake.Enqueue(fakeopenai.Text("Eleven."))
+			next := h.say(cid, "go on")
+			_, _, envs := w.answered(t, next)
+			var said []string
+			late := 0
+			for _, s := range envs {
+				if b, ok := s.env.Body.(*protocol.AssistantSentence); ok && b.PreviousID == aid {
+					said = append(said, b.Text)
+					if s.seq > stopSeq {
+						late++
+					}
+					if b.IsFinal != nil && *b.IsFinal {
+						t.Fatalf("a stopped answer got a final sentence")
+					}
+				}
+			}
+			if late > 1 || len(said) >= 10 {
+				t.Fatalf("%d sentences after the stop (%d in all)", late, len(said))
+			}
+			r := h.row(t, aid, func(r row) bool { return r.status == "completed" && r.interrupted })
+			if r.contents != strings.Join(said, " ") {
+				t.Fatalf("contents %q, want what was said: %q", r.contents, strings.Join(said, " "))
+			}
+			// The next turn's context holds the partial answer the user heard.
+			reqs := h.fake.Requests()
+			ctx := reqs[len(reqs)-1].Messages
+			if prev := ctx[len(ctx)-2]; prev.Role != "assistant" || prev.Content != r.contents {
+				t.Fatalf("context before the next question: %+v", prev)
+			}
+		})
+	}
+}
