@@ -149,3 +149,27 @@ func TestReasoning(t *testing.T) {
 		t.Fatalf("reasoning rows = %d, %v", n, err)
 	}
 }
+
+// A user who does not wait for the answer: the second message is chained to
+// the first by persistence, the first answer becomes its sibling, and the
+// second turn's context is its own branch.
+func TestMessagesSentWithoutWaiting(t *testing.T) {
+	h := newHarness(t)
+	h.replica(h.config(h.fake))
+	cid := h.conversation()
+	w := h.watch(cid)
+	h.fake.SetFault(fakeopenai.Fault{ChunkDelay: 10 * time.Millisecond})
+	h.fake.Enqueue(fakeopenai.Text("First answer, slowly streamed."), fakeopenai.Text("Second answer."))
+	u1 := h.say(cid, "first")
+	u2 := h.say(cid, "second")
+	w.answered(t, u1)
+	a2, _, _ := w.answered(t, u2)
+	if got := lastContext(h.fake); strings.Join(got, "|") != "user:first|user:second" {
+		t.Fatalf("context of the second turn %q", got)
+	}
+	h.row(t, u2, func(r row) bool { return r.previous != nil && *r.previous == u1 })
+	h.row(t, a2.ID, func(r row) bool { return r.status == "completed" })
+	if tip := h.tip(cid); tip != a2.ID {
+		t.Fatalf("branch head %s, want %s", tip, a2.ID)
+	}
+}
