@@ -47,6 +47,10 @@ type Config struct {
 	// (ALICIA_MCP_BACKOFF_MIN, default 500ms; ALICIA_MCP_BACKOFF_MAX, default 30s).
 	MCPBackoffMin time.Duration
 	MCPBackoffMax time.Duration
+	// MCPStdio allows stdio MCP servers, which run a configured command on
+	// this host (ALICIA_MCP_STDIO, default true). Turn it off when whoever
+	// can configure MCP servers should not be able to run programs here.
+	MCPStdio bool
 }
 
 // DefaultUserAgent identifies Alicia's web searches. DuckDuckGo's HTML
@@ -66,6 +70,7 @@ func DefaultConfig() Config {
 		MCPPingInterval:    15 * time.Second,
 		MCPBackoffMin:      500 * time.Millisecond,
 		MCPBackoffMax:      30 * time.Second,
+		MCPStdio:           true,
 	}
 }
 
@@ -89,6 +94,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_MCP_PING_INTERVAL", &c.MCPPingInterval),
 		config.Duration("ALICIA_MCP_BACKOFF_MIN", &c.MCPBackoffMin),
 		config.Duration("ALICIA_MCP_BACKOFF_MAX", &c.MCPBackoffMax),
+		config.Bool("ALICIA_MCP_STDIO", &c.MCPStdio),
 	)
 	return c, err
 }

@@ -105,7 +105,7 @@ func testMCPServer(exit bool, stop <-chan struct{}) *mcp.Server {
 // httpMCPServer serves testMCPServer over streamable HTTP on 127.0.0.1.
 // addr, when not empty, is the address to listen on (to bring a server back
 // where it was).
-func httpMCPServer(t *testing.T, addr string) *httptest.Server {
+func httpMCPServer(t *testing.T, addr string) (*httptest.Server, *mcp.Server) {
 	t.Helper()
 	stop := make(chan struct{})
 	srv := testMCPServer(false, stop)
@@ -131,7 +131,7 @@ func httpMCPServer(t *testing.T, addr string) *httptest.Server {
 			_ = ss.Close()
 		}
 	})
-	return ts
+	return ts, srv
 }
 
 // harness is a registry's world: NATS with the streams, a fresh database

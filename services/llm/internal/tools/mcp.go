@@ -198,11 +198,13 @@ func (s *mcpServer) run(ctx context.Context) {
 // finish ends the supervisor: the server is disconnected, and when it was
 // deleted its tools are dropped here and in alicia_tools.
 func (s *mcpServer) finish(deleted bool) {
+	if deleted {
+		s.r.dropTools(s)
+	}
 	s.setStatus(protocol.MCPServerStatusStatusDisconnected, "")
 	if !deleted {
 		return
 	}
-	s.r.dropTools(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.r.publishRegistration(ctx, MCPSource(s.name), s.name, nil); err != nil {
@@ -237,8 +239,9 @@ func (s *mcpServer) connectAndServe(ctx context.Context, cfg serverConfig) (wasC
 	if err := s.listTools(actx, sess); err != nil {
 		return false, s.describe(fmt.Errorf("listing tools: %w", err))
 	}
-	s.sess.Store(sess)
+	// Status first: whoever sees the tools can already see "connected".
 	s.setStatus(protocol.MCPServerStatusStatusConnected, "")
+	s.sess.Store(sess)
 	s.log.Info().Str("transport", cfg.Transport).Msg("MCP server connected")
 
 	closed := make(chan error, 1)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
@@ -68,7 +70,7 @@ func available(r *tools.Registry, name string) bool {
 
 func TestMCPStreamableHTTP(t *testing.T) {
 	h := newHarness(t)
-	ts := httpMCPServer(t, "")
+	ts, _ := httpMCPServer(t, "")
 	h.exec(`INSERT INTO alicia_mcp_servers (name, transport, url) VALUES ('web', 'http', $1)`, ts.URL)
 	cfg := testConfig()
 	cfg.Timeouts = map[string]time.Duration{"mcp_web_slow": 200 * time.Millisecond}
@@ -268,9 +270,23 @@ func TestMCPConfigChanges(t *testing.T) {
 	}
 
 	// Pointed at a live server: connected at once, without waiting out the backoff.
-	ts := httpMCPServer(t, "")
+	ts, srv := httpMCPServer(t, "")
 	upsert(ts.URL, true)
 	testkit.Eventually(t, wait, func() bool { return available(r, "mcp_svc_echo") }, "connected after the change")
+
+	// The server adds a tool and says so: listed and registered again.
+	mcp.AddTool(srv, &mcp.Tool{Name: "late", Description: "Added later."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil, nil
+		})
+	testkit.Eventually(t, wait, func() bool { return available(r, "mcp_svc_late") }, "new tool listed")
+	if got, err := r.Call(testContext(t), "mcp_svc_late", tools.Invocation{}, nil); err != nil || got != "here" {
+		t.Fatalf("late: %v, %v", got, err)
+	}
+	testkit.Eventually(t, wait, func() bool {
+		regs := registrations(h, "mcp:svc")
+		return len(regs) == 2 && slices.Contains(regs[1], "mcp_svc_late")
+	}, "registered again")
 
 	// Disabled: disconnected, tools gone until enabled again.
 	upsert(ts.URL, false)
@@ -287,6 +303,21 @@ func TestMCPConfigChanges(t *testing.T) {
 		st, ok := lastStatus(h, "broken")
 		return ok && st.Status == protocol.MCPServerStatusStatusError && strings.Contains(*st.LastError, "needs a command")
 	}, "refused configuration")
+}
+
+func TestMCPStdioTurnedOff(t *testing.T) {
+	h := newHarness(t)
+	h.exec(`INSERT INTO alicia_mcp_servers (name, transport, command) VALUES ('local', 'stdio', $1)`, os.Args[0])
+	cfg := testConfig()
+	cfg.MCPStdio = false
+	r := h.registry(cfg)
+	st, ok := lastStatus(h, "local")
+	if !ok || st.Status != protocol.MCPServerStatusStatusError || !strings.Contains(*st.LastError, "ALICIA_MCP_STDIO") {
+		t.Fatalf("status %+v", st)
+	}
+	if s := r.Servers(); len(s) != 0 {
+		t.Fatalf("Servers = %+v", s)
+	}
 }
 
 func TestMCPToolName(t *testing.T) {

@@ -1,13 +1,26 @@
 package tools
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
 // upsertServer starts a supervisor for a new server or hands an existing
-// one its new configuration.
+// one its new configuration. A configuration that cannot work is refused
+// with an error status.
 func (r *Registry) upsertServer(c serverConfig) {
+	err := c.validate()
+	if err == nil && c.Transport == TransportStdio && !r.cfg.MCPStdio {
+		err = fmt.Errorf("%w: MCP server %q: stdio servers are turned off on this server (ALICIA_MCP_STDIO)", ErrInvalidConfig, c.Name)
+	}
+	if err != nil {
+		r.log.Warn().Err(err).Str("mcp_server", c.Name).Msg("MCP server configuration refused")
+		r.publishStatus(c.Name, protocol.MCPServerStatusStatusError, err.Error())
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx.Err() != nil {

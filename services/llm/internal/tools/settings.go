@@ -95,13 +95,7 @@ func (r *Registry) handleSystem(msg jetstream.Msg) {
 			r.deleteServer(b.Name)
 			return
 		}
-		sc := configFromEnvelope(b)
-		if err := sc.validate(); err != nil {
-			r.log.Warn().Err(err).Str("mcp_server", b.Name).Msg("MCP server configuration refused")
-			r.publishStatus(b.Name, protocol.MCPServerStatusStatusError, err.Error())
-			return
-		}
-		r.upsertServer(sc)
+		r.upsertServer(configFromEnvelope(b))
 	}
 }
 
