@@ -159,3 +159,32 @@ func TestToolLoopIsBounded(t *testing.T) {
 		t.Fatalf("answer %+v", sents)
 	}
 }
+
+// With no Toolbox given, Run uses the real registry (internal/tools): its
+// calculator answers the model's call.
+func TestRealToolRegistry(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(h.fake)
+	cfg.Toolbox = nil
+	h.replica(cfg)
+	cid := h.conversation()
+	w := h.watch(cid)
+	h.fake.On(fakeopenai.HasToolResult(), fakeopenai.Text("It is 42."))
+	h.fake.On(fakeopenai.HasTools(), fakeopenai.Calls(fakeopenai.ToolCall{Name: "calculator", Arguments: `{"expression":"6*7"}`}))
+	_, sents, envs := w.answered(t, h.say(cid, "6*7?"))
+	res := bodies[*protocol.ToolUseResult](envs)
+	if len(res) != 1 || !res[0].Success || !strings.Contains(fmt.Sprint(res[0].Result), "42") {
+		t.Fatalf("results %+v", res)
+	}
+	if len(sents) != 1 || sents[0].Text != "It is 42." {
+		t.Fatalf("answer %+v", sents)
+	}
+	var names []string
+	for _, tl := range h.fake.Requests()[0].Tools {
+		names = append(names, tl.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "calculator") {
+		t.Fatalf("tools offered %v", names)
+	}
+	t.Logf("tools offered: %v", names)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -70,6 +71,7 @@ type turn struct {
 	minSeq uint64
 
 	firstSentence sync.Once
+	started       atomic.Bool // StartAnswer is in JetStream
 }
 
 // run does a planned turn. nil means the turn is over (answered, stopped,
@@ -92,7 +94,7 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 		span.SetAttributes(attribute.String("alicia.outcome", outcome))
 		span.End()
 		e.d.Metrics.TurnDuration.WithLabelValues(p.kind, outcome).Observe(time.Since(start).Seconds())
-		log.Info().Str("outcome", outcome).Dur("took", time.Since(start)).Uint64("delivery", q.Delivered).Msg("turn")
+		log.Info().Str("outcome", outcome).Dur("took", time.Since(start)).Dur("queued", start.Sub(q.Queued)).Uint64("delivery", q.Delivered).Msg("turn")
 	}()
 
 	tctx, cancel := context.WithCancelCause(ctx)
@@ -175,7 +177,7 @@ func (t *turn) finish(err error) (string, error) {
 	case t.run.stopped.Load():
 		t.out.halt()
 		perr := t.out.close()
-		if !t.run.targeted.Load() {
+		if !t.run.targeted.Load() && t.started.Load() {
 			// A stop without a target does not tell persistence which answer
 			// it cut: name it, so the row is completed with what was said.
 			t.sendDirect(protocol.New(t.cid, &protocol.ControlStop{ConversationID: t.cid, TargetID: &t.p.assistantID,
@@ -224,6 +226,9 @@ func (t *turn) sendDirect(env protocol.Envelope, msgID string) {
 
 // published is told every envelope the outbox got into JetStream.
 func (t *turn) published(env protocol.Envelope, _ *jetstream.PubAck) {
+	if env.Type == protocol.TypeStartAnswer {
+		t.started.Store(true)
+	}
 	if env.Type == protocol.TypeAssistantSentence || env.Type == protocol.TypeAssistantMessage {
 		t.firstSentence.Do(func() { t.e.d.Metrics.FirstSentence.Observe(time.Since(t.start).Seconds()) })
 	}
