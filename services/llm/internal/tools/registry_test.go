@@ -135,7 +135,7 @@ func TestRegistryCall(t *testing.T) {
 		{"missing required argument", "calculator", map[string]any{}, tools.ErrInvalidParameters, "expression"},
 		{"argument of the wrong type", "calculator", map[string]any{"expression": 3.0}, tools.ErrInvalidParameters, "expression"},
 		{"unexpected argument", "calculator", map[string]any{"expression": "1", "mode": "x"}, tools.ErrInvalidParameters, "mode"},
-		{"limit over the maximum", "web_search", map[string]any{"query": "go", "limit": 11}, tools.ErrInvalidParameters, "limit"},
+		{"limit over the maximum", "web_search", map[string]any{"query": "go", "limit": 11}, tools.ErrInvalidParameters, "limit: maximum: 11 is greater than 10"},
 		{"limit as a string", "web_search", map[string]any{"query": "go", "limit": "5"}, tools.ErrInvalidParameters, "limit"},
 		{"tool rejects the expression", "calculator", map[string]any{"expression": "2 +"}, tools.ErrInvalidParameters, "unexpected end of expression"},
 	} {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -44,14 +45,22 @@ func (v *argsValidator) validate(args map[string]any) error {
 	return nil
 }
 
+// The validator prints numbers as rationals ("11/1") and fixed floats
+// ("10.000000").
+var (
+	ratWhole   = regexp.MustCompile(`\b(-?\d+)/1\b`)
+	floatWhole = regexp.MustCompile(`\b(-?\d+)\.0+\b`)
+)
+
 // schemaMessage drops the validator's "validating root: " framing, which
-// says nothing to a model.
+// says nothing to a model, and prints whole numbers plainly.
 func schemaMessage(err error) string {
 	msg := err.Error()
 	for _, p := range []string{"validating root: ", "validating /properties/"} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
-	return msg
+	msg = ratWhole.ReplaceAllString(msg, "$1")
+	return floatWhole.ReplaceAllString(msg, "$1")
 }
 
 // normalizeArgs gives args the shape encoding/json produces (float64
