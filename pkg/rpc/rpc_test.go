@@ -55,3 +55,42 @@ func TestCallRoundTripAndErrors(t *testing.T) {
 		t.Fatal("search without a memory service succeeded")
 	}
 }
+
+// TestDetachAnswersAfterTheHandlerReturns answers from another goroutine
+// (run with -race: answering the micro request itself there is a data race).
+func TestDetachAnswersAfterTheHandlerReturns(t *testing.T) {
+	srv := natstest.Run(t)
+	nc := natstest.Connect(t, srv)
+	svc, err := micro.AddService(nc, micro.Config{Name: "test-detach", Version: "0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	err = svc.AddEndpoint("applied", micro.HandlerFunc(func(r micro.Request) {
+		d := rpc.Detach(nc, r)
+		go func() {
+			var req rpc.AppliedRequest
+			if !rpc.Decode(d, &req) {
+				return
+			}
+			if req.Stream != "CONVERSATIONS" {
+				rpc.Fail(d, rpc.CodeBadRequest, "unknown stream")
+				return
+			}
+			rpc.Respond(d, rpc.AppliedResponse{Applied: req.Sequence + 1})
+		}()
+	}), micro.WithEndpointSubject(rpc.AppliedSubject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 20 {
+		if err := rpc.WaitApplied(ctx, nc, "CONVERSATIONS", 41); err != nil {
+			t.Fatal(err)
+		}
+		if err := rpc.WaitApplied(ctx, nc, "NOPE", 1); !rpc.IsCode(err, rpc.CodeBadRequest) {
+			t.Fatalf("err = %v, want 400", err)
+		}
+	}
+}

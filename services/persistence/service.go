@@ -37,6 +37,7 @@ type historyReader interface {
 // for a sequence far ahead would otherwise hold up every request behind it.
 type rpcServer struct {
 	ctx        context.Context
+	nc         *nats.Conn
 	st         historyReader
 	watermarks map[string]*consume.Watermark
 	wait       time.Duration
@@ -47,7 +48,7 @@ type rpcServer struct {
 // startService registers the micro service. ctx ends the waits of requests
 // still in flight (they are answered 503); stop unregisters and waits for them.
 func startService(ctx context.Context, nc *nats.Conn, st historyReader, watermarks map[string]*consume.Watermark, wait time.Duration) (stop func(), err error) {
-	s := &rpcServer{ctx: ctx, st: st, watermarks: watermarks, wait: wait, sem: make(chan struct{}, maxInFlight)}
+	s := &rpcServer{ctx: ctx, nc: nc, st: st, watermarks: watermarks, wait: wait, sem: make(chan struct{}, maxInFlight)}
 	svc, err := micro.AddService(nc, micro.Config{Name: ServiceName, Version: "0.2.0",
 		Description: "Alicia persistence: history and applied positions with read-your-writes"})
 	if err != nil {
@@ -76,6 +77,7 @@ func (s *rpcServer) async(h func(micro.Request)) micro.Handler {
 			return
 		}
 		s.wg.Add(1)
+		r = rpc.Detach(s.nc, r) // answered after this handler returns
 		go func() {
 			defer func() { <-s.sem; s.wg.Done() }()
 			h(r)

@@ -48,6 +48,7 @@ func AddService(ctx context.Context, nc *nats.Conn, uc UseCases, log zerolog.Log
 		return func(r micro.Request) {
 			sem <- struct{}{}
 			wg.Add(1)
+			r = rpc.Detach(nc, r) // answered after this handler returns
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
