@@ -22,6 +22,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/calc"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
@@ -85,6 +86,9 @@ func newHarness(t testing.TB) *harness {
 			t.Errorf("persistence: %v", err)
 		}
 	})
+	testkit.EventuallyNoError(t, 10*time.Second, func() error {
+		return rpc.WaitApplied(context.Background(), nc, bus.StreamConversations, 0)
+	}, "persistence ready")
 	return h
 }
 

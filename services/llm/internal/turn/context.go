@@ -20,23 +20,39 @@ const continueInstruction = "Continue your previous answer exactly where it stop
 
 func subjectControlStop(cid string) string { return subjects.Client(cid, protocol.TypeControlStop) }
 
-// buildContext gathers the history and the memories at the same time and
-// returns the prompt. Memories used are announced with MemoryTraces.
-func (t *turn) buildContext() ([]openai.ChatCompletionMessage, error) {
-	var (
-		wg   sync.WaitGroup
-		hist []rpc.HistoryMessage
-		herr error
-		mems []rpc.Memory
-	)
-	hist = t.p.history
+// prefetch is what the context needs, asked for as soon as the turn starts
+// and at the same time: the branch as persistence has it once everything
+// before the message is applied, and the memories.
+type prefetch struct {
+	wg   sync.WaitGroup
+	resp rpc.HistoryResponse
+	err  error
+	mems []rpc.Memory
+}
+
+func (t *turn) startPrefetch() *prefetch {
+	pf := &prefetch{}
 	if t.p.userMsg != nil {
-		wg.Go(func() { hist, herr = t.branchHistory() })
+		pf.wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.ctx, t.e.s.HistoryTimeout)
+			defer cancel()
+			pf.resp, pf.err = t.history(ctx, t.q.Sequence-1)
+		})
 	}
-	wg.Go(func() { mems = t.memories() })
-	wg.Wait()
-	if herr != nil {
-		return nil, herr
+	pf.wg.Go(func() { pf.mems = t.memories() })
+	return pf
+}
+
+// buildContext returns the prompt. Memories used are announced with
+// MemoryTraces.
+func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error) {
+	pf.wg.Wait()
+	hist, mems := t.p.history, pf.mems
+	if t.p.userMsg != nil {
+		var err error
+		if hist, err = t.branchHistory(pf.resp, pf.err); err != nil {
+			return nil, err
+		}
 	}
 	for _, m := range mems {
 		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: deriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
@@ -82,16 +98,18 @@ func (t *turn) systemPrompt(mems []rpc.Memory) string {
 // branchHistory is the branch the user message continues, read through
 // history.get once persistence has applied everything before the message and
 // everything the conversation's previous turn published (read-your-writes
-// without waiting for the message itself).
-func (t *turn) branchHistory() ([]rpc.HistoryMessage, error) {
+// without waiting for the message itself). resp is the prefetched branch.
+func (t *turn) branchHistory(resp rpc.HistoryResponse, err error) ([]rpc.HistoryMessage, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.e.s.HistoryTimeout)
 	defer cancel()
-	um := t.p.userMsg
-	minSeq := t.minSeq
-	resp, err := t.history(ctx, minSeq)
+	if err == nil && resp.AppliedSequence < t.minSeq {
+		// The previous turn published after the message came: wait for it too.
+		resp, err = t.history(ctx, t.minSeq)
+	}
 	if err != nil {
 		return nil, err
 	}
+	um := t.p.userMsg
 	msgs := resp.Messages
 	if i := indexOf(msgs, um.ID); i >= 0 {
 		return msgs[:i], nil
@@ -100,7 +118,7 @@ func (t *turn) branchHistory() ([]rpc.HistoryMessage, error) {
 	switch {
 	case um.PreviousID != nil:
 		parent = *um.PreviousID
-	case minSeq >= t.q.Sequence:
+	case resp.AppliedSequence >= t.q.Sequence:
 		// The message is applied but not on the current branch (an answer to
 		// an earlier message moved the head): find where it was chained.
 		m, err := t.e.d.Messages.Message(ctx, t.cid, um.ID)

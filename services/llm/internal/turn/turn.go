@@ -107,6 +107,8 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 	}
 	userID, _ := q.Env.Meta[edge.MetaUserID].(string)
 	t := &turn{e: e, q: q, p: p, cid: cid, userID: userID, log: log, ctx: tctx, run: r, start: start, attempt: q.Delivered}
+	pf := t.startPrefetch()
+	defer func() { cancel(nil); pf.wg.Wait() }()
 	// Read before this turn publishes anything: the conversation's last
 	// server envelope. Before the message: the history must include it.
 	// After it: the previous turn published it after the message came, or an
@@ -134,7 +136,7 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 	}
 	// Publishing outlives a stop (what was said stays said) but not a shutdown.
 	t.out = newOutbox(ctx, e.d.Publisher, e.s.PublishTimeout, t.published)
-	outcome, err = t.answer()
+	outcome, err = t.answer(pf)
 	return err
 }
 
@@ -150,13 +152,13 @@ func (e *Engine) stoppedBeforeStart(ctx context.Context, q queue.Turn) bool {
 }
 
 // answer streams the answer and reports how the turn ended.
-func (t *turn) answer() (outcome string, err error) {
+func (t *turn) answer(pf *prefetch) (outcome string, err error) {
 	if t.p.edit != nil {
 		t.sendEdit(t.p.edit)
 	}
 	t.out.send(protocol.New(t.cid, &protocol.StartAnswer{ID: t.p.assistantID, PreviousID: t.p.parentID,
 		ConversationID: t.cid, AnswerType: protocol.Ptr(protocol.StartAnswerAnswerTypeText)}), t.p.assistantID+":start")
-	msgs, err := t.buildContext()
+	msgs, err := t.buildContext(pf)
 	if err == nil {
 		err = t.generate(msgs)
 	}
