@@ -62,7 +62,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	mc := model.New(model.Config{BaseURL: cfg.LLMURL, APIKey: cfg.APIKey, Model: cfg.Model, Timeout: cfg.Timeout,
 		Attempts: cfg.Attempts, Backoff: cfg.RetryBackoff, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}, breaker)
 	defer mc.Close()
-	go probe(ctx, mc, cfg, log)
+	pctx, stopProbe := context.WithCancel(ctx)
+	probed := make(chan struct{})
+	go func() { defer close(probed); probe(pctx, mc, cfg, log) }()
+	defer func() { stopProbe(); <-probed }()
 
 	toolbox := cfg.Toolbox
 	if toolbox == nil {
