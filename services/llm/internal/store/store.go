@@ -14,9 +14,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/rpc"
 )
 
-// ErrNotFound: no such message in the conversation.
-var ErrNotFound = errors.New("store: message not found")
-
 // Querier runs read queries; a *pgxpool.Pool fits.
 type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

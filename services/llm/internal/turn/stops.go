@@ -7,13 +7,6 @@ import (
 	"time"
 )
 
-// ErrStopped is the cancel cause of a turn stopped by a ControlStop.
-var ErrStopped = stopError{}
-
-type stopError struct{}
-
-func (stopError) Error() string { return "stopped by the client" }
-
 // stops knows the turn running for each conversation on this replica, so a
 // ControlStop received on core NATS cancels it at once.
 type stops struct {
