@@ -53,9 +53,10 @@ type Config struct {
 	Extraction bool
 
 	// ActionConsumer is the durable consumer of client MemoryActions, shared
-	// by replicas (default "memory").
+	// by replicas (ALICIA_MEMORY_ACTION_CONSUMER, default "memory").
 	ActionConsumer string
-	// ExtractionConsumer is the durable consumer of final answers (default "memory-extraction").
+	// ExtractionConsumer is the durable consumer of final answers
+	// (ALICIA_MEMORY_EXTRACTION_CONSUMER, default "memory-extraction").
 	ExtractionConsumer string
 }
 
@@ -89,6 +90,8 @@ func ConfigFromEnv() (Config, error) {
 	config.String("ALICIA_EMBEDDING_MODEL", &c.EmbeddingModel)
 	config.String("ALICIA_LLM_URL", &c.LLMURL)
 	config.String("ALICIA_LLM_MODEL", &c.LLMModel)
+	config.String("ALICIA_MEMORY_ACTION_CONSUMER", &c.ActionConsumer)
+	config.String("ALICIA_MEMORY_EXTRACTION_CONSUMER", &c.ExtractionConsumer)
 	err := errors.Join(
 		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		config.Secret("ALICIA_EMBEDDING_API_KEY", &c.EmbeddingAPIKey),

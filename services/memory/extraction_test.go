@@ -58,6 +58,10 @@ func TestExtraction(t *testing.T) {
 		answerJSON(`{"memories": [{"content": "The user is severely allergic to peanuts.", "tags": ["allergy", "health"], "importance": 0.6}]}`),
 		answerJSON(`Sure! I will remember: {"memories": [`),
 		answerJSON(`{"memories": []}`),
+		answerJSON(`{"memories": [{"content": "The user has two cats named Miso and Tofu.", "tags": ["pets"], "importance": 0.5},
+			{"content": "The user has two cats named Tofu and Miso!", "tags": ["cats"], "importance": 0.7},
+			{"content": "The user works as a nurse.", "tags": ["work"], "importance": 0.6}]}`),
+		answerJSON(`{"memories": [{"content": "The user works as a night nurse.", "tags": ["work"], "importance": 0.9}]}`),
 	)
 
 	var memID string
@@ -119,15 +123,51 @@ func TestExtraction(t *testing.T) {
 		}
 	})
 
+	t.Run("duplicates within an answer are merged; a transient LLM error is retried", func(t *testing.T) {
+		s.ai.FailNext(1, 502)
+		s.client(cid, "alice", 7, &protocol.UserMessage{ID: "am_u7", ConversationID: cid, Content: "Miso and Tofu, my two cats, keep me company after my shifts at the hospital."})
+		seq := s.server(cid, &protocol.AssistantMessage{ID: "am_a7", PreviousID: protocol.Ptr("am_u7"), ConversationID: cid, Content: "They sound lovely."})
+		s.extracted(seq)
+		var tags []string
+		var importance float64
+		err := s.pool.QueryRow(context.Background(), `SELECT tags, importance FROM alicia_memory WHERE content LIKE 'The user has two cats%'`).Scan(&tags, &importance)
+		if err != nil || !slices.Equal(tags, []string{"pets", "cats"}) || importance != 0.7 {
+			t.Fatalf("merged cats memory: tags %v, importance %v, err %v", tags, importance, err)
+		}
+		if n := s.count(`SELECT count(*) FROM alicia_memory WHERE user_id = 'alice'`); n != 3 {
+			t.Fatalf("%d memories, want 3 (peanuts, cats, nurse)", n)
+		}
+	})
+
+	t.Run("an archived near-duplicate is not brought back", func(t *testing.T) {
+		var nurse string
+		if err := s.pool.QueryRow(context.Background(), `SELECT id FROM alicia_memory WHERE content = 'The user works as a nurse.'`).Scan(&nurse); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.act("alice", protocol.MemoryActionActionArchive, &protocol.MemoryActionMemory{ID: &nurse}); err != nil {
+			t.Fatal(err)
+		}
+		s.client(cid, "alice", 8, &protocol.UserMessage{ID: "am_u8", ConversationID: cid, Content: "I work nights."})
+		seq := s.server(cid, &protocol.AssistantMessage{ID: "am_a8", PreviousID: protocol.Ptr("am_u8"), ConversationID: cid, Content: "Night shifts are hard."})
+		s.extracted(seq)
+		if r, _ := s.row(nurse); r.Content != "The user works as a nurse." || !r.Archived {
+			t.Fatalf("archived memory changed: %+v", r)
+		}
+		if n := s.count(`SELECT count(*) FROM alicia_memory WHERE user_id = 'alice'`); n != 3 {
+			t.Fatalf("%d memories, want still 3", n)
+		}
+	})
+
 	t.Run("an interrupted answer is not extracted", func(t *testing.T) {
-		s.client(cid, "alice", 5, &protocol.UserMessage{ID: "am_u5", ConversationID: cid, Content: "My sister is called Ana and she"})
+		before := len(s.extractionRequests())
+		s.client(cid, "alice", 9, &protocol.UserMessage{ID: "am_u5", ConversationID: cid, Content: "My sister is called Ana and she"})
 		s.server(cid, &protocol.StartAnswer{ID: "am_a5", PreviousID: "am_u5", ConversationID: cid})
 		s.server(cid, &protocol.AssistantSentence{PreviousID: "am_a5", ConversationID: cid, Sequence: 1, Text: "Tell me more."})
-		s.client(cid, "alice", 6, &protocol.ControlStop{ConversationID: cid, TargetID: protocol.Ptr("am_a5")})
+		s.client(cid, "alice", 10, &protocol.ControlStop{ConversationID: cid, TargetID: protocol.Ptr("am_a5")})
 		seq := s.server(cid, &protocol.AssistantSentence{PreviousID: "am_a5", ConversationID: cid, Sequence: 2, Text: "About", IsFinal: protocol.Ptr(true)})
 		s.extracted(seq)
-		if n := len(s.extractionRequests()); n != 4 {
-			t.Fatalf("%d extraction requests, want still 4", n)
+		if n := len(s.extractionRequests()); n != before {
+			t.Fatalf("%d extraction requests, want still %d", n, before)
 		}
 	})
 }
