@@ -4,6 +4,7 @@
 package natstest
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -31,7 +32,9 @@ func RunWithDir(t testing.TB, dir string) *server.Server {
 		Port:       server.RANDOM_PORT,
 		JetStream:  true,
 		StoreDir:   dir,
-		SyncAlways: true,
+		// ALICIA_NATS_FSYNC=default (benchmarks only) measures what fsync
+		// on every write costs against NATS's default two-minute interval.
+		SyncAlways: os.Getenv("ALICIA_NATS_FSYNC") != "default",
 		// Room for an over-limit envelope (protocol max 1 MiB) to reach the
 		// consumers that must reject it, as on the dev server.
 		MaxPayload: 8 << 20,
