@@ -72,6 +72,7 @@ func TestMemoryAction(t *testing.T) {
 	})
 
 	bobs := s.create("bob", "Bob's secret", nil, 0.5)
+	alices := s.create("alice", "Alice's fact", nil, 0.5)
 	missing := "amem_doesnotexist"
 	for _, c := range []struct {
 		name   string
@@ -86,6 +87,7 @@ func TestMemoryAction(t *testing.T) {
 		{"pin another user's", protocol.MemoryActionActionPin, &protocol.MemoryActionMemory{ID: &bobs}, rpc.CodeNotFound},
 		{"archive another user's", protocol.MemoryActionActionArchive, &protocol.MemoryActionMemory{ID: &bobs}, rpc.CodeNotFound},
 		{"create with another user's id", protocol.MemoryActionActionCreate, &protocol.MemoryActionMemory{ID: &bobs, Content: "x"}, rpc.CodeBadRequest},
+		{"create over an existing memory", protocol.MemoryActionActionCreate, &protocol.MemoryActionMemory{ID: &alices, Content: "something else"}, rpc.CodeBadRequest},
 		{"create without content", protocol.MemoryActionActionCreate, &protocol.MemoryActionMemory{Content: " "}, rpc.CodeBadRequest},
 		{"create without memory", protocol.MemoryActionActionCreate, nil, rpc.CodeBadRequest},
 		{"importance out of range", protocol.MemoryActionActionCreate, &protocol.MemoryActionMemory{Content: "x", Importance: protocol.Ptr(1.5)}, rpc.CodeBadRequest},
@@ -102,8 +104,11 @@ func TestMemoryAction(t *testing.T) {
 	if r, _ := s.row(bobs); r.Content != "Bob's secret" || r.Deleted || r.Pinned || r.Archived || r.UserID != "bob" {
 		t.Fatalf("bob's memory changed by alice's requests: %+v", r)
 	}
-	if n := s.count(`SELECT count(*) FROM alicia_memory`); n != 2 {
-		t.Fatalf("%d memories, want 2 (rejected requests store nothing)", n)
+	if n := s.count(`SELECT count(*) FROM alicia_memory`); n != 3 {
+		t.Fatalf("%d memories, want 3 (rejected requests store nothing)", n)
+	}
+	if r, _ := s.row(alices); r.Content != "Alice's fact" {
+		t.Fatalf("create over an existing memory changed it: %+v", r)
 	}
 
 	t.Run("a retried create names the same memory", func(t *testing.T) {

@@ -57,6 +57,11 @@ func (a *App) Act(ctx context.Context, userID string, act protocol.MemoryAction)
 		if found && !owned {
 			return rpc.MemoryActionResponse{}, fmt.Errorf("%w: memory id %s is taken", ErrInvalid, id)
 		}
+		// The same create again (a retry) is answered with the memory; a
+		// different one under the same id is a mistake, not an update.
+		if found && existing.Content != strings.TrimSpace(act.Memory.Content) {
+			return rpc.MemoryActionResponse{}, fmt.Errorf("%w: memory %s exists with other content; update it instead", ErrInvalid, id)
+		}
 	case protocol.MemoryActionActionUpdate:
 		if !owned {
 			return rpc.MemoryActionResponse{}, fmt.Errorf("%w: %s", ErrNotFound, id)
