@@ -212,3 +212,46 @@ func TestReplayAndStanzaIDs(t *testing.T) {
 		t.Fatal("sequence beyond int32 accepted")
 	}
 }
+
+func TestEnsureStreamLeavesAFittingStreamAlone(t *testing.T) {
+	ns := natstest.Run(t)
+	nc := natstest.Connect(t, ns)
+	js := natstest.JetStream(t, nc)
+	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED.T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cfg := jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Storage: jetstream.FileStorage, MaxAge: time.Hour}
+	if err := bus.EnsureStream(ctx, js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := s.CachedInfo().Config
+	// The same config again: no update.
+	if err := bus.EnsureStream(ctx, js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := updates.NextMsg(100 * time.Millisecond); err == nil {
+		t.Fatalf("a fitting stream was updated: %s", m.Data)
+	}
+	// A changed field is applied, the rest kept.
+	cfg.MaxAge = 2 * time.Hour
+	if err := bus.EnsureStream(ctx, js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := updates.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("no update advisory for a changed stream: %v", err)
+	}
+	s, _ = js.Stream(ctx, "T")
+	got := s.CachedInfo().Config
+	if got.MaxAge != 2*time.Hour || got.Storage != jetstream.FileStorage || got.MaxMsgs != created.MaxMsgs {
+		t.Fatalf("after update: %+v", got)
+	}
+}

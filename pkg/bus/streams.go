@@ -5,7 +5,9 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -80,9 +82,60 @@ func StreamConfigs(c StreamsConfig) []jetstream.StreamConfig {
 // EnsureStreams creates or updates every Alicia stream.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
 	for _, cfg := range StreamConfigs(c) {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		if err := EnsureStream(ctx, js, cfg); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", cfg.Name, err)
 		}
 	}
 	return nil
+}
+
+// EnsureStream creates the stream, or updates it when cfg changes what the
+// server has; a stream that already fits is left alone. Services starting
+// together all ensure the same streams, and nats-server (v2.15) races a
+// stream update against a concurrent create of another stream, so a
+// needless update is not harmless.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	for range 3 {
+		s, err := js.Stream(ctx, cfg.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			_, err = js.CreateStream(ctx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue // created concurrently: check it again
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		return UpdateStreamIfChanged(ctx, js, s.CachedInfo().Config, cfg)
+	}
+	return fmt.Errorf("bus: stream %s created and deleted concurrently", cfg.Name)
+}
+
+// UpdateStreamIfChanged updates a stream whose configuration is have with
+// every field want sets (non-zero), unless that changes nothing.
+func UpdateStreamIfChanged(ctx context.Context, js jetstream.JetStream, have, want jetstream.StreamConfig) error {
+	merged, changed, err := mergeStreamConfig(have, want)
+	if err != nil || !changed {
+		return err
+	}
+	_, err = js.UpdateStream(ctx, merged)
+	return err
+}
+
+// mergeStreamConfig sets over have every field want sets (non-zero) and
+// reports whether that changed anything.
+func mergeStreamConfig(have, want jetstream.StreamConfig) (jetstream.StreamConfig, bool, error) {
+	merged := have
+	m, w := reflect.ValueOf(&merged).Elem(), reflect.ValueOf(want)
+	changed := false
+	for i := range w.NumField() {
+		f := w.Field(i)
+		if f.IsZero() || reflect.DeepEqual(f.Interface(), m.Field(i).Interface()) {
+			continue
+		}
+		m.Field(i).Set(f)
+		changed = true
+	}
+	return merged, changed, nil
 }

@@ -144,11 +144,14 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) error {
 		case err != nil:
 			return fmt.Errorf("queue: %s: %w", Stream, err)
 		}
-		cfg := StreamConfig(c, nil)
-		if old := s.CachedInfo().Config.Sources; len(old) == 1 {
-			cfg.Sources[0].OptStartTime, cfg.Sources[0].OptStartSeq = old[0].OptStartTime, old[0].OptStartSeq
+		// The source keeps the start it was created with.
+		have, cfg := s.CachedInfo().Config, StreamConfig(c, nil)
+		if len(have.Sources) == 1 && len(cfg.Sources) == 1 {
+			src := *cfg.Sources[0]
+			src.OptStartTime, src.OptStartSeq = have.Sources[0].OptStartTime, have.Sources[0].OptStartSeq
+			cfg.Sources = []*jetstream.StreamSource{&src}
 		}
-		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		if err := bus.UpdateStreamIfChanged(ctx, js, have, cfg); err != nil {
 			return fmt.Errorf("queue: update %s: %w", Stream, err)
 		}
 		return nil

@@ -308,3 +308,27 @@ func TestLostConsumerIsRecreated(t *testing.T) {
 		return err == nil && si.State.Msgs == 0
 	}, "acked turns deleted from the work queue")
 }
+
+// TestEnsureLeavesAFittingStreamAlone: replicas starting together must not
+// update LLM_TURNS needlessly (nats-server races an update against the
+// create of another stream).
+func TestEnsureLeavesAFittingStreamAlone(t *testing.T) {
+	e := newEnv(t)
+	nc := natstest.Connect(t, e.srv)
+	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED." + queue.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := queue.Config{Partitions: 4, AckWait: 5 * time.Second, MaxDeliver: 5}
+	for range 2 {
+		if _, err := queue.Ensure(t.Context(), e.js, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := updates.NextMsg(100 * time.Millisecond); err == nil {
+		t.Fatalf("LLM_TURNS was updated although it fits: %s", m.Data)
+	}
+}
