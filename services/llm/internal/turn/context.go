@@ -28,11 +28,18 @@ type prefetch struct {
 	resp rpc.HistoryResponse
 	err  error
 	mems []rpc.Memory
+	// cached: history.get was not asked, the remembered branch may serve.
+	cached bool
 }
 
 func (t *turn) startPrefetch() *prefetch {
 	pf := &prefetch{}
-	if t.p.userMsg != nil {
+	if um := t.p.userMsg; um != nil {
+		if head, ok := t.e.branches.head(t.cid); ok && (um.PreviousID == nil || *um.PreviousID == head) {
+			pf.cached = true
+		}
+	}
+	if t.p.userMsg != nil && !pf.cached {
 		pf.wg.Go(func() {
 			ctx, cancel := context.WithTimeout(t.ctx, t.e.s.HistoryTimeout)
 			defer cancel()
@@ -50,9 +57,10 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 	hist, mems := t.p.history, pf.mems
 	if t.p.userMsg != nil {
 		var err error
-		if hist, err = t.branchHistory(pf.resp, pf.err); err != nil {
+		if hist, err = t.userHistory(pf); err != nil {
 			return nil, err
 		}
+		t.hist = hist
 	}
 	for _, m := range mems {
 		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: deriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
@@ -93,6 +101,21 @@ func (t *turn) systemPrompt(mems []rpc.Memory) string {
 		}
 	}
 	return b.String()
+}
+
+// userHistory is the branch the user message continues: the one this
+// replica remembers when it is still current, else read through history.get.
+func (t *turn) userHistory(pf *prefetch) ([]rpc.HistoryMessage, error) {
+	if !pf.cached {
+		return t.branchHistory(pf.resp, pf.err)
+	}
+	if msgs, ok := t.e.branches.branch(t.cid, t.lastServer, t.q.Sequence); ok {
+		return msgs, nil
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, t.e.s.HistoryTimeout)
+	defer cancel()
+	resp, err := t.history(ctx, t.q.Sequence-1)
+	return t.branchHistory(resp, err)
 }
 
 // branchHistory is the branch the user message continues, read through

@@ -78,11 +78,12 @@ type Engine struct {
 	s        Settings
 	stops    *stops
 	features *features
+	branches *branches
 }
 
 // New returns an engine.
 func New(d Deps, s Settings) *Engine {
-	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations)}
+	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations), branches: newBranches(10000, 30*time.Minute)}
 }
 
 // Listen subscribes, on core NATS, to every conversation's ControlStop (a

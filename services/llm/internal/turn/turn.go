@@ -69,6 +69,12 @@ type turn struct {
 	// minSeq is what persistence must have applied before the history is
 	// read: everything before the message and the previous turn's last word.
 	minSeq uint64
+	// lastServer is the conversation's last server envelope when the turn
+	// started; lastPublished the last one this turn published.
+	lastServer    uint64
+	lastPublished atomic.Uint64
+	// hist is the branch the answer was built on (a UserMessage turn).
+	hist []rpc.HistoryMessage
 
 	firstSentence sync.Once
 	started       atomic.Bool // StartAnswer is in JetStream
@@ -117,7 +123,7 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 	if lerr != nil {
 		log.Warn().Err(lerr).Msg("last server envelope unknown")
 	}
-	t.minSeq = max(q.Sequence-1, last)
+	t.minSeq, t.lastServer = max(q.Sequence-1, last), last
 	streaming, ferr := e.features.streaming(tctx, cid)
 	if ferr != nil {
 		log.Warn().Err(ferr).Msg("client features unknown; streaming")
@@ -137,7 +143,29 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 	// Publishing outlives a stop (what was said stays said) but not a shutdown.
 	t.out = newOutbox(ctx, e.d.Publisher, e.s.PublishTimeout, t.published)
 	outcome, err = t.answer(pf)
+	t.rememberBranch(outcome)
 	return err
+}
+
+// rememberBranch keeps the branch after a completed answer to a message, so
+// the conversation's next turn need not wait for persistence; anything else
+// forgets it.
+func (t *turn) rememberBranch(outcome string) {
+	last := t.lastPublished.Load()
+	if outcome != "completed" || t.p.kind != kindMessage || t.p.userMsg == nil || t.p.branchParent != "" || last == 0 {
+		t.e.branches.forget(t.cid)
+		return
+	}
+	now := time.Now()
+	msgs := make([]rpc.HistoryMessage, 0, len(t.hist)+2)
+	msgs = append(msgs, t.hist...)
+	msgs = append(msgs,
+		rpc.HistoryMessage{ID: t.p.userMsg.ID, Role: "user", Contents: t.p.userText, CompletionStatus: "completed", CreatedAt: now},
+		rpc.HistoryMessage{ID: t.p.assistantID, PreviousID: t.p.userMsg.ID, Role: "assistant", Contents: t.ans.content(), CompletionStatus: "completed", CreatedAt: now})
+	if n := t.e.s.HistoryLimit; len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	t.e.branches.remember(t.cid, last, msgs)
 }
 
 // stoppedBeforeStart: an untargeted ControlStop that arrived here while no
@@ -227,7 +255,10 @@ func (t *turn) sendDirect(env protocol.Envelope, msgID string) {
 }
 
 // published is told every envelope the outbox got into JetStream.
-func (t *turn) published(env protocol.Envelope, _ *jetstream.PubAck) {
+func (t *turn) published(env protocol.Envelope, ack *jetstream.PubAck) {
+	if ack != nil {
+		t.lastPublished.Store(ack.Sequence)
+	}
 	if env.Type == protocol.TypeStartAnswer {
 		t.started.Store(true)
 	}

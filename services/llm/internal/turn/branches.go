@@ -1,0 +1,89 @@
+package turn
+
+import (
+	"sync"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/rpc"
+)
+
+// branches remembers, per conversation, the branch as this replica left it
+// after answering: the history the answer was built on, the user message and
+// the answer. The next turn of the conversation uses it instead of reading
+// history.get (which first waits until persistence has applied the previous
+// answer) when nothing else was published to the conversation since: its
+// last server envelope is still the one this replica published last, and
+// the new message continues the remembered head.
+type branches struct {
+	mu      sync.Mutex
+	entries map[string]*branchEntry
+	max     int
+	ttl     time.Duration
+}
+
+type branchEntry struct {
+	lastSeq uint64 // CONVERSATIONS sequence of the last server envelope published
+	msgs    []rpc.HistoryMessage
+	at      time.Time
+}
+
+func newBranches(max int, ttl time.Duration) *branches {
+	return &branches{entries: map[string]*branchEntry{}, max: max, ttl: ttl}
+}
+
+// remember stores the branch of cid after a completed answer.
+func (b *branches) remember(cid string, lastSeq uint64, msgs []rpc.HistoryMessage) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.entries) >= b.max {
+		b.evictLocked()
+	}
+	b.entries[cid] = &branchEntry{lastSeq: lastSeq, msgs: msgs, at: time.Now()}
+}
+
+// forget drops what is remembered of cid (a stop, a failure, a variation).
+func (b *branches) forget(cid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.entries, cid)
+}
+
+// head is the remembered head of cid's branch, if any.
+func (b *branches) head(cid string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[cid]
+	if !ok || len(e.msgs) == 0 || time.Since(e.at) > b.ttl {
+		return "", false
+	}
+	return e.msgs[len(e.msgs)-1].ID, true
+}
+
+// branch returns the remembered branch when lastSeq is still the
+// conversation's last server envelope and the message (at msgSeq) came
+// after it: a message sent before the previous answer was out may have
+// been chained elsewhere (to the previous question, say).
+func (b *branches) branch(cid string, lastSeq, msgSeq uint64) ([]rpc.HistoryMessage, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[cid]
+	if !ok || e.lastSeq != lastSeq || lastSeq == 0 || msgSeq < lastSeq || time.Since(e.at) > b.ttl {
+		return nil, false
+	}
+	return e.msgs, true
+}
+
+// evictLocked drops expired entries, or the oldest half when none expired.
+func (b *branches) evictLocked() {
+	for cid, e := range b.entries {
+		if time.Since(e.at) > b.ttl {
+			delete(b.entries, cid)
+		}
+	}
+	for cid := range b.entries {
+		if len(b.entries) < b.max/2 {
+			return
+		}
+		delete(b.entries, cid)
+	}
+}
