@@ -22,7 +22,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/calc"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
@@ -30,7 +29,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
-	"github.com/alicia-voice/alicia/services/persistence"
+	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
 const testUser = "user-1"
@@ -75,20 +74,7 @@ func newHarness(t testing.TB) *harness {
 	t.Cleanup(pool.Close)
 	h := &harness{t: t, ns: ns, nc: nc, js: js, pub: bus.NewPublisher(js), pool: pool, pgURL: pgURL,
 		fake: fakeopenai.New(t), stanzas: map[string]int32{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	pcfg := persistence.DefaultConfig()
-	pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
-	done := make(chan error, 1)
-	go func() { done <- persistence.Run(ctx, pcfg, zerolog.Nop()) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("persistence: %v", err)
-		}
-	})
-	testkit.EventuallyNoError(t, 10*time.Second, func() error {
-		return rpc.WaitApplied(context.Background(), nc, bus.StreamConversations, 0)
-	}, "persistence ready")
+	persistencetest.Start(t, ns.ClientURL(), pgURL)
 	return h
 }
 

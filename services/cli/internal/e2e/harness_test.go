@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -26,7 +25,7 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/memory"
-	"github.com/alicia-voice/alicia/services/persistence"
+	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
 const (
@@ -76,6 +75,7 @@ func newStack(t testing.TB, o options) *stack {
 	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("I have nothing scripted for that.")))
 	mem := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))
 	log := testLog()
+	persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after the services below
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -96,12 +96,6 @@ func newStack(t testing.TB, o options) *stack {
 		for err := range errs {
 			t.Errorf("service: %v", err)
 		}
-	})
-
-	pcfg := persistence.DefaultConfig()
-	pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
-	run("persistence", func(ctx context.Context) error {
-		return persistence.Run(ctx, pcfg, log.With().Str("service", "persistence").Logger())
 	})
 
 	mcfg := memory.DefaultConfig()
@@ -140,13 +134,10 @@ func newStack(t testing.TB, o options) *stack {
 		t.Fatal("gateway did not start")
 	}
 	s := &stack{t: t, base: "http://" + a, ws: "ws://" + a + "/v1/ws", nc: nc, js: js, pool: pool, chat: chat, mem: mem}
-	// Ready: persistence applies, memory answers, llm has its turn consumers.
+	// Ready: memory answers, llm has its turn consumers.
 	testkit.EventuallyNoError(t, 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if err := rpc.WaitApplied(ctx, nc, bus.StreamConversations, 0); err != nil {
-			return err
-		}
 		if _, err := rpc.MemorySearch(ctx, nc, rpc.MemorySearchRequest{UserID: "nobody", Query: "ready?"}); err != nil {
 			return err
 		}

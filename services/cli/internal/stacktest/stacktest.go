@@ -7,18 +7,15 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
-	"github.com/alicia-voice/alicia/pkg/rpc"
-	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/gateway"
-	"github.com/alicia-voice/alicia/services/persistence"
+	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
 // API keys of the stack's two users.
@@ -47,11 +44,8 @@ func Start(t *testing.T) *Stack {
 	}
 	t.Cleanup(pool.Close)
 
+	persistencetest.Start(t, ns.ClientURL(), pgURL)
 	ctx, cancel := context.WithCancel(context.Background())
-	pcfg := persistence.DefaultConfig()
-	pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
-	pdone := make(chan error, 1)
-	go func() { pdone <- persistence.Run(ctx, pcfg, zerolog.Nop()) }()
 
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
@@ -62,20 +56,12 @@ func Start(t *testing.T) *Stack {
 	go func() { gdone <- gateway.Run(ctx, gcfg, zerolog.Nop(), func(a string) { addr <- a }) }()
 	t.Cleanup(func() {
 		cancel()
-		for _, c := range []chan error{pdone, gdone} {
-			if err := <-c; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("service: %v", err)
-			}
+		if err := <-gdone; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("gateway: %v", err)
 		}
 	})
 	select {
 	case a := <-addr:
-		// Writes answer 503 until persistence serves persistence.applied.
-		testkit.EventuallyNoError(t, 30*time.Second, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return rpc.WaitApplied(ctx, nc, bus.StreamConversations, 0)
-		}, "persistence ready")
 		return &Stack{Base: "http://" + a, Pool: pool, Pub: bus.NewPublisher(js)}
 	case err := <-gdone:
 		gdone <- err // for the cleanup
