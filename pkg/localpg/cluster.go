@@ -30,6 +30,12 @@ const (
 	initMarker   = stateDir + "/initdb-done"    // written after initdb
 )
 
+// startSettings are given at every start, so an existing cluster picks them
+// up when it restarts: shared_buffers big enough for the HNSW index of a
+// realistic memory table (≈ 8 KB per memory; PostgreSQL's 128 MB default
+// holds ~16k memories, and every search beyond that reads pages it lost).
+const startSettings = "-c shared_buffers=1GB"
+
 // Server settings given to initdb (see the package documentation).
 var serverSettings = []string{
 	"listen_addresses=127.0.0.1",
@@ -242,7 +248,7 @@ func (c *cluster) ensureRunning(ctx context.Context) (int, error) {
 			return 0, errors.New("localpg: no free port on 127.0.0.1")
 		}
 		c.opts.logf("starting PostgreSQL on 127.0.0.1:%d", port)
-		out, err := c.runPG(ctx, "pg_ctl", "start", "-D", dataDir, "-l", serverLog, "-w", "-t", "60", "-o", "-p "+strconv.Itoa(port))
+		out, err := c.runPG(ctx, "pg_ctl", "start", "-D", dataDir, "-l", serverLog, "-w", "-t", "60", "-o", "-p "+strconv.Itoa(port)+" "+startSettings)
 		if err != nil {
 			lastErr = fmt.Errorf("localpg: pg_ctl start: %w\n%s\nserver log: %s", err, strings.TrimSpace(out), c.hostPath(serverLog))
 			continue

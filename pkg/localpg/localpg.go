@@ -25,7 +25,8 @@
 // fraction of a second of commits, but never leaves the cluster inconsistent —
 // this makes the many small transactions of test suites much cheaper;
 // max_connections is 300 because parallel test packages each open pools;
-// shared_buffers keeps PostgreSQL's default (128 MB).
+// shared_buffers is 1 GB (given at every start) so memory search over a
+// realistic number of memories is served from memory.
 //
 // Building needs root (debootstrap and chroot). Without root, set
 // ALICIA_POSTGRES_URL to an existing PostgreSQL 17 + pgvector server.
