@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
@@ -30,16 +30,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		return err
 	}
 	keys, _ := auth.ParseKeys(cfg.APIKeys)
-	pgCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	// Reads only: writes go through JetStream and the persistence service.
+	pool, err := pgread.Open(ctx, cfg.PostgresURL)
 	if err != nil {
-		return fmt.Errorf("gateway: postgres URL: %w", err)
-	}
-	// Reads only: every transaction of the gateway's sessions is read-only;
-	// writes go through JetStream and the persistence service.
-	pgCfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-	pool, err := pgxpool.NewWithConfig(ctx, pgCfg)
-	if err != nil {
-		return fmt.Errorf("gateway: postgres: %w", err)
+		return fmt.Errorf("gateway: %w", err)
 	}
 	defer pool.Close()
 	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "gateway")

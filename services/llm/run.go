@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
 	"github.com/alicia-voice/alicia/services/llm/internal/queue"
@@ -28,15 +28,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	pgCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
-	if err != nil {
-		return fmt.Errorf("llm: postgres URL: %w", err)
-	}
 	// Reads only: persistence is the only writer.
-	pgCfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-	pool, err := pgxpool.NewWithConfig(ctx, pgCfg)
+	pool, err := pgread.Open(ctx, cfg.PostgresURL)
 	if err != nil {
-		return fmt.Errorf("llm: postgres: %w", err)
+		return fmt.Errorf("llm: %w", err)
 	}
 	defer pool.Close()
 	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "llm")

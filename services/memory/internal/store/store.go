@@ -15,6 +15,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
+	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 )
 
@@ -27,21 +28,16 @@ type Store struct {
 // Open connects to Postgres with every transaction read-only and the
 // pgvector types registered.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	pool, err := pgread.Open(ctx, url, func(cfg *pgxpool.Config) {
+		if maxConns > 0 {
+			cfg.MaxConns = maxConns
+		}
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			return pgxvec.RegisterTypes(ctx, conn)
+		}
+	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres URL: %w", err)
-	}
-	// Reads only: writes go through JetStream and the persistence service.
-	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-	if maxConns > 0 {
-		cfg.MaxConns = maxConns
-	}
-	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		return pgxvec.RegisterTypes(ctx, conn)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, err
 	}
 	return pool, nil
 }
