@@ -95,7 +95,8 @@ func (c *Consumer) partition(ctx, turnCtx context.Context, k int) {
 			failures = 0
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages) || isTimeout(err):
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) || isTimeout(err):
+			// An idle partition: the pull ended without a turn.
 			failures = 0
 		case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, nats.ErrNoResponders):
 			// The server restarted (the consumer lived in memory): recreate it.
