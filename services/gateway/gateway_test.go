@@ -21,7 +21,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/memory"
-	"github.com/alicia-voice/alicia/services/persistence"
+	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
 const (
@@ -61,17 +61,15 @@ func newStack(t *testing.T, opts ...func(*stackOptions)) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	if !o.noPersistence {
+		persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after the services below
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var done []chan error
 	run := func(f func() error) {
 		c := make(chan error, 1)
 		done = append(done, c)
 		go func() { c <- f() }()
-	}
-	if !o.noPersistence {
-		pcfg := persistence.DefaultConfig()
-		pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
-		run(func() error { return persistence.Run(ctx, pcfg, zerolog.Nop()) })
 	}
 	if o.memory {
 		mcfg := memory.DefaultConfig()

@@ -20,7 +20,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/memory"
-	"github.com/alicia-voice/alicia/services/persistence"
+	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
 const metaUser = "alicia.user_id"
@@ -56,12 +56,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	t.Cleanup(pool.Close)
 	ai := fakeopenai.New(t, o.fake...)
+	persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after memory
 
 	ctx, cancel := context.WithCancel(context.Background())
-	pcfg := persistence.DefaultConfig()
-	pcfg.NATSURL, pcfg.PostgresURL = ns.ClientURL(), pgURL
-	pdone := make(chan error, 1)
-	go func() { pdone <- persistence.Run(ctx, pcfg, zerolog.Nop()) }()
 
 	cfg := memory.DefaultConfig()
 	cfg.NATSURL, cfg.PostgresURL = ns.ClientURL(), pgURL
@@ -79,10 +76,8 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	go func() { mdone <- memory.Run(ctx, cfg, testLogger(t)) }()
 	t.Cleanup(func() {
 		cancel()
-		for _, c := range []chan error{pdone, mdone} {
-			if err := <-c; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("service: %v", err)
-			}
+		if err := <-mdone; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("memory: %v", err)
 		}
 	})
 	s := &stack{t: t, nc: nc, js: js, pub: bus.NewPublisher(js), pool: pool, ai: ai, cfg: cfg}
@@ -91,18 +86,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
 		select {
 		case err := <-mdone:
+			mdone <- err // for the cleanup
 			t.Fatalf("memory stopped: %v", err)
-		case err := <-pdone:
-			t.Fatalf("persistence stopped: %v", err)
 		default:
 		}
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if _, err := rpc.MemorySearch(rctx, nc, rpc.MemorySearchRequest{UserID: "probe"}); err != nil {
-			return err
-		}
-		return rpc.WaitApplied(rctx, nc, bus.StreamSystem, 0)
-	}, "memory and persistence answering")
+		_, err := rpc.MemorySearch(rctx, nc, rpc.MemorySearchRequest{UserID: "probe"})
+		return err
+	}, "memory answering")
 	return s
 }
 
