@@ -97,3 +97,18 @@ func (*MCPServerConfig) MessageType() MessageType { return TypeMCPServerConfig }
 
 // MessageType returns TypeMCPServerStatus.
 func (*MCPServerStatus) MessageType() MessageType { return TypeMCPServerStatus }
+
+// MessageType returns TypeASRJob.
+func (*ASRJob) MessageType() MessageType { return TypeASRJob }
+
+// MessageType returns TypeSpeechAudio.
+func (*SpeechAudio) MessageType() MessageType { return TypeSpeechAudio }
+
+// MessageType returns TypeSentenceAudio.
+func (*SentenceAudio) MessageType() MessageType { return TypeSentenceAudio }
+
+// MessageType returns TypeSentencePlayout.
+func (*SentencePlayout) MessageType() MessageType { return TypeSentencePlayout }
+
+// MessageType returns TypeAgentDispatch.
+func (*AgentDispatch) MessageType() MessageType { return TypeAgentDispatch }

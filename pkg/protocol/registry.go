@@ -37,11 +37,16 @@ const (
 	TypeConversationUpdate   MessageType = 28
 	TypeBranchUpdate         MessageType = 50
 
-	// Internal types (60-69): between services on alicia.sys, never from clients.
+	// Internal types (60-69): between services, never from or to clients.
 	TypeToolRegistration MessageType = 60
 	TypeToolSetting      MessageType = 61
 	TypeMCPServerConfig  MessageType = 62
 	TypeMCPServerStatus  MessageType = 63
+	TypeASRJob           MessageType = 64
+	TypeSpeechAudio      MessageType = 65
+	TypeSentenceAudio    MessageType = 66
+	TypeSentencePlayout  MessageType = 67
+	TypeAgentDispatch    MessageType = 68
 )
 
 // Body is implemented by every generated body type (as a pointer).
@@ -88,6 +93,11 @@ var registry = map[MessageType]typeInfo{
 	TypeToolSetting:          {"ToolSetting", "tool_setting", func() Body { return new(ToolSetting) }},
 	TypeMCPServerConfig:      {"MCPServerConfig", "mcp_server_config", func() Body { return new(MCPServerConfig) }},
 	TypeMCPServerStatus:      {"MCPServerStatus", "mcp_server_status", func() Body { return new(MCPServerStatus) }},
+	TypeASRJob:               {"ASRJob", "asr_job", func() Body { return new(ASRJob) }},
+	TypeSpeechAudio:          {"SpeechAudio", "speech_audio", func() Body { return new(SpeechAudio) }},
+	TypeSentenceAudio:        {"SentenceAudio", "sentence_audio", func() Body { return new(SentenceAudio) }},
+	TypeSentencePlayout:      {"SentencePlayout", "sentence_playout", func() Body { return new(SentencePlayout) }},
+	TypeAgentDispatch:        {"AgentDispatch", "agent_dispatch", func() Body { return new(AgentDispatch) }},
 }
 
 var byToken = func() map[string]MessageType {

@@ -2,6 +2,54 @@
 
 package protocol
 
+// Speech of one utterance for the asr workers, on the ASR_JOBS work queue
+// (alicia.asr.jobs.{cid}). Partial jobs carry the utterance so far; the final one
+// the whole utterance. Message type 64, internal.
+type ASRJob struct {
+	// Conversation id (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// When the job was made, ms since the Unix epoch.
+	CreatedAt int64 `json:"createdAt"`
+
+	// The utterance's audio from its start. JSON: base64 (RFC 4648, padded) string;
+	// MessagePack: bin.
+	Data []byte `json:"data"`
+
+	// Duration of data in milliseconds.
+	DurationMs int32 `json:"durationMs"`
+
+	// End of the user's turn: the transcription becomes the user message.
+	Final bool `json:"final"`
+
+	// Audio format of data, e.g. pcm_s16le_16000 (mono).
+	Format string `json:"format"`
+
+	// Job id (aj_…); unique per job.
+	ID string `json:"id"`
+
+	// ISO-639-1 language hint.
+	Language *string `json:"language,omitempty,omitzero"`
+
+	// Text to condition the transcription on (e.g. the previous transcript).
+	Prompt *string `json:"prompt,omitempty,omitzero"`
+
+	// 1, 2, … per utterance; a partial with a lower sequence than one already
+	// published is stale.
+	Sequence int32 `json:"sequence"`
+
+	// When the end-pointer decided the user stopped speaking, ms since the Unix epoch
+	// (final jobs); voice-to-voice is measured from it.
+	SpeechEndMs *int64 `json:"speechEndMs,omitempty,omitzero"`
+
+	// LiveKit track sid of the user's microphone.
+	TrackSid *string `json:"trackSid,omitempty,omitzero"`
+
+	// The utterance this job transcribes; the final transcription and the user
+	// message take this id (am_…).
+	UtteranceID string `json:"utteranceId"`
+}
+
 // Acknowledges a stanza. Message type 8, both.
 type Acknowledgement struct {
 	// Stanza id being acknowledged.
@@ -12,6 +60,23 @@ type Acknowledgement struct {
 
 	// Success corresponds to the JSON schema field "success".
 	Success bool `json:"success"`
+}
+
+// A request for a room-agent to join conv_{cid}, on the AGENT_DISPATCH work queue
+// (alicia.agent.dispatch.{cid}); the agent holding it stays in the room. Message
+// type 68, internal.
+type AgentDispatch struct {
+	// Conversation id (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// ms since the Unix epoch.
+	RequestedAt int64 `json:"requestedAt"`
+
+	// LiveKit room name (conv_{cid}).
+	Room string `json:"room"`
+
+	// The user the conversation belongs to.
+	UserID *string `json:"userId,omitempty,omitzero"`
 }
 
 // A complete, non-streaming answer. Message type 3, S→C.
@@ -530,6 +595,67 @@ type ReasoningStep struct {
 	Sequence int32 `json:"sequence"`
 }
 
+// The audio of one synthesised sentence, for persistence
+// (alicia.conv.{cid}.agent.sentence_audio). Message type 66, internal.
+type SentenceAudio struct {
+	// Size of the audio in bytes.
+	ByteSize int32 `json:"byteSize"`
+
+	// Conversation id (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// The audio bytes, when storing them is enabled. JSON: base64 (RFC 4648, padded)
+	// string; MessagePack: bin.
+	Data []byte `json:"data,omitempty,omitzero"`
+
+	// Duration in milliseconds.
+	DurationMs int32 `json:"durationMs"`
+
+	// Synthesis backend (openai, espeak) and model.
+	Engine *string `json:"engine,omitempty,omitzero"`
+
+	// Audio format, e.g. pcm_s16le_24000.
+	Format string `json:"format"`
+
+	// The assistant message the sentence belongs to.
+	MessageID string `json:"messageId"`
+
+	// The AssistantSentence id.
+	SentenceID string `json:"sentenceId"`
+
+	// The sentence's 1-based sequence.
+	Sequence int32 `json:"sequence"`
+}
+
+// What the room-agent did with one sentence's audio
+// (alicia.conv.{cid}.agent.sentence_playout): played whole, interrupted by the
+// user, or never played. Message type 67, internal.
+type SentencePlayout struct {
+	// Conversation id (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// The assistant message the sentence belongs to.
+	MessageID string `json:"messageId"`
+
+	// Milliseconds of the sentence's audio that were played.
+	PlayedMs int32 `json:"playedMs"`
+
+	// The AssistantSentence id.
+	SentenceID string `json:"sentenceId"`
+
+	// The sentence's 1-based sequence.
+	Sequence int32 `json:"sequence"`
+
+	// played, interrupted (cut off by a barge-in) or unplayed.
+	Status SentencePlayoutStatus `json:"status"`
+}
+
+type SentencePlayoutStatus string
+
+const SentencePlayoutStatusInterrupted SentencePlayoutStatus = "interrupted"
+const SentencePlayoutStatusPlayed SentencePlayoutStatus = "played"
+const SentencePlayoutStatusUnplayed SentencePlayoutStatus = "unplayed"
+
 // Real server status, never hard-coded. Message type 26, S→C.
 type ServerInfo struct {
 	// Connection corresponds to the JSON schema field "connection".
@@ -585,6 +711,42 @@ type SessionStats struct {
 
 	// ToolCallCount corresponds to the JSON schema field "toolCallCount".
 	ToolCallCount int32 `json:"toolCallCount"`
+}
+
+// Synthesised speech of one sentence for playout, on core NATS
+// (alicia.audio.{cid}.out): one or more chunks per sentence, in order. Message
+// type 65, internal.
+type SpeechAudio struct {
+	// 0-based chunk index within the sentence.
+	Chunk int32 `json:"chunk"`
+
+	// Conversation id (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// PCM samples of this chunk. JSON: base64 (RFC 4648, padded) string; MessagePack:
+	// bin.
+	Data []byte `json:"data,omitempty,omitzero"`
+
+	// The sentence is the message's last one.
+	FinalSentence *bool `json:"finalSentence,omitempty,omitzero"`
+
+	// Audio format of data, e.g. pcm_s16le_24000 (mono).
+	Format string `json:"format"`
+
+	// Last chunk of the sentence.
+	Last bool `json:"last"`
+
+	// The assistant message (turn) the sentence belongs to.
+	MessageID string `json:"messageId"`
+
+	// The AssistantSentence id.
+	SentenceID string `json:"sentenceId"`
+
+	// The sentence's 1-based sequence in its message.
+	Sequence int32 `json:"sequence"`
+
+	// When synthesis of the sentence started, ms since the Unix epoch.
+	SynthStartMs *int64 `json:"synthStartMs,omitempty,omitzero"`
 }
 
 // Starts a streaming answer. Message type 13, S→C.

@@ -4,9 +4,11 @@
 //
 //	alicia.conv.{cid}.client.{type}   envelopes from a client
 //	alicia.conv.{cid}.server.{type}   envelopes for the client
+//	alicia.conv.{cid}.agent.{type}    internal envelopes of one conversation (playout, sentence audio); never forwarded to a client
 //	alicia.sys.{type}                 envelopes not tied to one conversation
 //	alicia.dlq.{consumer}             dead letters, with the reason in headers
 //	alicia.asr.jobs.{cid}             ASR work queue
+//	alicia.agent.dispatch.{cid}       room-agent dispatch work queue
 //	alicia.audio.{cid}.out            playout audio (core NATS)
 //	alicia.ctl.{cid}                  immediate control (core NATS)
 //	alicia.turns.{k}.{cid}.{type}     llm turn queue, partition k (turns.go)
@@ -28,6 +30,9 @@ type Origin string
 const (
 	OriginClient Origin = "client"
 	OriginServer Origin = "server"
+	// OriginAgent: internal envelopes about one conversation that the
+	// services exchange and persistence stores, never sent to a client.
+	OriginAgent Origin = "agent"
 )
 
 // Wildcards and stream subject filters.
@@ -37,6 +42,8 @@ const (
 	AllSystem        = "alicia.sys.>"
 	AllDeadLetters   = "alicia.dlq.>"
 	AllASRJobs       = "alicia.asr.jobs.>"
+	AllDispatch      = "alicia.agent.dispatch.>"
+	AllAudioOut      = "alicia.audio.*.out"
 )
 
 // ErrInvalid is returned by Parse and Validate for subjects or tokens that do not fit the layout.
@@ -84,6 +91,11 @@ func Conversation[C ~string](cid C) string {
 	return root + ".conv." + string(cid) + ".>"
 }
 
+// Agent is the subject of an internal envelope of type t about conversation cid.
+func Agent[C ~string](cid C, t Typed) string {
+	return conv(string(cid), OriginAgent, t.Token())
+}
+
 // ServerAll matches every server envelope of one conversation.
 func ServerAll[C ~string](cid C) string {
 	return root + ".conv." + string(cid) + ".server.>"
@@ -110,6 +122,18 @@ func ASRJob[C ~string](cid C) string { return root + ".asr.jobs." + string(cid) 
 
 // AudioOut carries playout audio for one conversation on core NATS.
 func AudioOut[C ~string](cid C) string { return root + ".audio." + string(cid) + ".out" }
+
+// Dispatch is the work-queue subject asking a room-agent to join the room of cid.
+func Dispatch[C ~string](cid C) string { return root + ".agent.dispatch." + string(cid) }
+
+// DispatchConversation returns the conversation id of a Dispatch subject.
+func DispatchConversation(subject string) (string, error) {
+	rest, ok := strings.CutPrefix(subject, root+".agent.dispatch.")
+	if !ok || !ValidToken(rest) {
+		return "", fmt.Errorf("%w: %q is not a dispatch subject", ErrInvalid, subject)
+	}
+	return rest, nil
+}
 
 // Control carries immediate control (stop, barge-in) for one conversation on core NATS.
 func Control[C ~string](cid C) string { return root + ".ctl." + string(cid) }
@@ -141,7 +165,7 @@ func Parse(subject string) (Parsed, error) {
 		return Parsed{}, fmt.Errorf("%w: %q is not a conversation subject", ErrInvalid, subject)
 	}
 	o := Origin(parts[3])
-	if o != OriginClient && o != OriginServer {
+	if o != OriginClient && o != OriginServer && o != OriginAgent {
 		return Parsed{}, fmt.Errorf("%w: %q has origin %q", ErrInvalid, subject, parts[3])
 	}
 	if !ValidToken(parts[2]) || !ValidToken(parts[4]) {

@@ -28,6 +28,8 @@ func TestBuild(t *testing.T) {
 		{"asr", subjects.ASRJob("ac_1"), "alicia.asr.jobs.ac_1"},
 		{"audio", subjects.AudioOut("ac_1"), "alicia.audio.ac_1.out"},
 		{"control", subjects.Control("ac_1"), "alicia.ctl.ac_1"},
+		{"agent", subjects.Agent("ac_1", tok("sentence_playout")), "alicia.conv.ac_1.agent.sentence_playout"},
+		{"dispatch", subjects.Dispatch("ac_1"), "alicia.agent.dispatch.ac_1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
