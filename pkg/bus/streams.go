@@ -20,7 +20,17 @@ const (
 	StreamConversations = "CONVERSATIONS"
 	StreamSystem        = "SYSTEM"
 	StreamDeadLetter    = "DEADLETTER"
+	// StreamASRJobs is the work queue of ASR jobs (ASRJob envelopes): one
+	// shared durable consumer, every asr replica pulls from it.
+	StreamASRJobs = "ASR_JOBS"
+	// StreamDispatch is the work queue of room-agent dispatch requests
+	// (AgentDispatch): at most one pending request per conversation; the
+	// agent that holds one is in the room and keeps it in progress.
+	StreamDispatch = "AGENT_DISPATCH"
 )
+
+// ASRJobsMaxAge drops jobs nobody took: a transcript that late is useless.
+const ASRJobsMaxAge = 5 * time.Minute
 
 // StreamsConfig tunes the streams EnsureStreams creates. Zero values take the defaults.
 type StreamsConfig struct {
@@ -76,7 +86,22 @@ func StreamConfigs(c StreamsConfig) []jetstream.StreamConfig {
 		base(StreamConversations, "Protocol envelopes of every conversation, client and server", subjects.AllConversations, c.MaxAge),
 		base(StreamSystem, "Protocol envelopes not tied to one conversation", subjects.AllSystem, c.MaxAge),
 		base(StreamDeadLetter, "Envelopes a consumer could not process, with the reason in headers", subjects.AllDeadLetters, c.DeadLetterMaxAge),
+		asrJobs(base(StreamASRJobs, "ASR jobs (ASRJob envelopes), shared by every asr replica", subjects.AllASRJobs, ASRJobsMaxAge)),
+		dispatch(base(StreamDispatch, "Room-agent dispatch requests (AgentDispatch), one pending per conversation", subjects.AllDispatch, 0)),
 	}
+}
+
+func asrJobs(c jetstream.StreamConfig) jetstream.StreamConfig {
+	c.Retention = jetstream.WorkQueuePolicy
+	return c
+}
+
+func dispatch(c jetstream.StreamConfig) jetstream.StreamConfig {
+	c.Retention = jetstream.WorkQueuePolicy
+	c.MaxMsgsPerSubject = 1
+	c.Discard = jetstream.DiscardNew
+	c.DiscardNewPerSubject = true
+	return c
 }
 
 // EnsureStreams creates or updates every Alicia stream.
