@@ -56,6 +56,38 @@ func (p *Publisher) PublishServer(ctx context.Context, env protocol.Envelope, ms
 	return p.publish(ctx, subjects.Server(env.ConversationID, env.Type), env, opts...)
 }
 
+// PublishOnBehalf publishes a client envelope that a service makes for the
+// user (the asr's UserMessage from a final transcription, the room-agent's
+// ControlStop on barge-in) on alicia.conv.{cid}.client.{type}. It carries
+// no stanza id (the client did not number it); msgID de-duplicates retries
+// and redeliveries.
+func (p *Publisher) PublishOnBehalf(ctx context.Context, env protocol.Envelope, msgID string) (*jetstream.PubAck, error) {
+	if subjects.Validate(env.ConversationID) != nil {
+		return nil, ErrNoConversation
+	}
+	env.StanzaID = 0
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	return p.publish(ctx, subjects.Client(env.ConversationID, env.Type), env, opts...)
+}
+
+// PublishAgent publishes an internal envelope about one conversation
+// (SentenceAudio, SentencePlayout) on alicia.conv.{cid}.agent.{type}: stored
+// and persisted, never forwarded to a client.
+func (p *Publisher) PublishAgent(ctx context.Context, env protocol.Envelope, msgID string) (*jetstream.PubAck, error) {
+	if subjects.Validate(env.ConversationID) != nil {
+		return nil, ErrNoConversation
+	}
+	env.StanzaID = 0
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	return p.publish(ctx, subjects.Agent(env.ConversationID, env.Type), env, opts...)
+}
+
 // PublishSystem publishes an envelope not tied to one conversation on alicia.sys.{type}.
 func (p *Publisher) PublishSystem(ctx context.Context, env protocol.Envelope, msgID string) (*jetstream.PubAck, error) {
 	var opts []jetstream.PublishOpt
