@@ -73,7 +73,13 @@ func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 		return
 	}
 	cid, fresh := "", cfg.ConversationID == nil
-	if fresh {
+	if bound := s.opts.Conversation; bound != "" {
+		if cfg.ConversationID != nil && *cfg.ConversationID != bound {
+			s.sendError(protocol.CodeForbidden, fmt.Sprintf("this connection is bound to conversation %s", bound), nil)
+			return
+		}
+		cid, fresh = bound, false
+	} else if fresh {
 		cid = protocol.NewID("ac")
 	} else {
 		cid = *cfg.ConversationID
@@ -110,6 +116,9 @@ func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 	if env.StanzaID > 0 {
 		env.ConversationID = cid
 		s.publish(ctx, env)
+	}
+	if s.opts.OnConfigured != nil {
+		s.opts.OnConfigured(cid, cfg)
 	}
 	// The answer goes through the stream like every server envelope, so it
 	// carries a stanza id and is part of the conversation's record.

@@ -239,3 +239,41 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 		return n == 50
 	}, "fast client slowed down")
 }
+
+func TestBoundConversation(t *testing.T) {
+	js, _ := setup(t)
+	ctx := context.Background()
+	const cid = "ac_room1"
+
+	t.Run("configuration without id binds the room's conversation", func(t *testing.T) {
+		c := &client{}
+		var configured []string
+		s := edge.NewSession(js, owners{}, c, edge.Options{User: "user-1", Conversation: cid, Log: zerolog.Nop(),
+			OnConfigured: func(got string, cfg *protocol.Configuration) { configured = append(configured, got) }})
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.Run(runCtx) }()
+		t.Cleanup(func() { cancel(); <-done })
+
+		s.HandleClient(ctx, encode(t, protocol.Envelope{StanzaID: 1, Type: protocol.TypeConfiguration, Body: &protocol.Configuration{}}))
+		testkit.Eventually(t, 5*time.Second, func() bool { return len(c.got()) == 1 }, "no Configuration reply")
+		if s.ConversationID() != cid || len(configured) != 1 || configured[0] != cid {
+			t.Fatalf("bound to %q, configured %v", s.ConversationID(), configured)
+		}
+	})
+	t.Run("another conversation is refused", func(t *testing.T) {
+		c := &client{}
+		// owners lets user-1 use ac_other: an unbound session would accept it, a bound one must not.
+		b := edge.NewSession(js, owners{"ac_other": "user-1"}, c, edge.Options{User: "user-1", Conversation: cid, Log: zerolog.Nop()})
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = b.Run(runCtx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		other := "ac_other"
+		b.HandleClient(ctx, encode(t, protocol.Envelope{StanzaID: 1, Type: protocol.TypeConfiguration, Body: &protocol.Configuration{ConversationID: &other}}))
+		testkit.Eventually(t, 5*time.Second, func() bool { return len(c.got()) == 1 }, "no answer")
+		if codes := errorCodes(c.got()); len(codes) != 1 || codes[0] != protocol.CodeForbidden || b.ConversationID() != "" {
+			t.Fatalf("codes %v, bound %q", codes, b.ConversationID())
+		}
+	})
+}

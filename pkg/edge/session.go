@@ -49,6 +49,15 @@ var ErrSlowClient = errors.New("edge: client too slow, send queue full")
 // Options of a session.
 type Options struct {
 	User string
+	// Conversation, when set, binds the session to that one conversation
+	// (a LiveKit room is one conversation): a Configuration without
+	// conversationId means it, another one is refused with 203, and no
+	// conversation is ever created. The transport has already checked the
+	// user may use it (the room's token).
+	Conversation string
+	// OnConfigured, when set, is told the client's Configuration once the
+	// session is bound (the room-agent learns the features it asked for).
+	OnConfigured func(cid string, cfg *protocol.Configuration)
 	// QueueSize bounds the frames waiting for the client (default 256).
 	QueueSize int
 	Log       zerolog.Logger
