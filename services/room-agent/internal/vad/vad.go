@@ -1,0 +1,273 @@
+// Package vad finds speech in 16 kHz mono PCM: an energy detector with an
+// adaptive noise floor, and an end-pointer that turns its decisions into
+// utterances (start, partial snapshots, end) with configurable minimum
+// speech, end-of-turn silence, pre-roll and maximum length.
+package vad
+
+import (
+	"errors"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/audio"
+)
+
+// Config tunes detection and end-pointing. Zero values take the defaults.
+type Config struct {
+	SampleRate int           // default 16000
+	Frame      time.Duration // analysis frame, default 20 ms
+	// MarginDB: a frame is speech when its level is this far above the noise floor (default 12).
+	MarginDB float64
+	// MinLevelDB: quieter frames are never speech (default -50 dBFS).
+	MinLevelDB float64
+	// MinSpeech of speech starts an utterance (default 150 ms).
+	MinSpeech time.Duration
+	// EndSilence of silence ends it (default 500 ms).
+	EndSilence time.Duration
+	// PreRoll is audio kept from before the detected start (default 300 ms).
+	PreRoll time.Duration
+	// MaxUtterance ends an utterance that goes on (default 25 s).
+	MaxUtterance time.Duration
+	// PartialEvery emits a Partial snapshot while speech goes on (default 500 ms; negative: never).
+	PartialEvery time.Duration
+}
+
+// ErrConfig is returned for impossible settings.
+var ErrConfig = errors.New("vad: bad config")
+
+func (c Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.SampleRate == 0 {
+		c.SampleRate = 16000
+	}
+	def(&c.Frame, 20*time.Millisecond)
+	def(&c.MinSpeech, 150*time.Millisecond)
+	def(&c.EndSilence, 500*time.Millisecond)
+	def(&c.PreRoll, 300*time.Millisecond)
+	def(&c.MaxUtterance, 25*time.Second)
+	def(&c.PartialEvery, 500*time.Millisecond)
+	if c.MarginDB == 0 {
+		c.MarginDB = 12
+	}
+	if c.MinLevelDB == 0 {
+		c.MinLevelDB = -50
+	}
+	return c
+}
+
+// Validate reports impossible settings.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if c.SampleRate < 8000 {
+		errs = append(errs, errors.New("sample rate below 8 kHz"))
+	}
+	if c.Frame < 5*time.Millisecond || c.Frame > 100*time.Millisecond {
+		errs = append(errs, errors.New("frame must be 5-100 ms"))
+	}
+	if c.MinSpeech < c.Frame || c.EndSilence < c.Frame {
+		errs = append(errs, errors.New("minimum speech and end silence must be at least one frame"))
+	}
+	if c.MaxUtterance <= c.MinSpeech {
+		errs = append(errs, errors.New("maximum utterance must exceed minimum speech"))
+	}
+	if len(errs) > 0 {
+		return errors.Join(append([]error{ErrConfig}, errs...)...)
+	}
+	return nil
+}
+
+// Kind of an Event.
+type Kind int
+
+// Event kinds.
+const (
+	Start   Kind = iota + 1 // speech began (Audio: pre-roll and speech so far)
+	Partial                 // speech goes on (Audio: the utterance so far)
+	End                     // end of the user's turn (Audio: the whole utterance)
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Start:
+		return "start"
+	case Partial:
+		return "partial"
+	case End:
+		return "end"
+	}
+	return "unknown"
+}
+
+// Event is what the end-pointer decided after a frame.
+type Event struct {
+	Kind Kind
+	// Audio is the utterance from its pre-roll; the slice is the
+	// detector's own for Start and Partial (copy it to keep it), and handed
+	// over for End.
+	Audio []int16
+	// Speech is how long the utterance has had speech frames.
+	Speech time.Duration
+	// Forced: End because the utterance reached MaxUtterance.
+	Forced bool
+}
+
+// Detector is the VAD and end-pointer of one audio stream. Not safe for
+// concurrent use.
+type Detector struct {
+	cfg           Config
+	frameN        int
+	pending       []int16 // samples of an incomplete frame
+	floor         float64 // noise floor, dBFS
+	primed        bool
+	pre           []int16 // ring of pre-roll samples while idle (kept as a sliding slice)
+	preMax        int
+	inSpeech      bool
+	utt           []int16
+	voiced        time.Duration // voiced run before start / speech total after
+	silence       time.Duration
+	lastVoicedEnd int // utt length at the end of the last voiced frame
+	sincePartial  time.Duration
+	speaking      bool // last frame voiced
+	blocks        []float64
+	blockMin      float64
+	blockFrames   int
+}
+
+// New returns a detector.
+func New(cfg Config) (*Detector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	n := int(int64(cfg.SampleRate) * int64(cfg.Frame) / int64(time.Second))
+	return &Detector{cfg: cfg, frameN: n, floor: -70, preMax: int(int64(cfg.SampleRate) * int64(cfg.PreRoll) / int64(time.Second))}, nil
+}
+
+// Config returns the settings in use (defaults filled in).
+func (d *Detector) Config() Config { return d.cfg }
+
+// InSpeech reports whether an utterance is open.
+func (d *Detector) InSpeech() bool { return d.inSpeech }
+
+// Voiced reports whether the last frame was speech.
+func (d *Detector) Voiced() bool { return d.speaking }
+
+// NoiseFloor is the current noise floor estimate in dBFS.
+func (d *Detector) NoiseFloor() float64 { return d.floor }
+
+// Push analyses samples and calls emit for each decision, in order.
+func (d *Detector) Push(samples []int16, emit func(Event)) {
+	d.pending = append(d.pending, samples...)
+	for len(d.pending) >= d.frameN {
+		frame := d.pending[:d.frameN]
+		d.frame(frame, emit)
+		d.pending = d.pending[d.frameN:]
+	}
+	if len(d.pending) == 0 {
+		d.pending = d.pending[:0:0] // let the backing array go
+	}
+}
+
+// Flush ends an open utterance (the stream stopped) and resets.
+func (d *Detector) Flush(emit func(Event)) {
+	if d.inSpeech {
+		d.end(emit, false)
+	}
+	d.pending, d.pre = nil, nil
+}
+
+func (d *Detector) frame(frame []int16, emit func(Event)) {
+	level := audio.DBFS(frame)
+	if !d.primed { // the first frame seeds the floor
+		d.floor, d.primed = min(level, -30), true
+	}
+	threshold := max(d.floor+d.cfg.MarginDB, d.cfg.MinLevelDB)
+	if d.speaking {
+		threshold -= 3 // hysteresis: stay voiced through small dips
+	}
+	voiced := level > threshold
+	d.speaking = voiced
+	d.adaptFloor(level)
+	f := d.cfg.Frame
+	if !d.inSpeech {
+		d.pre = append(d.pre, frame...)
+		if over := len(d.pre) - d.preMax - int(int64(d.cfg.SampleRate)*int64(d.cfg.MinSpeech)/int64(time.Second)); over > 0 {
+			d.pre = append(d.pre[:0], d.pre[over:]...)
+		}
+		if voiced {
+			d.voiced += f
+		} else {
+			d.voiced = 0
+		}
+		if d.voiced >= d.cfg.MinSpeech {
+			d.inSpeech = true
+			d.utt = append(make([]int16, 0, len(d.pre)*4), d.pre...)
+			d.pre = d.pre[:0]
+			d.silence, d.sincePartial = 0, 0
+			d.lastVoicedEnd = len(d.utt)
+			emit(Event{Kind: Start, Audio: d.utt, Speech: d.voiced})
+		}
+		return
+	}
+	d.utt = append(d.utt, frame...)
+	d.sincePartial += f
+	if voiced {
+		d.voiced += f
+		d.silence = 0
+		d.lastVoicedEnd = len(d.utt)
+	} else {
+		d.silence += f
+	}
+	switch {
+	case d.silence >= d.cfg.EndSilence:
+		d.end(emit, false)
+	case audio.FramesDuration(len(d.utt), d.cfg.SampleRate) >= d.cfg.MaxUtterance:
+		d.end(emit, true)
+	case d.cfg.PartialEvery > 0 && d.sincePartial >= d.cfg.PartialEvery:
+		d.sincePartial = 0
+		emit(Event{Kind: Partial, Audio: d.utt, Speech: d.voiced})
+	}
+}
+
+// end closes the utterance, keeping 200 ms after the last speech frame.
+func (d *Detector) end(emit func(Event), forced bool) {
+	keep := min(len(d.utt), d.lastVoicedEnd+d.cfg.SampleRate/5)
+	utt := d.utt[:keep]
+	speech := d.voiced
+	d.inSpeech, d.utt, d.voiced, d.silence = false, nil, 0, 0
+	emit(Event{Kind: End, Audio: utt, Speech: speech, Forced: forced})
+}
+
+// adaptFloor tracks the noise floor by minimum statistics: the lowest
+// frame level over the last few seconds (kept as per-block minima). Speech
+// has gaps between words, so the floor stays at the noise under it; a
+// noise that rises and stays becomes the floor within the window.
+func (d *Detector) adaptFloor(level float64) {
+	if level < d.blockMin || d.blockFrames == 0 {
+		d.blockMin = level
+	}
+	d.blockFrames++
+	if d.blockFrames < floorBlockFrames {
+		d.floor = min(d.floor, level)
+		return
+	}
+	d.blocks = append(d.blocks, d.blockMin)
+	if len(d.blocks) > floorBlocks {
+		d.blocks = d.blocks[1:]
+	}
+	d.blockFrames = 0
+	d.floor = d.blocks[0]
+	for _, b := range d.blocks[1:] {
+		d.floor = min(d.floor, b)
+	}
+}
+
+// The floor window: floorBlocks blocks of floorBlockFrames frames (3 s at 20 ms frames).
+const (
+	floorBlockFrames = 5
+	floorBlocks      = 30
+)
