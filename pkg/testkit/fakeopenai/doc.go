@@ -2,7 +2,10 @@
 // wire format closely enough for github.com/sashabaranov/go-openai and the
 // services built on it: chat completions (JSON and SSE streaming, with
 // reasoning_content and tool calls streamed the way OpenAI and vLLM stream
-// them), deterministic embeddings and the model list.
+// them), deterministic embeddings, the model list, and the audio endpoints
+// of speaches: transcriptions (a WAV upload, checked and parsed; scripted
+// transcripts in json, text or verbose_json) and speech (24 kHz voice-like
+// PCM or WAV, as long as the text, streamed in chunks).
 //
 // Tests script the answers: a Script is a list of Turns, picked by a Matcher
 // on the request or consumed in order, and every chat request is recorded so

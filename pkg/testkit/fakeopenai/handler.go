@@ -48,6 +48,7 @@ type Handler struct {
 	failStatus int
 	requests   []Request
 	embeds     []EmbeddingRequest
+	audio      audioState
 }
 
 // NewHandler builds a Handler; it needs no network and no testing.TB.
@@ -64,6 +65,7 @@ func NewHandler(opts ...Option) *Handler {
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
 	h.mux.HandleFunc("POST /v1/embeddings", h.embeddings)
 	h.mux.HandleFunc("GET /v1/models", h.listModels)
+	h.mountAudio()
 	return h
 }
 
@@ -144,12 +146,14 @@ func (h *Handler) EmbeddingRequests() []EmbeddingRequest {
 	return slices.Clone(h.embeds)
 }
 
-// Reset forgets scripts, recorded requests and faults.
+// Reset forgets scripts, recorded requests and faults (the speech
+// configuration stays).
 func (h *Handler) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.scripts, h.requests, h.embeds = nil, nil, nil
 	h.fault, h.failNext, h.failStatus = Fault{}, 0, 0
+	h.resetAudio()
 }
 
 // Fault is what goes wrong for every request until it is changed. The zero
