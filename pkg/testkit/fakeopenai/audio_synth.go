@@ -67,7 +67,7 @@ func (s *synth) envelope(j int) float64 {
 	syllable := 3 * s.perChar
 	e := 0.7 + 0.3*math.Sin(math.Pi*math.Mod(float64(j), syllable)/syllable)
 	edge := synthEdge * s.rate
-	in := float64(j) - float64(c)*s.perChar          // samples into this character
+	in := float64(j) - float64(c)*s.perChar        // samples into this character
 	out := float64(c+1)*s.perChar - float64(j) - 1 // samples to its end
 	if (c == 0 || !voiced(s.text[c-1])) && in < edge {
 		e *= synthFloor + (1-synthFloor)*in/edge
