@@ -1,0 +1,207 @@
+// Package speech is the tts's use case: speaking the voice turns. The
+// StartAnswer of every answer goes through one durable consumer shared by
+// all replicas; the replica that takes a voice turn owns it until its last
+// sentence: it reads the turn's AssistantSentences in stream order with an
+// ordered consumer of its own, synthesises them one after another (at most
+// MaxAhead sentences ahead of the estimated playout), publishes each
+// sentence's audio in order as SpeechAudio chunks on core NATS and its
+// SentenceAudio on JetStream, and stops at once on a ControlStop.
+package speech
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/services/tts/internal/metrics"
+	"github.com/alicia-voice/alicia/services/tts/internal/synth"
+)
+
+var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/tts")
+
+// Synthesizer turns text into mono 16-bit PCM at synth.Rate, emitted as it
+// is produced (internal/synth.OpenAI, internal/synth.Espeak).
+type Synthesizer interface {
+	Synthesize(ctx context.Context, text string, emit synth.Emit) error
+	// Engine names the backend and model or voice (SentenceAudio.engine).
+	Engine() string
+}
+
+// Deps are the speaker's collaborators.
+type Deps struct {
+	NC        *nats.Conn
+	JS        jetstream.JetStream
+	Publisher *bus.Publisher
+	Synth     Synthesizer
+	Metrics   *metrics.Metrics
+	Log       zerolog.Logger
+}
+
+// Settings tune the speaker.
+type Settings struct {
+	Chunk      time.Duration // audio per SpeechAudio envelope
+	FirstChunk time.Duration // a sentence's first chunk goes out once this much audio is in
+	MaxAhead   int           // synthesised sentences waiting for playout, at most
+	MaxTurns   int           // turns spoken at once by this replica
+	AckWait    time.Duration // the turn consumer's AckWait (heartbeats at a third of it)
+	TurnIdle   time.Duration // a turn without a sentence for this long is over
+	MaxLag     time.Duration // a turn older than this when taken is not spoken
+	Timeout    time.Duration // one synthesis request
+	RetryDelay time.Duration // before the one retry of a failed synthesis
+	StoreAudio bool          // SentenceAudio carries the PCM
+	// PublishTimeout bounds a JetStream publish (SentenceAudio, ErrorMessage).
+	PublishTimeout time.Duration
+}
+
+// Speaker speaks voice turns. Its methods are safe for concurrent use.
+type Speaker struct {
+	d      Deps
+	s      Settings
+	stops  *stops
+	active atomic.Int64
+	wg     sync.WaitGroup
+	format string
+}
+
+// New returns a speaker.
+func New(d Deps, s Settings) *Speaker {
+	if s.FirstChunk <= 0 || s.FirstChunk > s.Chunk {
+		s.FirstChunk = min(s.Chunk, 20*time.Millisecond)
+	}
+	if s.PublishTimeout <= 0 {
+		s.PublishTimeout = 5 * time.Second
+	}
+	return &Speaker{d: d, s: s, stops: newStops(), format: synth.Format}
+}
+
+// ConsumerConfig is the durable consumer of StartAnswers every replica
+// pulls from. A turn stays pending (heartbeated) while it is spoken, so
+// MaxAckPending bounds the voice turns spoken at once by all replicas.
+func ConsumerConfig(name string, ackWait time.Duration, maxPending int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:        name,
+		Description:    "tts: answers to speak (StartAnswer); the replica that takes a voice turn reads its sentences",
+		FilterSubjects: []string{subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer)},
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        ackWait,
+		MaxAckPending:  maxPending,
+		MaxDeliver:     5,
+		// A first start does not speak the whole history.
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		MemoryStorage: true,
+	}
+}
+
+// Run listens for ControlStops and takes turns from cons until ctx is
+// cancelled; then the turns being spoken are handed back (another replica
+// resumes them after their last stored sentence).
+func (sp *Speaker) Run(ctx context.Context, cons jetstream.Consumer) error {
+	sub, err := sp.d.NC.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), sp.onStop)
+	if err != nil {
+		return fmt.Errorf("speech: subscribe control_stop: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	cc, err := cons.Consume(func(m jetstream.Msg) { sp.take(ctx, m) }, jetstream.PullMaxMessages(16))
+	if err != nil {
+		return fmt.Errorf("speech: consume: %w", err)
+	}
+	<-ctx.Done()
+	cc.Stop()
+	<-cc.Closed()
+	for _, t := range sp.stops.all() {
+		t.halt(ErrShutdown)
+	}
+	sp.wg.Wait()
+	return nil
+}
+
+// onStop handles a ControlStop on core NATS: every replica hears it, the
+// one speaking the turn halts it. A stop of any type (speech, generation,
+// all) ends the turn's speech.
+func (sp *Speaker) onStop(m *nats.Msg) {
+	p, err := subjects.Parse(m.Subject)
+	if err != nil {
+		return
+	}
+	env, err := protocol.Decode(m.Data)
+	if err != nil {
+		return
+	}
+	stop, ok := env.Body.(*protocol.ControlStop)
+	if !ok {
+		return
+	}
+	if sp.stops.stop(p.ConversationID, deref(stop.TargetID)) {
+		sp.d.Log.Debug().Str("conversation_id", p.ConversationID).Msg("speech stopped")
+	}
+}
+
+// take decides what to do with one StartAnswer; it never blocks the consumer.
+func (sp *Speaker) take(ctx context.Context, m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	env, err := protocol.Decode(m.Data())
+	if err != nil {
+		sp.d.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("undecodable StartAnswer skipped")
+		_ = m.Term()
+		return
+	}
+	sa, ok := env.Body.(*protocol.StartAnswer)
+	if !ok || !spoken(sa) {
+		sp.d.Metrics.Turns.WithLabelValues("text").Inc()
+		_ = m.Ack()
+		return
+	}
+	log := sp.d.Log.With().Str("conversation_id", sa.ConversationID).Str("turn_id", sa.ID).Logger()
+	switch {
+	case time.Since(md.Timestamp) > sp.s.MaxLag:
+		sp.d.Metrics.Turns.WithLabelValues("stale").Inc()
+		log.Warn().Dur("age", time.Since(md.Timestamp)).Msg("voice turn too old to speak")
+		_ = m.Ack()
+		return
+	case sp.stops.wasStopped(sa.ID):
+		sp.d.Metrics.Turns.WithLabelValues("stopped").Inc()
+		_ = m.Ack()
+		return
+	}
+	if n := sp.active.Add(1); n > int64(sp.s.MaxTurns) {
+		sp.active.Add(-1)
+		sp.d.Metrics.Turns.WithLabelValues("busy").Inc()
+		_ = m.NakWithDelay(100 * time.Millisecond) // another replica takes it
+		return
+	}
+	t := sp.newTurn(ctx, m, md, sa, log)
+	sp.stops.begin(t)
+	sp.wg.Add(1)
+	go func() {
+		defer sp.wg.Done()
+		defer sp.active.Add(-1)
+		defer sp.stops.end(t)
+		t.run()
+	}()
+}
+
+// spoken reports whether an answer is to be spoken.
+func spoken(sa *protocol.StartAnswer) bool {
+	return sa.AnswerType != nil && (*sa.AnswerType == protocol.StartAnswerAnswerTypeVoice || *sa.AnswerType == protocol.StartAnswerAnswerTypeTextVoice)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,91 @@
+package tts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/services/tts/internal/metrics"
+	"github.com/alicia-voice/alicia/services/tts/internal/speech"
+	"github.com/alicia-voice/alicia/services/tts/internal/synth"
+)
+
+// Run starts the tts service and blocks until ctx is cancelled; the turns
+// being spoken are then handed to another replica.
+func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	synthesizer, closeSynth, err := newSynthesizer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("tts: %w", err)
+	}
+	defer closeSynth()
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "tts")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cons, err := js.CreateOrUpdateConsumer(ctx, bus.StreamConversations,
+		speech.ConsumerConfig(cfg.Consumer, cfg.AckWait, 4*cfg.MaxTurns))
+	if err != nil {
+		return fmt.Errorf("tts: consumer %s: %w", cfg.Consumer, err)
+	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	sp := speech.New(speech.Deps{
+		NC: nc, JS: js, Publisher: bus.NewPublisher(js), Synth: synthesizer, Metrics: metrics.Default(), Log: log,
+	}, speech.Settings{
+		Chunk: cfg.Chunk, MaxAhead: cfg.MaxAhead, MaxTurns: cfg.MaxTurns, AckWait: cfg.AckWait,
+		TurnIdle: cfg.TurnIdle, MaxLag: cfg.MaxLag, Timeout: cfg.Timeout, RetryDelay: cfg.RetryDelay,
+		StoreAudio: cfg.StoreAudio,
+	})
+	log.Info().Str("engine", synthesizer.Engine()).Str("consumer", cfg.Consumer).Msg("tts running")
+	return sp.Run(ctx, cons)
+}
+
+// newSynthesizer builds the configured backend; espeak is checked at once.
+func newSynthesizer(ctx context.Context, cfg Config) (speech.Synthesizer, func(), error) {
+	if cfg.Engine == EngineEspeak {
+		e, err := synth.NewEspeak(ctx, cfg.EspeakPath, cfg.voice())
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, func() {}, nil
+	}
+	o := synth.NewOpenAI(synth.OpenAIConfig{URL: cfg.URL, APIKey: cfg.APIKey, Model: cfg.Model, Voice: cfg.voice(), Format: cfg.ResponseFormat})
+	return o, o.Close, nil
+}
+
+func serveMetrics(addr string, log zerolog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("tts: metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics server")
+		}
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Msg("metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
