@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/services/cli/internal/devcmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/envelopecmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/migratecmd"
@@ -62,6 +63,10 @@ func root(stopSignals func()) *cobra.Command {
 	dev.AddCommand(&cobra.Command{Use: "postgres", Short: "Start (or reuse) the private Postgres+pgvector and print its URL", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return devcmd.PostgresURL(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
+		}})
+	dev.AddCommand(&cobra.Command{Use: "livekit-install", Short: "Install livekit-server " + livekitserver.Version + " into ~/.cache/alicia/bin unless it is found, and print its path", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return devcmd.LiveKitInstall(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
 		}})
 
 	up := &cobra.Command{Use: "up", Short: "Run the local stack in the foreground (NATS, Postgres, services)", Args: cobra.NoArgs,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 )
 
@@ -23,5 +24,17 @@ func PostgresURL(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	_, err = fmt.Fprintln(stdout, url)
+	return err
+}
+
+// LiveKitInstall installs livekit-server (livekitserver.Version) into the
+// cache unless it is already found, and prints only its path on stdout.
+// Progress goes to stderr.
+func LiveKitInstall(ctx context.Context, stdout, stderr io.Writer) error {
+	path, err := livekitserver.Ensure(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, path)
 	return err
 }

@@ -1,0 +1,225 @@
+// Package livekitserver finds, installs and runs the livekit-server binary
+// that Alicia's dev stack and WebRTC tests use.
+//
+// The binary is LiveKit's own server at Version, built from the Go module
+// proxy (newer tags do not build from it):
+//
+//	GOBIN=<dir> go install github.com/livekit/livekit-server/cmd/server@v1.13.5
+//
+// The command is named "server"; Install builds it into the cache
+// (~/.cache/alicia/bin) and renames it livekit-server. Find looks in
+// $ALICIA_LIVEKIT_SERVER_BIN, then the cache, then PATH.
+//
+// Start runs it as a child process with a generated config that binds only
+// what it owns: the HTTP/WebSocket signalling port and the single UDP port
+// of the ICE mux on the given address, and the ICE/TCP port (which LiveKit
+// binds on every address) — all three chosen free. It advertises
+// Options.NodeIP, asks no STUN server (use_external_ip false), runs a single
+// node (no Redis) and logs at warn.
+package livekitserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Version is the livekit-server release Alicia runs.
+const Version = "v1.13.5"
+
+// Module is the package go install builds (its command is named server).
+const Module = "github.com/livekit/livekit-server/cmd/server"
+
+// EnvBin names the environment variable that points at a livekit-server
+// binary to use instead of the cached or PATH one.
+const EnvBin = "ALICIA_LIVEKIT_SERVER_BIN"
+
+// BinaryName is the name of the installed binary.
+const BinaryName = "livekit-server"
+
+// InstallHint says how to install the binary, for error messages.
+const InstallHint = "install it with `go run ./services/cli/cmd/alicia dev livekit-install` " +
+	"(or the Taskfile's deps task; builds " + Module + "@" + Version + " into ~/.cache/alicia/bin, ~3 min), " +
+	"or set " + EnvBin + " to a livekit-server binary"
+
+// BinDir returns where Install puts the binary: $ALICIA_CACHE_DIR/bin, else
+// $XDG_CACHE_HOME/alicia/bin, else ~/.cache/alicia/bin (the cache localpg
+// uses).
+func BinDir() (string, error) {
+	if d := os.Getenv("ALICIA_CACHE_DIR"); d != "" {
+		return filepath.Abs(filepath.Join(d, "bin"))
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Abs(filepath.Join(d, "alicia", "bin"))
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("livekitserver: no cache directory: set ALICIA_CACHE_DIR: %w", err)
+	}
+	return filepath.Join(home, ".cache", "alicia", "bin"), nil
+}
+
+// Find returns the path of the livekit-server binary: $ALICIA_LIVEKIT_SERVER_BIN
+// (which must then be an executable file), else the one Install put in
+// BinDir, else livekit-server on PATH. It returns an error wrapping
+// ErrNotInstalled when there is none.
+func Find() (string, error) {
+	if p := os.Getenv(EnvBin); p != "" {
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("livekitserver: %s=%s: %w", EnvBin, p, err)
+		}
+		return filepath.Abs(p)
+	}
+	if dir, err := BinDir(); err == nil {
+		p := filepath.Join(dir, BinaryName)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(BinaryName); err == nil {
+		return filepath.Abs(p)
+	}
+	return "", fmt.Errorf("%w: %s", ErrNotInstalled, InstallHint)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}
+
+// Ensure returns Find's binary, installing it first when there is none.
+func Ensure(ctx context.Context, log io.Writer) (string, error) {
+	p, err := Find()
+	if err == nil || !errors.Is(err, ErrNotInstalled) {
+		return p, err
+	}
+	return Install(ctx, log)
+}
+
+// Install builds livekit-server Version with go install into BinDir and
+// returns its path. It takes about 3 minutes on two cores the first time
+// (much less with a warm Go build cache). Concurrent installs wait for each
+// other; one that finds the binary already installed returns at once.
+func Install(ctx context.Context, log io.Writer) (string, error) {
+	if log == nil {
+		log = os.Stderr
+	}
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("livekitserver: %w", err)
+	}
+	unlock, err := lock(ctx, filepath.Join(dir, ".livekit-server.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	final := filepath.Join(dir, BinaryName)
+	if executable(final) == nil {
+		return final, nil // installed while we waited
+	}
+	goBin, err := goTool()
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(dir, ".install-")
+	if err != nil {
+		return "", fmt.Errorf("livekitserver: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	fmt.Fprintf(log, "livekitserver: building %s@%s into %s (about 3 minutes the first time)\n", Module, Version, dir)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, goBin, "install", Module+"@"+Version)
+	// GOWORK=off: the build must not see the workspace of the current directory.
+	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOWORK=off")
+	cmd.Dir = tmp
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("livekitserver: go install %s@%s: %w", Module, Version, err)
+	}
+	built := filepath.Join(tmp, "server")
+	if err := executable(built); err != nil {
+		return "", fmt.Errorf("livekitserver: go install produced no binary: %w", err)
+	}
+	if err := os.Rename(built, final); err != nil {
+		return "", fmt.Errorf("livekitserver: %w", err)
+	}
+	fmt.Fprintf(log, "livekitserver: installed %s in %s\n", final, time.Since(start).Round(time.Second))
+	return final, nil
+}
+
+// goTool returns the go command: on PATH, else the one of the running
+// toolchain's GOROOT.
+func goTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if executable(p) == nil {
+		return p, nil
+	}
+	return "", errors.New("livekitserver: the go command is needed to build livekit-server and is not on PATH")
+}
+
+// lock takes an exclusive flock on path, waiting (and honouring ctx) while
+// another process holds it.
+func lock(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("livekitserver: lock file: %w", err)
+	}
+	fd := int(f.Fd())
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("livekitserver: flock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("livekitserver: waiting for %s: %w", path, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return func() {
+		_ = syscall.Flock(fd, syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// childEnv is the environment of the server: this process's, without the
+// variables livekit-server would read as settings over its config file.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "LIVEKIT_"), k == "NODE_IP", k == "UDP_PORT", k == "REDIS_HOST", k == "REDIS_PASSWORD":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
