@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -144,7 +145,7 @@ func (c *cluster) ensureInit(ctx context.Context) error {
 
 	c.opts.logf("initdb %s", c.hostPath(dataDir))
 	args := []string{"-D", dataDir, "-U", "postgres", "--pwfile=" + pwfileInRoot,
-		"--auth-local=peer", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"}
+		"--auth-local=scram-sha-256", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"}
 	for _, s := range serverSettings {
 		args = append(args, "-c", s)
 	}
@@ -155,6 +156,48 @@ func (c *cluster) ensureInit(ctx context.Context) error {
 		return fmt.Errorf("localpg: %w", err)
 	}
 	return os.WriteFile(c.hostPath(initMarker), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+}
+
+// localPeer matches the pg_hba.conf lines of clusters made before unix
+// socket clients authenticated with the password: "local <db> <user> peer".
+var localPeer = regexp.MustCompile(`(?m)^(local\s+\S+\s+\S+\s+)peer[ \t]*$`)
+
+// ensureLocalAuth makes unix socket clients authenticate with the password
+// like TCP ones (a test in its own network namespace reaches the cluster
+// only through the socket). It reports whether pg_hba.conf changed, so a
+// running server must reload it.
+func (c *cluster) ensureLocalAuth() (bool, error) {
+	path := c.hostPath(dataDir + "/pg_hba.conf")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("localpg: %w", err)
+	}
+	fixed := localPeer.ReplaceAll(b, []byte("${1}scram-sha-256"))
+	if string(fixed) == string(b) {
+		return false, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false, fmt.Errorf("localpg: %w", err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	uid, gid := -1, -1
+	if st != nil {
+		uid, gid = int(st.Uid), int(st.Gid)
+	}
+	c.opts.logf("unix socket clients authenticate with the password (pg_hba.conf)")
+	if err := writeSecret(path, string(fixed), uid, gid); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// reload makes the running server read its configuration files again.
+func (c *cluster) reload(ctx context.Context) error {
+	if out, err := c.runPG(ctx, "pg_ctl", "reload", "-D", dataDir); err != nil {
+		return fmt.Errorf("localpg: pg_ctl reload: %w\n%s", err, strings.TrimSpace(out))
+	}
+	return nil
 }
 
 // writeSecret writes s to path with mode 0600, owned by uid:gid when >= 0.

@@ -10,9 +10,9 @@
 // with postgresql-17 and postgresql-17-pgvector installed inside it by apt-get
 // in a chroot. The cluster is created with initdb and run with pg_ctl inside
 // that root as its postgres user; it listens only on 127.0.0.1 (on a free port
-// chosen at first start) and on a unix socket inside the root, and TCP
-// clients authenticate with scram-sha-256 and a generated password kept in a
-// 0600 file of the cache directory.
+// chosen at first start) and on a unix socket inside the root (SocketDir),
+// and clients of both authenticate with scram-sha-256 and a generated
+// password kept in a 0600 file of the cache directory.
 //
 // The first build takes about 90 s (network bound); later calls reuse the
 // root and the running cluster and return in milliseconds, or restart a
@@ -137,14 +137,37 @@ func Ensure(ctx context.Context, opts Options) (string, error) {
 	if err := c.ensureInit(ctx); err != nil {
 		return "", err
 	}
+	authChanged, err := c.ensureLocalAuth()
+	if err != nil {
+		return "", err
+	}
 	port, err := c.ensureRunning(ctx)
 	if err != nil {
 		return "", err
+	}
+	if authChanged {
+		if err := c.reload(ctx); err != nil {
+			return "", err
+		}
 	}
 	if err := c.ensureDatabase(ctx, port); err != nil {
 		return "", err
 	}
 	return c.url(port, Database)
+}
+
+// SocketDir returns the directory of the private cluster's unix socket
+// (.s.PGSQL.<port>, the port of Ensure's URL). Socket clients authenticate
+// with the same password as TCP ones. Unix sockets are not tied to a network
+// namespace: a test inside its own reaches the cluster through it with
+//
+//	postgres://postgres:<password>@/alicia?host=<SocketDir>&port=<port>
+func SocketDir(opts Options) (string, error) {
+	cache, err := CacheDir(opts)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "pgroot", socketDir), nil
 }
 
 // Stop stops the private cluster if it runs (pg_ctl stop -m fast). It does

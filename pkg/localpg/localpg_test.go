@@ -142,6 +142,31 @@ func TestEnsure(t *testing.T) {
 			}
 		}
 	})
+	t.Run("unix socket with the password", func(t *testing.T) {
+		dir, err := localpg.SocketDir(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcp, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw, _ := tcp.User.Password()
+		socketURL := func(password string) string {
+			s := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", password), Host: "", Path: "/" + localpg.Database,
+				RawQuery: url.Values{"host": {dir}, "port": {tcp.Port()}, "connect_timeout": {"5"}}.Encode()}
+			return s.String()
+		}
+		checkVector(t, socketURL(pw))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, socketURL("wrong-password")); err == nil {
+			conn.Close(ctx)
+			t.Fatal("the socket accepted a wrong password")
+		} else if !strings.Contains(err.Error(), "password authentication failed") {
+			t.Fatalf("wrong password over the socket: %v, want a password authentication failure", err)
+		}
+	})
 	t.Run("env URL wins", func(t *testing.T) {
 		t.Setenv(localpg.EnvURL, u)
 		if got := ensure(t, localpg.Options{Log: logWriter{t}}); got != u {
