@@ -153,6 +153,14 @@ func (d *Detector) Config() Config { return d.cfg }
 // InSpeech reports whether an utterance is open.
 func (d *Detector) InSpeech() bool { return d.inSpeech }
 
+// Speech is how long the open utterance has had speech frames (0 when none is open).
+func (d *Detector) Speech() time.Duration {
+	if !d.inSpeech {
+		return 0
+	}
+	return d.voiced
+}
+
 // Voiced reports whether the last frame was speech.
 func (d *Detector) Voiced() bool { return d.speaking }
 

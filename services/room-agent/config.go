@@ -1,0 +1,109 @@
+// Package roomagent is the room-agent service: Alicia's voice in LiveKit.
+// It takes dispatch requests from a queue shared by all replicas, joins the
+// conversation's room as alicia-agent, bridges the data channel to
+// JetStream, listens to the user (VAD, end-pointing, ASR jobs), plays the
+// answer's speech in turn order and stops when the user barges in. See
+// README.md.
+package roomagent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
+	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
+)
+
+// Config of the room-agent. Defaults in code, overridden by ALICIA_* env vars.
+type Config struct {
+	NATSURL string // ALICIA_NATS_URL
+
+	LiveKitURL       string // ALICIA_LIVEKIT_URL (ws://…)
+	LiveKitAPIKey    string // ALICIA_LIVEKIT_API_KEY or _FILE
+	LiveKitAPISecret string // ALICIA_LIVEKIT_API_SECRET or _FILE
+
+	// End-pointing: ALICIA_VAD_END_SILENCE, ALICIA_VAD_MIN_SPEECH,
+	// ALICIA_VAD_MAX_UTTERANCE, ALICIA_VAD_PARTIAL_EVERY, ALICIA_VAD_MARGIN_DB.
+	EndSilence   time.Duration
+	MinSpeech    time.Duration
+	MaxUtterance time.Duration
+	PartialEvery time.Duration
+	MarginDB     int
+	// BargeInMin of user speech stops the agent (ALICIA_BARGE_IN_MIN).
+	BargeInMin time.Duration
+	// StoreAudio keeps utterance audio bytes in alicia_audio (ALICIA_STORE_INPUT_AUDIO).
+	StoreAudio bool
+	Language   string // ALICIA_ASR_LANGUAGE
+
+	MaxRooms     int           // ALICIA_AGENT_MAX_ROOMS
+	Lease        time.Duration // ALICIA_AGENT_LEASE: a dead agent's room is dispatched again after this
+	JoinTimeout  time.Duration // ALICIA_AGENT_JOIN_TIMEOUT
+	EmptyTimeout time.Duration // ALICIA_AGENT_EMPTY_TIMEOUT: leave a room without users after this
+	MetricsAddr  string        // ALICIA_ROOM_AGENT_METRICS_ADDR
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		NATSURL: "nats://127.0.0.1:4222", EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
+		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
+		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
+	}
+}
+
+// ConfigFromEnv reads the configuration from the environment.
+func ConfigFromEnv() (Config, error) {
+	c := DefaultConfig()
+	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	config.String("ALICIA_LIVEKIT_URL", &c.LiveKitURL)
+	config.String("ALICIA_ASR_LANGUAGE", &c.Language)
+	config.String("ALICIA_ROOM_AGENT_METRICS_ADDR", &c.MetricsAddr)
+	errs := []error{
+		config.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKitAPIKey),
+		config.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKitAPISecret),
+		config.Duration("ALICIA_VAD_END_SILENCE", &c.EndSilence),
+		config.Duration("ALICIA_VAD_MIN_SPEECH", &c.MinSpeech),
+		config.Duration("ALICIA_VAD_MAX_UTTERANCE", &c.MaxUtterance),
+		config.Duration("ALICIA_VAD_PARTIAL_EVERY", &c.PartialEvery),
+		config.Int("ALICIA_VAD_MARGIN_DB", &c.MarginDB),
+		config.Duration("ALICIA_BARGE_IN_MIN", &c.BargeInMin),
+		config.Bool("ALICIA_STORE_INPUT_AUDIO", &c.StoreAudio),
+		config.Int("ALICIA_AGENT_MAX_ROOMS", &c.MaxRooms),
+		config.Duration("ALICIA_AGENT_LEASE", &c.Lease),
+		config.Duration("ALICIA_AGENT_JOIN_TIMEOUT", &c.JoinTimeout),
+		config.Duration("ALICIA_AGENT_EMPTY_TIMEOUT", &c.EmptyTimeout),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("ALICIA_NATS_URL is required"))
+	}
+	if c.MaxRooms < 1 {
+		errs = append(errs, errors.New("ALICIA_AGENT_MAX_ROOMS must be at least 1"))
+	}
+	if c.BargeInMin < 0 {
+		errs = append(errs, errors.New("ALICIA_BARGE_IN_MIN must not be negative"))
+	}
+	if err := c.agent().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) agent() agent.Config {
+	return agent.Config{
+		LiveKitURL: c.LiveKitURL, APIKey: c.LiveKitAPIKey, APISecret: c.LiveKitAPISecret,
+		VAD: vad.Config{EndSilence: c.EndSilence, MinSpeech: c.MinSpeech, MaxUtterance: c.MaxUtterance,
+			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB)},
+		BargeInMin: c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
+		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
+	}
+}

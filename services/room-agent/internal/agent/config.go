@@ -1,0 +1,75 @@
+// Package agent is the room-agent: it takes dispatch requests, joins a
+// conversation's LiveKit room as alicia-agent, bridges the data channel to
+// JetStream through pkg/edge, turns the user's speech into ASR jobs (VAD
+// and end-pointing), plays TTS audio on its own track in turn order, and
+// stops at once when the user barges in.
+package agent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
+)
+
+// Identity is the agent's participant identity in every room.
+const Identity = "alicia-agent"
+
+// Config of the agent.
+type Config struct {
+	LiveKitURL string
+	APIKey     string
+	APISecret  string
+
+	VAD vad.Config
+	// BargeInMin of user speech while the agent answers stops the answer.
+	BargeInMin time.Duration
+	// StoreAudio keeps the user's utterances' PCM in alicia_audio.
+	StoreAudio bool
+	// Language hint for ASR ("" lets the model detect it).
+	Language string
+
+	// MaxRooms one agent joins at once.
+	MaxRooms int
+	// Lease: a dispatch whose agent stops heartbeating for this long goes to another agent.
+	Lease time.Duration
+	// JoinTimeout bounds joining a room (accept + timeout).
+	JoinTimeout time.Duration
+	// EmptyTimeout: the agent leaves a room without users after this long.
+	EmptyTimeout time.Duration
+}
+
+// WithDefaults fills zero values.
+func (c Config) WithDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.BargeInMin, 200*time.Millisecond)
+	def(&c.Lease, 10*time.Second)
+	def(&c.JoinTimeout, 10*time.Second)
+	def(&c.EmptyTimeout, 30*time.Second)
+	if c.MaxRooms == 0 {
+		c.MaxRooms = 50
+	}
+	return c
+}
+
+// Validate reports what is wrong with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.LiveKitURL == "" {
+		errs = append(errs, errors.New("LiveKit URL is required"))
+	}
+	if c.APIKey == "" || c.APISecret == "" {
+		errs = append(errs, errors.New("LiveKit API key and secret are required"))
+	}
+	if err := c.VAD.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Lease > 0 && c.Lease < time.Second {
+		errs = append(errs, errors.New("dispatch lease must be at least 1s"))
+	}
+	return errors.Join(errs...)
+}

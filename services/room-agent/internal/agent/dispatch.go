@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+)
+
+// DispatchConsumer is the durable consumer every room-agent replica shares.
+const DispatchConsumer = "room-agent"
+
+// Agent takes dispatch requests off the shared AGENT_DISPATCH work queue
+// and serves each room until it empties. A request stays unacknowledged
+// (kept alive with in-progress heartbeats) while the agent is in the room;
+// if the agent dies, the request is redelivered after the lease and
+// another agent joins. The work queue holds one request per conversation,
+// and the agent identity is the same in every replica, so a room never has
+// two agents.
+type Agent struct {
+	cfg Config
+	d   Deps
+
+	mu    sync.Mutex
+	rooms map[string]*Room
+}
+
+// New returns an agent.
+func New(cfg Config, d Deps) *Agent {
+	if d.Metrics == nil {
+		d.Metrics = DefaultMetrics()
+	}
+	return &Agent{cfg: cfg.WithDefaults(), d: d, rooms: map[string]*Room{}}
+}
+
+// Rooms lists the conversations the agent is in.
+func (a *Agent) Rooms() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.rooms))
+	for cid := range a.rooms {
+		out = append(out, cid)
+	}
+	return out
+}
+
+// Run serves dispatch requests until ctx ends; then it leaves its rooms
+// and hands their requests back at once.
+func (a *Agent) Run(ctx context.Context) error {
+	cons, err := a.d.JS.CreateOrUpdateConsumer(ctx, bus.StreamDispatch, jetstream.ConsumerConfig{
+		Durable: DispatchConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: a.cfg.Lease,
+		MaxAckPending: -1, MaxDeliver: -1, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: dispatch consumer: %w", err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, a.cfg.MaxRooms)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case slots <- struct{}{}:
+		}
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			<-slots
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.d.Log.Warn().Err(err).Msg("fetch dispatch")
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		got := false
+		for m := range batch.Messages() {
+			got = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				a.serve(ctx, m)
+			}()
+		}
+		if !got {
+			<-slots
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+			a.d.Log.Debug().Err(err).Msg("fetch dispatch")
+		}
+	}
+}
+
+// serve joins the room of one request and stays until it is done.
+func (a *Agent) serve(ctx context.Context, m jetstream.Msg) {
+	env, err := protocol.Decode(m.Data())
+	d, ok := env.Body.(*protocol.AgentDispatch)
+	if err != nil || !ok {
+		a.d.Log.Error().Err(err).Msg("bad dispatch request; dropped")
+		_ = m.Term()
+		return
+	}
+	log := a.d.Log.With().Str("conversation_id", d.ConversationID).Logger()
+	a.mu.Lock()
+	_, dup := a.rooms[d.ConversationID]
+	a.mu.Unlock()
+	if dup { // already there (a redelivery of our own request)
+		_ = m.InProgress()
+		return
+	}
+	room, err := Join(ctx, a.cfg, a.d, d)
+	if err != nil {
+		log.Warn().Err(err).Msg("join failed; handing the request back")
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	a.mu.Lock()
+	a.rooms[d.ConversationID] = room
+	a.mu.Unlock()
+	a.d.Metrics.Rooms.Inc()
+	defer func() {
+		a.mu.Lock()
+		delete(a.rooms, d.ConversationID)
+		a.mu.Unlock()
+		a.d.Metrics.Rooms.Dec()
+	}()
+	go room.Watch(ctx)
+	beat := time.NewTicker(a.cfg.Lease / 3)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			room.Close()
+			_ = m.Nak() // another agent takes the room now
+			log.Info().Msg("left the room (shutdown); request handed back")
+			return
+		case <-room.Done():
+			room.Close()
+			_ = m.Ack()
+			log.Info().Msg("left the room")
+			return
+		case <-beat.C:
+			_ = m.InProgress()
+		}
+	}
+}

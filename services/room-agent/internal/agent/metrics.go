@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the room-agent, on the default Prometheus registry.
+type Metrics struct {
+	// VoiceToVoice: end of user speech (end-pointer decision) → first agent audio frame written.
+	VoiceToVoice prometheus.Histogram
+	// SpeechEndToTranscript: end of user speech → final Transcription seen on the stream.
+	SpeechEndToTranscript prometheus.Histogram
+	// BargeInStop: barge-in decided → playout stopped.
+	BargeInStop prometheus.Histogram
+	// ASRJobs published, by kind (partial, final).
+	ASRJobs *prometheus.CounterVec
+	// Rooms the agent is in.
+	Rooms prometheus.Gauge
+	// BargeIns counted.
+	BargeIns prometheus.Counter
+}
+
+var (
+	metricsOnce sync.Once
+	metricsDef  *Metrics
+)
+
+// DefaultMetrics returns the metrics registered on prometheus.DefaultRegisterer.
+func DefaultMetrics() *Metrics {
+	metricsOnce.Do(func() {
+		b := []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5}
+		h := func(name, help string) prometheus.Histogram {
+			return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "voice", Name: name, Help: help, Buckets: b})
+		}
+		metricsDef = &Metrics{
+			VoiceToVoice:          h("voice_to_voice_seconds", "End of user speech (after the end-pointing silence) to the first agent audio frame."),
+			SpeechEndToTranscript: h("speech_end_to_transcript_seconds", "End of user speech to the final transcription."),
+			BargeInStop:           h("barge_in_stop_seconds", "Barge-in detected to agent audio stopped."),
+			ASRJobs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "asr_jobs_total",
+				Help: "ASR jobs published by kind."}, []string{"kind"}),
+			Rooms:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "voice", Name: "rooms", Help: "Rooms this agent is in."}),
+			BargeIns: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "barge_ins_total", Help: "Barge-ins."}),
+		}
+		prometheus.DefaultRegisterer.MustRegister(metricsDef.VoiceToVoice, metricsDef.SpeechEndToTranscript, metricsDef.BargeInStop,
+			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns)
+	})
+	return metricsDef
+}

@@ -1,0 +1,383 @@
+package agent
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/livekit/media-sdk"
+	"github.com/livekit/media-sdk/opus"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+)
+
+// Playout runs at 48 kHz in 20 ms frames.
+const (
+	playRate   = 48000
+	frameDur   = 20 * time.Millisecond
+	frameLen   = playRate / 50
+	skipMissed = 1500 * time.Millisecond // a sentence whose audio never comes is skipped after this
+)
+
+// frame is 20 ms of one sentence's audio.
+type frame struct {
+	pcm      media.PCM16Sample
+	turn     string
+	sentence string
+	seq      int32
+	last     bool // last frame of the sentence
+	final    bool // ... and the sentence is the turn's last
+}
+
+// PlayEvent tells the room what the player did.
+type PlayEvent struct {
+	Kind     PlayKind
+	Turn     string
+	Sentence string
+	Seq      int32
+	Played   time.Duration // of the sentence, for SentenceDone
+	At       time.Time
+}
+
+// PlayKind of a PlayEvent.
+type PlayKind int
+
+// Play event kinds.
+const (
+	FirstFrame   PlayKind = iota + 1 // the turn's first frame went out
+	SentenceDone                     // a sentence played to its end
+)
+
+// turnAudio orders one turn's chunks: sentences by sequence, chunks by index.
+type turnAudio struct {
+	nextSeq   int32
+	nextChunk int32
+	pending   map[[2]int32]*protocol.SpeechAudio
+	waitSince time.Time // when the player started waiting for nextSeq
+	started   bool
+	rs        *audio.Resampler
+	rsRate    int
+}
+
+// Player plays TTS audio on the agent's track in turn order, at real time,
+// and can stop at once. Sentence ids and played durations are reported
+// through onEvent.
+type Player struct {
+	track   *webrtc.TrackLocalStaticSample
+	enc     media.PCM16Writer
+	onEvent func(PlayEvent)
+
+	mu       sync.Mutex
+	wake     chan struct{}
+	queue    []frame
+	turns    map[string]*turnAudio
+	current  string          // turn being played
+	stopped  map[string]bool // turns never to play again
+	played   time.Duration   // of the sentence being played
+	playing  string          // sentence being played
+	playSeq  int32
+	lastTurn string
+}
+
+// NewPlayer makes the agent's audio track.
+func NewPlayer(onEvent func(PlayEvent)) (*Player, error) {
+	track, err := webrtc.NewTrackLocalStaticSample(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: playRate, Channels: 2},
+		"alicia-voice", "alicia-agent")
+	if err != nil {
+		return nil, err
+	}
+	enc, err := opus.Encode(media.FromSampleWriter[opus.Sample](track, playRate, frameDur), 1, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Player{track: track, enc: enc, onEvent: onEvent, wake: make(chan struct{}, 1),
+		turns: map[string]*turnAudio{}, stopped: map[string]bool{}}, nil
+}
+
+// Track is the WebRTC track to publish.
+func (p *Player) Track() *webrtc.TrackLocalStaticSample { return p.track }
+
+// Add takes a chunk of synthesised speech.
+func (p *Player) Add(sa *protocol.SpeechAudio) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped[sa.MessageID] {
+		return
+	}
+	t := p.turns[sa.MessageID]
+	if t == nil {
+		t = &turnAudio{nextSeq: 1, pending: map[[2]int32]*protocol.SpeechAudio{}}
+		p.turns[sa.MessageID] = t
+		if len(p.turns) > 64 { // forget turns long gone
+			for id := range p.turns {
+				if id != p.current && id != sa.MessageID {
+					delete(p.turns, id)
+					break
+				}
+			}
+		}
+	}
+	t.pending[[2]int32{sa.Sequence, sa.Chunk}] = sa
+	p.drainLocked(sa.MessageID, t)
+	p.signal()
+}
+
+// drainLocked moves the chunks that are next in order into the frame queue.
+// Only the current turn (or the next one once the current is done) plays.
+func (p *Player) drainLocked(turn string, t *turnAudio) {
+	if p.current != "" && p.current != turn {
+		return // waits until the current turn is over
+	}
+	p.current = turn
+	for {
+		sa, ok := t.pending[[2]int32{t.nextSeq, t.nextChunk}]
+		if !ok {
+			if t.waitSince.IsZero() {
+				t.waitSince = time.Now()
+			}
+			return
+		}
+		t.waitSince = time.Time{}
+		delete(t.pending, [2]int32{t.nextSeq, t.nextChunk})
+		p.enqueueLocked(turn, t, sa)
+		if sa.Last {
+			t.nextSeq, t.nextChunk = t.nextSeq+1, 0
+		} else {
+			t.nextChunk++
+		}
+	}
+}
+
+func (p *Player) enqueueLocked(turn string, t *turnAudio, sa *protocol.SpeechAudio) {
+	rate, err := audio.ParsePCMFormat(sa.Format)
+	if err != nil {
+		return // not PCM: nothing to play (tts only sends PCM)
+	}
+	if t.rs == nil || t.rsRate != rate {
+		t.rs, _ = audio.NewResampler(rate, playRate)
+		t.rsRate = rate
+	}
+	pcm := t.rs.Process(nil, audio.Samples(sa.Data))
+	if sa.Last {
+		pcm = t.rs.Flush(pcm)
+	}
+	// Continue the previous partial frame of this sentence, if any.
+	if n := len(p.queue); n > 0 {
+		if f := &p.queue[n-1]; f.sentence == sa.SentenceID && len(f.pcm) < frameLen {
+			fill := min(frameLen-len(f.pcm), len(pcm))
+			f.pcm = append(f.pcm, pcm[:fill]...)
+			pcm = pcm[fill:]
+		}
+	}
+	for len(pcm) > 0 {
+		n := min(frameLen, len(pcm))
+		p.queue = append(p.queue, frame{pcm: append(media.PCM16Sample(nil), pcm[:n]...), turn: turn, sentence: sa.SentenceID, seq: sa.Sequence})
+		pcm = pcm[n:]
+	}
+	if sa.Last && len(p.queue) > 0 && p.queue[len(p.queue)-1].sentence == sa.SentenceID {
+		p.queue[len(p.queue)-1].last = true
+		p.queue[len(p.queue)-1].final = sa.FinalSentence != nil && *sa.FinalSentence
+	}
+}
+
+func (p *Player) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Busy reports whether a turn is playing or has audio waiting.
+func (p *Player) Busy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current != "" && (len(p.queue) > 0 || p.playing != "")
+}
+
+// Stopped is what a Stop cut off.
+type Stopped struct {
+	Turn     string
+	Sentence string        // the sentence cut in the middle ("" if between sentences)
+	Seq      int32         //
+	Played   time.Duration // of that sentence
+}
+
+// Stop ends playout of turn (the current one when empty) at once: queued
+// audio is dropped and later chunks of the turn are ignored.
+func (p *Player) Stop(turn string) Stopped {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if turn == "" {
+		turn = p.current
+	}
+	if turn == "" {
+		return Stopped{}
+	}
+	p.stopped[turn] = true
+	if len(p.stopped) > 256 {
+		for id := range p.stopped {
+			if id != turn {
+				delete(p.stopped, id)
+				break
+			}
+		}
+	}
+	delete(p.turns, turn)
+	st := Stopped{Turn: turn}
+	if p.current == turn {
+		if p.playing != "" {
+			st.Sentence, st.Seq, st.Played = p.playing, p.playSeq, p.played
+		}
+		kept := p.queue[:0]
+		for _, f := range p.queue {
+			if f.turn != turn {
+				kept = append(kept, f)
+			}
+		}
+		p.queue = kept
+		p.current, p.playing, p.played = "", "", 0
+		p.nextTurnLocked()
+	}
+	return st
+}
+
+// nextTurnLocked starts the next turn that has audio waiting, if any.
+func (p *Player) nextTurnLocked() {
+	ids := make([]string, 0, len(p.turns))
+	for id := range p.turns {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if t := p.turns[id]; len(t.pending) > 0 && !p.stopped[id] {
+			p.drainLocked(id, t)
+			return
+		}
+	}
+}
+
+// Run plays until ctx ends.
+func (p *Player) Run(ctx context.Context) {
+	var next time.Time // when the next frame is due; zero when idle
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		f, ok, wait := p.pop()
+		if !ok {
+			next = time.Time{}
+			if wait <= 0 {
+				wait = time.Hour
+			}
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.wake:
+			case <-timer.C:
+			}
+			continue
+		}
+		now := time.Now()
+		if next.IsZero() || now.Sub(next) > frameDur {
+			next = now // start (or restart after an underrun) at once
+		}
+		if d := time.Until(next); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			if !p.stillCurrent(f) {
+				continue // stopped while waiting: never played
+			}
+		}
+		pcm := f.pcm
+		if len(pcm) < frameLen {
+			pcm = append(pcm, make(media.PCM16Sample, frameLen-len(pcm))...)
+		}
+		_ = p.enc.WriteSample(pcm)
+		next = next.Add(frameDur)
+		p.played1(f)
+	}
+}
+
+// pop takes the next frame to play; when there is none it says how long
+// to wait before looking for a missing sentence to skip.
+func (p *Player) pop() (frame, bool, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) == 0 {
+		return frame{}, false, p.skipLocked()
+	}
+	f := p.queue[0]
+	p.queue = p.queue[1:]
+	if p.playing != f.sentence {
+		p.playing, p.playSeq, p.played = f.sentence, f.seq, 0
+	}
+	first := p.lastTurn != f.turn
+	p.lastTurn = f.turn
+	if first && p.onEvent != nil {
+		p.onEvent(PlayEvent{Kind: FirstFrame, Turn: f.turn, Sentence: f.sentence, Seq: f.seq, At: time.Now()})
+	}
+	return f, true, 0
+}
+
+// skipLocked gives up on a sentence of the current turn whose audio has
+// not come for skipMissed while later audio waits (its synthesis failed).
+func (p *Player) skipLocked() time.Duration {
+	t := p.turns[p.current]
+	if p.current == "" || t == nil || t.waitSince.IsZero() || len(t.pending) == 0 {
+		return 0
+	}
+	if wait := skipMissed - time.Since(t.waitSince); wait > 0 {
+		return wait
+	}
+	t.nextSeq, t.nextChunk, t.waitSince = t.nextSeq+1, 0, time.Time{}
+	p.drainLocked(p.current, t)
+	return 0
+}
+
+func (p *Player) stillCurrent(f frame) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.stopped[f.turn]
+}
+
+// played1 accounts one frame written and reports a finished sentence.
+func (p *Player) played1(f frame) {
+	p.mu.Lock()
+	var ev *PlayEvent
+	if p.playing == f.sentence {
+		p.played += frameDur
+		if f.last {
+			ev = &PlayEvent{Kind: SentenceDone, Turn: f.turn, Sentence: f.sentence, Seq: f.seq, Played: p.played, At: time.Now()}
+			p.playing, p.played = "", 0
+		}
+	}
+	if f.last && f.final && p.current == f.turn {
+		// The turn's last sentence is played: the next turn may start.
+		delete(p.turns, f.turn)
+		p.current = ""
+		p.nextTurnLocked()
+	}
+	p.mu.Unlock()
+	if ev != nil && p.onEvent != nil {
+		p.onEvent(*ev)
+	}
+}
+
+// Finish ends a turn whose sentences have all played, so the next turn may start.
+func (p *Player) Finish(turn string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.current == turn && len(p.queue) == 0 && p.playing == "" {
+		delete(p.turns, turn)
+		p.current = ""
+		p.nextTurnLocked()
+		p.signal()
+	}
+}

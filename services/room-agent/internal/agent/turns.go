@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+)
+
+type sentence struct {
+	id       string
+	seq      int32
+	final    bool
+	recorded bool // a SentencePlayout was published
+}
+
+type turn struct {
+	id        string
+	userMsg   string
+	sentences map[int32]*sentence
+	stopped   bool
+	voiced    bool // audio of it was played
+}
+
+// tracker follows the conversation's answers on the stream, times the
+// voice turn, and records what was played.
+type tracker struct {
+	r *Room
+
+	mu         sync.Mutex
+	turns      map[string]*turn
+	order      []string             // turn ids, oldest first
+	current    string               // the latest turn
+	speechEnds map[string]time.Time // utterance (user message) id → end of speech
+	// records are published in order by one goroutine, off the audio paths.
+	records chan func(context.Context)
+}
+
+func newTracker(r *Room) *tracker {
+	return &tracker{r: r, turns: map[string]*turn{}, speechEnds: map[string]time.Time{}, records: make(chan func(context.Context), 256)}
+}
+
+func (t *tracker) publishLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-t.records:
+			f(ctx)
+		}
+	}
+}
+
+// follow reads the conversation's StartAnswer, AssistantSentence and
+// Transcription envelopes from now on.
+func (t *tracker) follow(ctx context.Context) error {
+	cid := t.r.cid
+	cons, err := t.r.d.JS.OrderedConsumer(ctx, bus.StreamConversations, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.Server(cid, protocol.TypeStartAnswer), subjects.Server(cid, protocol.TypeAssistantSentence),
+			subjects.Server(cid, protocol.TypeTranscription)},
+		DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		return fmt.Errorf("agent: follow %s: %w", cid, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		env, err := protocol.Decode(m.Data())
+		if err != nil {
+			return
+		}
+		switch b := env.Body.(type) {
+		case *protocol.StartAnswer:
+			t.startAnswer(b)
+		case *protocol.AssistantSentence:
+			t.sentence(b)
+		case *protocol.Transcription:
+			if b.Final {
+				t.transcribed(b.ID)
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("agent: follow %s: %w", cid, err)
+	}
+	go func() { <-ctx.Done(); cc.Stop() }()
+	go t.publishLoop(ctx)
+	return nil
+}
+
+func (t *tracker) turnLocked(id string) *turn {
+	tu := t.turns[id]
+	if tu == nil {
+		tu = &turn{id: id, sentences: map[int32]*sentence{}}
+		t.turns[id] = tu
+		t.order = append(t.order, id)
+		if len(t.order) > 32 {
+			delete(t.turns, t.order[0])
+			t.order = t.order[1:]
+		}
+	}
+	return tu
+}
+
+func (t *tracker) startAnswer(b *protocol.StartAnswer) {
+	t.mu.Lock()
+	tu := t.turnLocked(b.ID)
+	tu.userMsg = b.PreviousID
+	t.current = b.ID
+	t.mu.Unlock()
+}
+
+func (t *tracker) sentence(b *protocol.AssistantSentence) {
+	if b.ID == nil {
+		return
+	}
+	t.mu.Lock()
+	tu := t.turnLocked(b.PreviousID)
+	s := &sentence{id: *b.ID, seq: b.Sequence, final: b.IsFinal != nil && *b.IsFinal}
+	tu.sentences[b.Sequence] = s
+	unplayed := tu.stopped && !s.recorded
+	if unplayed {
+		s.recorded = true
+	}
+	t.mu.Unlock()
+	if unplayed { // generated after the user cut in: never heard
+		t.record(tu.id, s, protocol.SentencePlayoutStatusUnplayed, 0)
+	}
+}
+
+// speechEnded notes when an utterance ended.
+func (t *tracker) speechEnded(utterance string, at time.Time) {
+	t.mu.Lock()
+	t.speechEnds[utterance] = at
+	if len(t.speechEnds) > 64 {
+		for k := range t.speechEnds {
+			if k != utterance {
+				delete(t.speechEnds, k)
+				break
+			}
+		}
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) transcribed(utterance string) {
+	t.mu.Lock()
+	end, ok := t.speechEnds[utterance]
+	t.mu.Unlock()
+	if ok {
+		t.r.d.Metrics.SpeechEndToTranscript.Observe(time.Since(end).Seconds())
+	}
+}
+
+// onPlay takes the player's events.
+func (t *tracker) onPlay(ev PlayEvent) {
+	switch ev.Kind {
+	case FirstFrame:
+		t.mu.Lock()
+		tu := t.turnLocked(ev.Turn)
+		tu.voiced = true
+		end, ok := t.speechEnds[tu.userMsg]
+		if ok {
+			delete(t.speechEnds, tu.userMsg)
+		}
+		t.mu.Unlock()
+		if ok {
+			v2v := ev.At.Sub(end)
+			t.r.d.Metrics.VoiceToVoice.Observe(v2v.Seconds())
+			_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.turn")
+			span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", ev.Turn),
+				attribute.Int64("alicia.voice_to_voice_us", v2v.Microseconds()))
+			span.End()
+		}
+	case SentenceDone:
+		t.mu.Lock()
+		tu := t.turnLocked(ev.Turn)
+		s := tu.sentences[ev.Seq]
+		if s == nil {
+			s = &sentence{id: ev.Sentence, seq: ev.Seq}
+			tu.sentences[ev.Seq] = s
+		}
+		rec := !s.recorded
+		s.recorded = true
+		t.mu.Unlock()
+		if rec {
+			t.record(ev.Turn, s, protocol.SentencePlayoutStatusPlayed, ev.Played)
+		}
+	}
+}
+
+// busy reports whether the agent is answering: a turn whose audio is
+// playing or still to come.
+func (t *tracker) busy() (string, bool) {
+	if t.r.player.Busy() {
+		return "", true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tu := t.turns[t.current]
+	if tu == nil || tu.stopped {
+		return "", false
+	}
+	for _, s := range tu.sentences {
+		if s.final && s.recorded {
+			return "", false // played to its end
+		}
+	}
+	return tu.id, true
+}
+
+// bargeIn: the user speaks while the agent answers. Playout stops at once,
+// ControlStop (speech) goes out so every service drops the turn, and what
+// was played is recorded.
+func (t *tracker) bargeIn(onset time.Time) {
+	turnID, busy := t.busy()
+	if !busy {
+		return
+	}
+	decided := time.Now()
+	st := t.r.player.Stop(turnID)
+	stopped := time.Now()
+	if st.Turn != "" {
+		turnID = st.Turn
+	}
+	m := t.r.d.Metrics
+	m.BargeIns.Inc()
+	m.BargeInStop.Observe(stopped.Sub(decided).Seconds())
+	t.r.log.Info().Str("message_id", turnID).Dur("since_onset", stopped.Sub(onset)).Msg("barge-in: playout stopped")
+	if turnID == "" {
+		return
+	}
+	cid := t.r.cid
+	stop := protocol.New(cid, &protocol.ControlStop{ConversationID: cid, TargetID: &turnID,
+		StopType: protocol.Ptr(protocol.ControlStopStopTypeSpeech), Reason: protocol.Ptr("barge-in")})
+	stop.Meta = map[string]any{edge.MetaUserID: t.r.userOr("")}
+	t.mu.Lock()
+	tu := t.turnLocked(turnID)
+	tu.stopped = true
+	var recs []*sentence
+	var interrupted *sentence
+	for _, s := range tu.sentences {
+		if s.recorded {
+			continue
+		}
+		s.recorded = true
+		if s.id == st.Sentence {
+			interrupted = s
+		} else {
+			recs = append(recs, s)
+		}
+	}
+	t.mu.Unlock()
+	t.enqueue(func(ctx context.Context) {
+		if _, err := t.r.pub.PublishOnBehalf(ctx, stop, "stop:"+turnID); err != nil {
+			t.r.log.Error().Err(err).Msg("publish ControlStop")
+		}
+	})
+	if interrupted != nil {
+		t.record(turnID, interrupted, protocol.SentencePlayoutStatusInterrupted, st.Played)
+	}
+	for _, s := range recs {
+		t.record(turnID, s, protocol.SentencePlayoutStatusUnplayed, 0)
+	}
+}
+
+func (t *tracker) enqueue(f func(context.Context)) {
+	wrapped := func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		f(ctx)
+	}
+	select {
+	case t.records <- wrapped:
+	default: // a full queue means JetStream is stuck: publish beside it rather than block audio
+		go wrapped(t.r.ctx)
+	}
+}
+
+// record publishes a SentencePlayout. Records go out in order, within
+// milliseconds, long before the user's next message (which waits for the
+// end-pointing silence and the transcription) is published.
+func (t *tracker) record(turnID string, s *sentence, status protocol.SentencePlayoutStatus, played time.Duration) {
+	cid := t.r.cid
+	env := protocol.New(cid, &protocol.SentencePlayout{ConversationID: cid, MessageID: turnID, SentenceID: s.id, Sequence: s.seq,
+		Status: status, PlayedMs: int32(played / time.Millisecond)})
+	t.enqueue(func(ctx context.Context) {
+		if _, err := t.r.pub.PublishAgent(ctx, env, s.id+":playout"); err != nil {
+			t.r.log.Error().Err(err).Str("sentence_id", s.id).Msg("publish SentencePlayout")
+		}
+	})
+}
