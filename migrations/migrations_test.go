@@ -272,6 +272,9 @@ func checkSchema(t *testing.T, db *sql.DB) {
 	}
 }
 
+// migrationCount is the number of migration files, numbered 1..n.
+const migrationCount = 7
+
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -291,8 +294,8 @@ func TestUpDownUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("status after Up:\n%s", status.String())
-	if n := strings.Count(status.String(), " applied "); n != 6 {
-		t.Errorf("status lists %d applied migrations, want 6:\n%s", n, status.String())
+	if n := strings.Count(status.String(), " applied "); n != migrationCount {
+		t.Errorf("status lists %d applied migrations, want %d:\n%s", n, migrationCount, status.String())
 	}
 
 	if err := migrations.Down(ctx, db); err != nil {
@@ -318,8 +321,8 @@ func TestUpDownUp(t *testing.T) {
 	if err := migrations.Status(ctx, db, &status); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(status.String(), " pending "); n != 6 {
-		t.Errorf("status lists %d pending migrations after Down, want 6:\n%s", n, status.String())
+	if n := strings.Count(status.String(), " pending "); n != migrationCount {
+		t.Errorf("status lists %d pending migrations after Down, want %d:\n%s", n, migrationCount, status.String())
 	}
 
 	if err := migrations.Up(ctx, db); err != nil {
@@ -355,8 +358,8 @@ func TestConcurrentUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != 6 {
-		t.Errorf("db version = %d, want 6", version)
+	if version != migrationCount {
+		t.Errorf("db version = %d, want %d", version, migrationCount)
 	}
 	checkSchema(t, db)
 }
