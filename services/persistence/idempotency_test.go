@@ -55,11 +55,12 @@ func redeliveryChangesNothing(t *testing.T, shards int) {
 		f := publishFlow(s, fmt.Sprintf("ac_redeliver%d", i))
 		finishFlow(s, f)
 	}
-	last, lastSys := publishChanges(s, "ac_changes")
+	_, lastSys := publishChanges(s, "ac_changes")
+	last := publishVoice(s, "ac_voice")
 	s.history("ac_redeliver0", last)
 	s.applied(bus.StreamSystem, lastSys)
 	before := snapshot(t, s)
-	for table, want := range map[string]int{"alicia_sentences": 11, "alicia_tools": 4, "alicia_mcp_servers": 1, "alicia_memory": 8} {
+	for table, want := range map[string]int{"alicia_sentences": 21, "alicia_tools": 4, "alicia_mcp_servers": 1, "alicia_memory": 8, "alicia_audio": 5} {
 		if n := len(before[table]); n != want {
 			t.Fatalf("first pass wrote %d rows in %s, want %d", n, table, want)
 		}
@@ -165,4 +166,24 @@ func publishChanges(s *stack, cid string) (last, lastSys uint64) {
 		lastSys = s.system(b, nil)
 	}
 	return last, lastSys
+}
+
+// publishVoice publishes voice turns cut by a barge-in (in stream order, and
+// with audio and playout before their sentences), a playout that changes
+// back and forth, and utterance audio in two orders. It returns the last
+// CONVERSATIONS sequence.
+func publishVoice(s *stack, prefix string) uint64 {
+	v := newVoiceTurn(prefix + "0")
+	v.publishInOrder(s)
+	v.agent(s, 1, protocol.SentencePlayoutStatusInterrupted)
+	v.agent(s, 1, protocol.SentencePlayoutStatusPlayed)
+	newVoiceTurn(prefix + "1").publishReversed(s)
+	u := utterance{cid: prefix + "2", id: "am_utt_" + prefix + "2"}
+	u.chunks(s)
+	u.transcription(s)
+	u.message(s)
+	u = utterance{cid: prefix + "3", id: "am_utt_" + prefix + "3"}
+	u.transcription(s)
+	u.message(s)
+	return u.chunks(s)
 }

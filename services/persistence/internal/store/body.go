@@ -73,7 +73,11 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	case *protocol.Transcription:
 		return w.transcription(cid, b, at), nil
 	case *protocol.AudioChunk:
-		return w.audioChunk(cid, b, at), nil
+		return w.audio(cid, env, b, at)
+	case *protocol.SentenceAudio:
+		return w.sentenceAudio(cid, b, at), nil
+	case *protocol.SentencePlayout:
+		return w.sentencePlayout(cid, b, at), nil
 	case *protocol.Configuration:
 		w.configuration(cid, b)
 		return "", nil

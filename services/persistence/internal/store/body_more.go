@@ -50,7 +50,8 @@ func (w *writer) note(cid string, env *protocol.Envelope, b *protocol.UserNote, 
 
 // transcription: the final one is stored on an input audio row. Its id is
 // the user message's id (the final transcription is the user's message); the
-// row links to that message now if it exists, or when it arrives.
+// row links to that message now if it exists, or when it arrives. The same
+// row holds the utterance's audio (AudioChunk with meta alicia.utterance_id).
 func (w *writer) transcription(cid string, b *protocol.Transcription, at time.Time) string {
 	if !b.Final {
 		return b.ID
@@ -64,9 +65,13 @@ func (w *writer) transcription(cid string, b *protocol.Transcription, at time.Ti
 	}
 	mj, _ := json.Marshal(meta)
 	audioID := transcriptionAudioID(b.ID)
-	w.q(`INSERT INTO alicia_audio (id, conversation_id, message_id, audio_type, transcription, transcription_meta, created_at, updated_at)
+	// The utterance's audio may have made the row first (voice.go): the
+	// first final transcription fills it in.
+	w.q(`INSERT INTO alicia_audio AS a (id, conversation_id, message_id, audio_type, transcription, transcription_meta, created_at, updated_at)
 		VALUES ($1, $2, (SELECT id FROM alicia_messages WHERE id = $3), 'input', $4, $5, $6, $6)
-		ON CONFLICT (id) DO NOTHING`, audioID, cid, b.ID, b.Text, mj, at)
+		ON CONFLICT (id) DO UPDATE SET transcription = EXCLUDED.transcription, transcription_meta = EXCLUDED.transcription_meta,
+			message_id = COALESCE(a.message_id, EXCLUDED.message_id)
+		WHERE a.transcription IS NULL`, audioID, cid, b.ID, b.Text, mj, at)
 	w.q(`UPDATE alicia_messages SET audio_id = $2 WHERE id = $1 AND audio_id IS NULL`, b.ID, audioID)
 	return audioID
 }

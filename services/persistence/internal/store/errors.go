@@ -14,4 +14,7 @@ var (
 	errServerName          = errors.New("MCP server name is not letters, digits, - and _")
 	errServerTransport     = errors.New("MCP server upsert without a usable transport")
 	errUnknownServerAction = errors.New("MCP server config action is neither upsert nor delete")
+	errWorkItem            = errors.New("a work item (ASRJob, SpeechAudio, AgentDispatch) is not a record: it has no place on a conversation or system subject")
+	errNotAgentSubject     = errors.New("SentenceAudio and SentencePlayout belong on alicia.conv.{cid}.agent.{type}")
+	errUtteranceID         = errors.New("AudioChunk meta alicia.utterance_id is not a non-empty string")
 )

@@ -15,11 +15,25 @@ type sentenceRows struct {
 	audio                [][]byte
 	at                   []time.Time
 	finals               []string
+	// keys are the (message, sequence) pairs accumulated: a second sentence
+	// with the same pair (the same event redelivered under a new sequence)
+	// is left out, as the row's UNIQUE key would leave it out.
+	keys map[sentenceKey]bool
 }
 
-func newSentenceRows() sentenceRows { return sentenceRows{} }
+type sentenceKey struct {
+	message string
+	seq     int32
+}
+
+func newSentenceRows() sentenceRows { return sentenceRows{keys: map[sentenceKey]bool{}} }
 
 func (r *sentenceRows) add(id string, b *protocol.AssistantSentence, at time.Time) {
+	k := sentenceKey{b.PreviousID, b.Sequence}
+	if r.keys[k] {
+		return
+	}
+	r.keys[k] = true
 	r.ids = append(r.ids, id)
 	r.messages = append(r.messages, b.PreviousID)
 	r.seqs = append(r.seqs, b.Sequence)
@@ -31,10 +45,16 @@ func (r *sentenceRows) add(id string, b *protocol.AssistantSentence, at time.Tim
 	}
 }
 
+// holds reports whether the sentence (message, seq) waits in the accumulator.
+func (r *sentenceRows) holds(message string, seq int32) bool {
+	return r.keys[sentenceKey{message, seq}]
+}
+
 // flushSentences queues the accumulated sentences, the contents they add to
 // their messages and the completion of the final ones. It runs at the end
 // of a batch and before any statement whose effect depends on the sentences
-// written so far (stop, error), so the result is the one of stream order.
+// written so far (stop, error, a sentence's audio or playout), so the result
+// is the one of stream order.
 func (w *writer) flushSentences() {
 	r := &w.sentences
 	if len(r.ids) == 0 {
@@ -42,13 +62,19 @@ func (w *writer) flushSentences() {
 	}
 	// Contents grow by the sentences this statement actually inserted, so a
 	// redelivered sentence adds nothing (stream order is sentence order); the
-	// final one completes the message in the same row update.
+	// final one completes the message in the same row update. A row the
+	// sentence's audio or playout created first (pending, no text; see
+	// voice.go) gets its text now and counts as inserted.
 	w.q(`WITH ins AS (
-			INSERT INTO alicia_sentences (id, message_id, sentence_sequence_number, text, audio_type, audio_bytesize, audio_data,
+			INSERT INTO alicia_sentences AS s (id, message_id, sentence_sequence_number, text, audio_type, audio_bytesize, audio_data,
 				completion_status, created_at, updated_at)
 			SELECT id, m, s, t, CASE WHEN a IS NULL THEN NULL ELSE 'output'::audio_type END, length(a), a, 'completed', at, at
 			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bytea[], $6::timestamptz[]) AS x(id, m, s, t, a, at)
-			ON CONFLICT DO NOTHING
+			ON CONFLICT (message_id, sentence_sequence_number) DO UPDATE SET id = EXCLUDED.id, text = EXCLUDED.text,
+				completion_status = 'completed', created_at = EXCLUDED.created_at,
+				audio_type = COALESCE(s.audio_type, EXCLUDED.audio_type), audio_bytesize = COALESCE(s.audio_bytesize, EXCLUDED.audio_bytesize),
+				audio_data = COALESCE(s.audio_data, EXCLUDED.audio_data)
+			WHERE s.completion_status = 'pending'
 			RETURNING message_id, sentence_sequence_number, text
 		), added AS (
 			SELECT message_id, string_agg(text, ' ' ORDER BY sentence_sequence_number) AS text FROM ins GROUP BY message_id
@@ -58,5 +84,8 @@ func (w *writer) flushSentences() {
 			completion_status = CASE WHEN m.id = ANY($7::text[]) AND m.completion_status IN ('pending', 'streaming')
 				THEN 'completed' ELSE m.completion_status END
 		FROM added WHERE m.id = added.message_id`, r.ids, r.messages, r.seqs, r.texts, r.audio, r.at, r.finals)
+	// A sentence that comes after a barge-in cut its answer was not heard:
+	// the contents of a cut answer are worked out again from its sentences.
+	w.recomputeHeard(r.messages, true)
 	*r = newSentenceRows()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
 )
@@ -106,7 +107,11 @@ func (w *writer) envelope(it *consume.Item) error {
 	at := itemTime(it)
 	w.seq = it.Delivery.Sequence
 	cid := env.ConversationID
-	if p, err := subjects.Parse(it.Delivery.Subject); err == nil {
+	p, perr := subjects.Parse(it.Delivery.Subject)
+	if err := placed(env.Type, p.Origin, perr == nil); err != nil {
+		return err
+	}
+	if perr == nil {
 		cid = p.ConversationID // the subject is authoritative
 		w.stanza(cid, p.Origin, env.StanzaID, it.Delivery.Sequence)
 	}
@@ -156,7 +161,27 @@ func (w *writer) stanza(cid string, o subjects.Origin, stanzaID int32, seq uint6
 		if sid, err := bus.ServerStanzaID(seq); err == nil && (!st.hasServer || sid < st.lastServer) {
 			st.lastServer, st.hasServer = sid, true
 		}
+	case subjects.OriginAgent:
+		// Internal envelopes between services: no client sent them and no
+		// client receives them, so they are neither kind of stanza.
 	}
+}
+
+// placed checks that an envelope of type t may be stored where it was
+// published (origin o of a conversation subject when onConversation, else a
+// system subject). Work items (64, 65, 68) travel on their own work queues
+// and core NATS, never as records; SentenceAudio and SentencePlayout only on
+// a conversation's agent subjects. Anything else is dead-lettered.
+func placed(t protocol.MessageType, o subjects.Origin, onConversation bool) error {
+	switch t {
+	case protocol.TypeASRJob, protocol.TypeSpeechAudio, protocol.TypeAgentDispatch:
+		return fmt.Errorf("%w: %s", errWorkItem, t)
+	case protocol.TypeSentenceAudio, protocol.TypeSentencePlayout:
+		if !onConversation || o != subjects.OriginAgent {
+			return fmt.Errorf("%w: %s", errNotAgentSubject, t)
+		}
+	}
+	return nil
 }
 
 func (w *writer) addMeta(ref, key, id string, v any) {
