@@ -1,0 +1,201 @@
+// Package worker takes ASR jobs off the ASR_JOBS work queue — one durable
+// pull consumer shared by every replica — transcribes them and publishes
+// what they became: partial and final Transcriptions for the client, the
+// final one's UserMessage for the llm, or an ErrorMessage.
+package worker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
+	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
+)
+
+// Transcriber is the speech-to-text backend; whisper.Client is the real one.
+type Transcriber interface {
+	Transcribe(ctx context.Context, req whisper.Request) (whisper.Result, error)
+}
+
+// Deps are what a worker talks to.
+type Deps struct {
+	JS            jetstream.JetStream
+	Jobs          jetstream.Stream // ASR_JOBS
+	Conversations jetstream.Stream // CONVERSATIONS
+	Publisher     *bus.Publisher
+	DeadLetters   *bus.DeadLetters
+	ASR           Transcriber
+	Metrics       *metrics.Metrics
+	Log           zerolog.Logger
+}
+
+// Settings tune a worker.
+type Settings struct {
+	Consumer    string        // durable consumer name, shared by every replica
+	Concurrency int           // jobs this replica works on at once
+	AckWait     time.Duration // a job whose worker stops heartbeating goes to another replica after this
+	MaxDeliver  int           // tries of one job
+	// MinConfidence: a final transcript below it does not become a user message.
+	MinConfidence float64
+	Language      string // language hint for jobs that carry none
+	Attempts      int    // tries of a final job's transcription
+	// PublishTimeout bounds each publish and lookup.
+	PublishTimeout time.Duration
+	// FetchWait is how long one pull request waits (default 30s).
+	FetchWait time.Duration
+}
+
+// Worker consumes ASR jobs.
+type Worker struct {
+	d    Deps
+	s    Settings
+	cons jetstream.Consumer
+}
+
+// Ensure creates or updates the shared consumer and returns a worker on it.
+func Ensure(ctx context.Context, d Deps, s Settings) (*Worker, error) {
+	cons, err := d.Jobs.CreateOrUpdateConsumer(ctx, ConsumerConfig(s))
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{d: d, s: s, cons: cons}, nil
+}
+
+// ConsumerConfig is the durable consumer every replica pulls from.
+func ConsumerConfig(s Settings) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:     s.Consumer,
+		Description: "ASR workers: every asr replica pulls its jobs from here",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     s.AckWait,
+		MaxDeliver:  s.MaxDeliver,
+		// Room for every replica's pull requests.
+		MaxWaiting:    4096,
+		MaxAckPending: -1,
+	}
+}
+
+// Run works on jobs until ctx ends. Jobs still running then are given back
+// at once, so another replica takes them without waiting for AckWait.
+func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range max(1, w.s.Concurrency) {
+		wg.Go(func() { w.slot(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// slot pulls one job at a time: a replica holds one pull request per free
+// slot, so a busy replica leaves the next job to whichever replica has room.
+func (w *Worker) slot(ctx context.Context) {
+	wait := w.s.FetchWait
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	failures := 0
+	for ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, wait)
+		m, err := w.cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		switch {
+		case err == nil:
+			failures = 0
+			w.handle(ctx, m)
+		case ctx.Err() != nil:
+			return
+		case idle(err):
+			failures = 0
+		case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, nats.ErrNoResponders):
+			// The server restarted with its consumers in memory, or someone
+			// deleted ours: make it again.
+			if cons, cerr := w.d.Jobs.CreateOrUpdateConsumer(ctx, ConsumerConfig(w.s)); cerr == nil {
+				w.cons = cons
+				continue
+			}
+			fallthrough
+		default:
+			failures++
+			d := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
+			w.d.Log.Warn().Err(err).Dur("retry_in", d).Msg("pull failed")
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// idle: the pull ended without a job.
+func idle(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages) ||
+		errors.Is(err, nats.ErrTimeout) || (errors.As(err, &t) && t.Timeout())
+}
+
+// handle works on one job and settles it with the server.
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	w.d.Metrics.InFlight.Inc()
+	defer w.d.Metrics.InFlight.Dec()
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go w.heartbeat(hctx, m)
+
+	d := bus.DeliveryOf(m)
+	log := w.d.Log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Uint64("delivery", d.NumDelivered).Logger()
+	err := w.work(hctx, m.Data(), d)
+	switch {
+	case err == nil:
+		if aerr := m.Ack(); aerr != nil {
+			log.Warn().Err(aerr).Msg("ack failed; the job may be redelivered")
+		}
+	case ctx.Err() != nil:
+		// Shutting down: give the job back now so another replica does it.
+		_ = m.Nak()
+	case errors.Is(err, errDone):
+		// Settled without success (reported to the client, or dropped).
+		_ = m.TermWithReason(truncate(err.Error(), 200))
+	case w.s.MaxDeliver > 0 && d.NumDelivered >= uint64(w.s.MaxDeliver):
+		log.Error().Err(err).Msg("job given up")
+		w.giveUp(ctx, m.Data(), d, err)
+		_ = m.TermWithReason(truncate(err.Error(), 200))
+	default:
+		delay := bus.DefaultBackoff(d.NumDelivered)
+		log.Warn().Err(err).Dur("retry_in", delay).Msg("job failed; will retry")
+		_ = m.NakWithDelay(delay)
+	}
+}
+
+// heartbeat keeps a job this replica works on from going to another one,
+// however long the backend takes.
+func (w *Worker) heartbeat(ctx context.Context, m jetstream.Msg) {
+	every := w.s.AckWait / 3
+	if every <= 0 {
+		every = time.Second
+	}
+	tk := time.NewTicker(every)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+			_ = m.InProgress()
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,102 @@
+package asr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
+	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
+	"github.com/alicia-voice/alicia/services/asr/internal/worker"
+)
+
+// Run starts one asr replica and blocks until ctx is cancelled; jobs still
+// running then are handed back to the queue at once for another replica.
+func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "asr")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	jobs, err := js.Stream(ctx, bus.StreamASRJobs)
+	if err != nil {
+		return fmt.Errorf("asr: stream %s: %w", bus.StreamASRJobs, err)
+	}
+	convs, err := js.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		return fmt.Errorf("asr: stream %s: %w", bus.StreamConversations, err)
+	}
+	wc := whisper.New(whisper.Config{BaseURL: cfg.BaseURL(), APIKey: cfg.APIKey, Model: cfg.Model,
+		Timeout: cfg.Timeout, Attempts: cfg.Attempts, Backoff: cfg.RetryBackoff})
+	defer wc.Close()
+	w, err := worker.Ensure(ctx, worker.Deps{
+		JS: js, Jobs: jobs, Conversations: convs, Publisher: bus.NewPublisher(js), DeadLetters: bus.NewDeadLetters(js),
+		ASR: wc, Metrics: metrics.Default(), Log: log,
+	}, worker.Settings{
+		Consumer: cfg.Consumer, Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+		MinConfidence: cfg.MinConfidence, Language: cfg.Language, Attempts: cfg.Attempts, PublishTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("asr: consumer %s: %w", cfg.Consumer, err)
+	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	pctx, stopProbe := context.WithCancel(ctx)
+	probed := make(chan struct{})
+	go func() { defer close(probed); probe(pctx, wc, cfg, log) }()
+	defer func() { stopProbe(); <-probed }()
+
+	log.Info().Str("model", cfg.Model).Str("backend", cfg.BaseURL()).Int("concurrency", cfg.Concurrency).Msg("asr running")
+	err = w.Run(ctx)
+	// The naks of jobs given back are on their way out: send them before closing.
+	_ = nc.FlushTimeout(2 * time.Second)
+	return err
+}
+
+// probe says at start whether the backend answers, so a wrong URL is
+// visible at once rather than at the first utterance.
+func probe(ctx context.Context, wc *whisper.Client, cfg Config, log zerolog.Logger) {
+	if err := wc.Reachable(ctx); err != nil && ctx.Err() == nil {
+		log.Warn().Err(err).Str("backend", cfg.BaseURL()).Msg("transcription backend unreachable; final transcripts fail with ErrorMessage 503 until it answers")
+		return
+	}
+	if ctx.Err() == nil {
+		log.Info().Str("backend", cfg.BaseURL()).Msg("transcription backend reachable")
+	}
+}
+
+func serveMetrics(addr string, log zerolog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("asr: metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics server")
+		}
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Msg("metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
