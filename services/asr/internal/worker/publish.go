@@ -28,8 +28,8 @@ const orderAttempts = 8
 
 // Message ids: a redelivered job publishes nothing twice.
 func transcriptionMsgID(j *job) string { return j.body.ID + ":tr" }
-func userMessageMsgID(j *job) string  { return j.cid + ":asr:" + j.body.UtteranceID }
-func errorMsgID(j *job) string        { return j.cid + ":asr:" + j.body.UtteranceID + ":err" }
+func userMessageMsgID(j *job) string   { return j.cid + ":asr:" + j.body.UtteranceID }
+func errorMsgID(j *job) string         { return j.cid + ":asr:" + j.body.UtteranceID + ":err" }
 
 // publishTranscription publishes tr with the job's sequence in a header.
 // ordered (partials): only when no transcription of a later job of the
