@@ -311,7 +311,9 @@ func (p *Player) pop() (frame, bool, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.queue) == 0 {
-		return frame{}, false, p.skipLocked()
+		if wait := p.skipLocked(); len(p.queue) == 0 {
+			return frame{}, false, wait
+		}
 	}
 	f := p.queue[0]
 	p.queue = p.queue[1:]
