@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	protoLogger "github.com/livekit/protocol/logger"
+	lksdk "github.com/livekit/server-sdk-go/v2"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
@@ -42,6 +44,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			}
 		}()
 		defer srv.Close()
+	}
+	// The LiveKit SDK (and pion under it) logs through its own logger: warnings and errors only.
+	if zl, err := protoLogger.NewZapLogger(&protoLogger.Config{Level: "warn", JSON: true}); err == nil {
+		lksdk.SetLogger(zl)
 	}
 	a := agent.New(cfg.agent(), agent.Deps{NC: nc, JS: js, Log: log})
 	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Msg("room-agent running")

@@ -1,0 +1,171 @@
+// Package voicee2e_test holds the voice end-to-end tests: a real
+// livekit-server, embedded JetStream, Postgres and the real persistence,
+// llm, asr, tts and room-agent services in one network namespace, with fake
+// OpenAI-compatible model servers (chat, transcription, speech) and a Go
+// LiveKit client in the role of the user.
+package voicee2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/livekit/protocol/auth"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
+	"github.com/alicia-voice/alicia/pkg/testkit/netns"
+	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
+	"github.com/alicia-voice/alicia/services/asr"
+	"github.com/alicia-voice/alicia/services/llm"
+	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
+	roomagent "github.com/alicia-voice/alicia/services/room-agent"
+	"github.com/alicia-voice/alicia/services/tts"
+)
+
+func TestMain(m *testing.M) { netns.Main(m) }
+
+type stack struct {
+	t      testing.TB
+	lk     *livekitserver.Server
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	pool   *pgxpool.Pool
+	chat   *fakeopenai.Server // llm
+	speech *fakeopenai.Server // asr transcriptions and tts speech
+	pub    *bus.Publisher
+}
+
+type options struct {
+	agent func(*roomagent.Config)
+	tts   func(*tts.Config)
+}
+
+func testLog() zerolog.Logger {
+	if os.Getenv("ALICIA_TEST_LOG") != "" {
+		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+	}
+	return zerolog.Nop()
+}
+
+func newStack(t testing.TB, o options) *stack {
+	t.Helper()
+	netns.Require(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	lk, err := livekitserver.Start(ctx, livekitserver.Options{IP: netns.IP()})
+	if err != nil {
+		cancel()
+		t.Fatalf("livekit-server (install: go run ./services/cli/cmd/alicia dev livekit-install): %v", err)
+	}
+	t.Cleanup(func() { _ = lk.Stop() })
+
+	ns := natstest.Run(t)
+	nc := natstest.Connect(t, ns)
+	js := natstest.JetStream(t, nc)
+	pgURL := pgtest.NewURL(t)
+	pool, err := pgxpool.New(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("It will be sunny in Paris tomorrow. Expect a high of twenty degrees. Enjoy your day!")))
+	speech := fakeopenai.New(t)
+	log := testLog()
+	persistencetest.Start(t, ns.ClientURL(), pgURL)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("service: %v", err)
+		}
+	})
+
+	lcfg := llm.DefaultConfig()
+	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = ns.ClientURL(), pgURL, chat.URL(), "fake-chat"
+	lcfg.Partitions, lcfg.ShutdownGrace, lcfg.MemoryTopK, lcfg.MetricsAddr = 4, 0, 0, ""
+	run("llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
+
+	acfg := asr.DefaultConfig()
+	acfg.NATSURL, acfg.URL, acfg.Model = ns.ClientURL(), speech.URL(), "fake-whisper"
+	run("asr", func(ctx context.Context) error { return asr.Run(ctx, acfg, log.With().Str("service", "asr").Logger()) })
+
+	tcfg := tts.DefaultConfig()
+	tcfg.NATSURL, tcfg.Engine, tcfg.URL, tcfg.Model = ns.ClientURL(), "openai", speech.URL(), "fake-kokoro"
+	if o.tts != nil {
+		o.tts(&tcfg)
+	}
+	run("tts", func(ctx context.Context) error { return tts.Run(ctx, tcfg, log.With().Str("service", "tts").Logger()) })
+
+	rcfg := roomagent.DefaultConfig()
+	rcfg.NATSURL, rcfg.LiveKitURL, rcfg.LiveKitAPIKey, rcfg.LiveKitAPISecret = ns.ClientURL(), lk.URL, lk.APIKey, lk.APISecret
+	rcfg.Lease, rcfg.EmptyTimeout = 3*time.Second, 5*time.Second
+	if o.agent != nil {
+		o.agent(&rcfg)
+	}
+	run("room-agent", func(ctx context.Context) error {
+		return roomagent.Run(ctx, rcfg, log.With().Str("service", "room-agent").Logger())
+	})
+	return &stack{t: t, lk: lk, nc: nc, js: js, pool: pool, chat: chat, speech: speech, pub: bus.NewPublisher(js)}
+}
+
+// conversation creates a conversation for alice (through persistence, as
+// the gateway does) and returns its id.
+func (s *stack) conversation() string {
+	s.t.Helper()
+	cid := protocol.NewID("ac")
+	env := protocol.New(cid, &protocol.Configuration{ConversationID: &cid})
+	env.StanzaID = 1
+	env.Meta = map[string]any{"alicia.user_id": "alice"}
+	if _, err := s.pub.PublishClient(context.Background(), env); err != nil {
+		s.t.Fatal(err)
+	}
+	return cid
+}
+
+// token mints the user's room token and asks for an agent, as the gateway's
+// GET /v1/conversations/{id}/token does.
+func (s *stack) token(cid string) string {
+	s.t.Helper()
+	at := auth.NewAccessToken(s.lk.APIKey, s.lk.APISecret).SetIdentity("alice").SetValidFor(time.Hour).
+		SetVideoGrant(&auth.VideoGrant{RoomJoin: true, Room: "conv_" + cid, CanPublish: ptr(true), CanSubscribe: ptr(true), CanPublishData: ptr(true)})
+	tok, err := at.ToJWT()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	env := protocol.New(cid, &protocol.AgentDispatch{ConversationID: cid, Room: "conv_" + cid, UserID: ptr("alice"), RequestedAt: time.Now().UnixMilli()})
+	data, err := protocol.Encode(env)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.js.Publish(context.Background(), subjects.Dispatch(cid), data); err != nil {
+		s.t.Fatal(err)
+	}
+	return tok
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,95 @@
+package voicee2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+)
+
+func voiceConfig(cid string) *protocol.Configuration {
+	return &protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{
+		protocol.ConfigurationFeaturesElemStreaming, protocol.ConfigurationFeaturesElemAudioOutput, protocol.ConfigurationFeaturesElemPartialResponses}}
+}
+
+func isType(t protocol.MessageType) func(protocol.Envelope) bool {
+	return func(e protocol.Envelope) bool { return e.Type == t }
+}
+
+func TestVoiceTurn(t *testing.T) {
+	s := newStack(t, options{})
+	s.speech.SetTranscriber(func(r fakeopenai.TranscriptionRequest) fakeopenai.Transcript {
+		if r.Duration < 1200*time.Millisecond {
+			return fakeopenai.Transcript{Text: "What is the weather"}
+		}
+		return fakeopenai.Transcript{Text: "What is the weather like in Paris tomorrow?"}
+	})
+	cid := s.conversation()
+	u := join(t, s.lk.URL, s.token(cid), true)
+	u.send(voiceConfig(cid), cid)
+	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+
+	spoken := u.say(speech(t, "What is the weather like in Paris tomorrow?"))
+	saidAt := time.Now()
+
+	final := u.waitFor(20*time.Second, "no final transcription", func(e protocol.Envelope) bool {
+		tr, ok := e.Body.(*protocol.Transcription)
+		return ok && tr.Final
+	}).Body.(*protocol.Transcription)
+	if final.Text != "What is the weather like in Paris tomorrow?" {
+		t.Fatalf("final transcription %q", final.Text)
+	}
+	var partials int
+	for _, e := range u.received() {
+		if tr, ok := e.Body.(*protocol.Transcription); ok && !tr.Final {
+			partials++
+			if tr.ID != final.ID {
+				t.Fatalf("partial of another utterance: %+v", tr)
+			}
+		}
+	}
+	if partials == 0 {
+		t.Fatalf("no partial transcription while %v of speech went on", spoken)
+	}
+	sa := u.waitFor(20*time.Second, "no StartAnswer", isType(protocol.TypeStartAnswer)).Body.(*protocol.StartAnswer)
+	if sa.PreviousID != final.ID {
+		t.Fatalf("StartAnswer answers %q, want the transcription %q", sa.PreviousID, final.ID)
+	}
+	u.waitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
+		b, ok := e.Body.(*protocol.AssistantSentence)
+		return ok && b.IsFinal != nil && *b.IsFinal
+	})
+	// The agent's voice reaches the user: several seconds of non-silent audio.
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		n, _, _ := loud(u.heard(), saidAt)
+		return n >= 50 // a second of audio
+	}, "no agent speech heard")
+
+	// Rows: the user's message from the transcription with its audio row, the
+	// answer with its sentences and their audio fields, played.
+	ctx := context.Background()
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		var content, audioID, trans string
+		var dur int32
+		if err := s.pool.QueryRow(ctx, `SELECT m.contents, m.audio_id, a.transcription, a.duration_ms FROM alicia_messages m
+			JOIN alicia_audio a ON a.id = m.audio_id WHERE m.id = $1 AND m.message_role = 'user'`, final.ID).Scan(&content, &audioID, &trans, &dur); err != nil {
+			return err
+		}
+		if content != final.Text || trans != final.Text || dur < 1000 {
+			return errorf("user row %q / %q / %d ms", content, trans, dur)
+		}
+		var n, played, withAudio int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE playout_status = 'played'),
+				count(*) FILTER (WHERE audio_format = 'pcm_s16le_24000' AND duration_ms > 0 AND audio_bytesize > 0)
+			FROM alicia_sentences WHERE message_id = $1`, sa.ID).Scan(&n, &played, &withAudio); err != nil {
+			return err
+		}
+		if n != 3 || played != 3 || withAudio != 3 {
+			return errorf("sentences %d, played %d, with audio %d; want 3 each", n, played, withAudio)
+		}
+		return nil
+	}, "rows do not match")
+}
