@@ -13,6 +13,7 @@ require (
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/rs/zerolog v1.35.1 // indirect
 	github.com/sashabaranov/go-openai v1.43.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
