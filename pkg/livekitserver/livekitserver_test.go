@@ -18,6 +18,10 @@ import (
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 )
 
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
 // binary returns the installed livekit-server, skipping (failing under
 // CI=true) when there is none.
 func binary(t *testing.T) string {
@@ -192,16 +196,28 @@ func TestStartBindsOnlyItsOwn(t *testing.T) {
 		t.Fatalf("ListRooms with a wrong secret = %d, want 401", got)
 	}
 
-	// A second server on the same address gets other ports.
-	other, err := livekitserver.Start(context.Background(), livekitserver.Options{Bin: bin, APIKey: "other", APISecret: strings.Repeat("o", 32)})
+	// A second server on the same address gets other ports. Its log writer
+	// fails: the server must live on when it prints (its output pipe stays
+	// open).
+	other, err := livekitserver.Start(context.Background(), livekitserver.Options{Bin: bin, APIKey: "other", APISecret: strings.Repeat("o", 32),
+		Log: failingWriter{}, LogLevel: "info"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if other.LogPath != "" {
+		t.Fatalf("log path %q with a log writer given", other.LogPath)
 	}
 	if other.Port == s.Port || other.RTCUDPPort == s.RTCUDPPort || other.RTCTCPPort == s.RTCTCPPort {
 		t.Fatalf("second server shares ports: %+v %+v", s, other)
 	}
 	if got := listRooms(t, other, "other", strings.Repeat("o", 32)); got != http.StatusOK {
 		t.Fatalf("ListRooms with the given key = %d", got)
+	}
+	if other.Output() == "" {
+		t.Fatal("the server printed nothing at info level")
+	}
+	if got := listRooms(t, other, "other", strings.Repeat("o", 32)); got != http.StatusOK || other.Err() != nil {
+		t.Fatalf("after printing to a failing writer: ListRooms = %d, process %v", got, other.Err())
 	}
 	otherDir := filepath.Dir(other.ConfigPath)
 	if err := other.Stop(); err != nil {

@@ -209,19 +209,20 @@ func launch(ctx context.Context, o Options, tempDir string) (*Server, error) {
 		return nil, fmt.Errorf("livekitserver: %w", err)
 	}
 	out := o.Log
+	var logFile *os.File
 	if out == nil {
 		s.LogPath = filepath.Join(o.Dir, "livekit-server.log")
-		f, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
+		if logFile, err = os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 			return nil, fmt.Errorf("livekitserver: log: %w", err)
 		}
-		defer f.Close() // the child has its own copy
-		out = f
+		out = logFile
 	}
 	cmd := exec.Command(o.Bin, "--config", s.ConfigPath)
 	cmd.Env = childEnv()
 	cmd.Dir = o.Dir
-	cmd.Stdout = io.MultiWriter(out, s.tail)
+	// The server's output reaches us through a pipe; a log writer that
+	// fails must not close it (the server would die of SIGPIPE).
+	cmd.Stdout = s.tail.tee(out)
 	cmd.Stderr = cmd.Stdout
 	// Own process group: a terminal's ^C reaches the launcher, which stops
 	// the server in order. Pdeathsig: the server does not outlive a
@@ -235,6 +236,9 @@ func launch(ctx context.Context, o Options, tempDir string) (*Server, error) {
 		// Pdeathsig fires when the thread that started the child exits:
 		// keep this goroutine on its thread until the child has ended.
 		runtime.LockOSThread()
+		if logFile != nil {
+			defer logFile.Close()
+		}
 		if err := cmd.Start(); err != nil {
 			started <- err
 			close(s.done)
@@ -351,6 +355,20 @@ func (s *Server) kill() error {
 	}
 	<-s.done
 	return nil
+}
+
+// tee returns a writer that copies to w (ignoring its errors) and keeps
+// the tail.
+func (b *tailBuffer) tee(w io.Writer) io.Writer { return teeWriter{w: w, tail: b} }
+
+type teeWriter struct {
+	w    io.Writer
+	tail *tailBuffer
+}
+
+func (t teeWriter) Write(p []byte) (int, error) {
+	_, _ = t.w.Write(p)
+	return t.tail.Write(p)
 }
 
 // tailBuffer keeps the last max bytes written to it.
