@@ -26,8 +26,12 @@ func TestBackendFailure(t *testing.T) {
 		attempts int // requests the backend sees for the final job
 		code     int32
 	}{
-		{"500", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusInternalServerError}) }, 3, protocol.CodeBackendUnavailable},
-		{"429", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusTooManyRequests}) }, 3, protocol.CodeBackendUnavailable},
+		{"500", func(f *fakeopenai.Server) {
+			f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusInternalServerError})
+		}, 3, protocol.CodeBackendUnavailable},
+		{"429", func(f *fakeopenai.Server) {
+			f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusTooManyRequests})
+		}, 3, protocol.CodeBackendUnavailable},
 		{"hangs past the timeout", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Hang: true}) }, 3, protocol.CodeBackendUnavailable},
 		{"connection cut", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Down: true}) }, 3, protocol.CodeBackendUnavailable},
 		{"wrong model (404)", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusNotFound}) }, 1, protocol.CodeBackendUnavailable},
