@@ -49,7 +49,8 @@ type stack struct {
 }
 
 type options struct {
-	agent func(*roomagent.Config)
+	answer string // what the fake LLM says (default: three sentences about the weather)
+	agent  func(*roomagent.Config)
 	tts   func(*tts.Config)
 }
 
@@ -80,7 +81,11 @@ func newStack(t testing.TB, o options) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("It will be sunny in Paris tomorrow. Expect a high of twenty degrees. Enjoy your day!")))
+	answer := o.answer
+	if answer == "" {
+		answer = "It will be sunny in Paris tomorrow. Expect a high of twenty degrees. Enjoy your day!"
+	}
+	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(answer)))
 	speech := fakeopenai.New(t)
 	log := testLog()
 	persistencetest.Start(t, ns.ClientURL(), pgURL)

@@ -1,0 +1,134 @@
+package voicee2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	roomagent "github.com/alicia-voice/alicia/services/room-agent"
+)
+
+// histogram returns count and sum of a histogram on the default registry.
+func histogram(t testing.TB, name string) (uint64, float64) {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var n uint64
+			var sum float64
+			for _, m := range mf.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+			return n, sum
+		}
+	}
+	return 0, 0
+}
+
+func TestBargeIn(t *testing.T) {
+	const bargeMin = 200 * time.Millisecond
+	long := "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon. " +
+		"Temperatures will climb to about twenty degrees by three in the afternoon. " +
+		"In the evening a light breeze will come from the west and the sky stays clear. " +
+		"On the weekend the weather should stay just as pleasant for a walk along the river."
+	s := newStack(t, options{answer: long, agent: func(c *roomagent.Config) { c.BargeInMin = bargeMin }})
+	cid := s.conversation()
+	u := join(t, s.lk.URL, s.token(cid), true)
+	u.send(voiceConfig(cid), cid)
+	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+
+	u.say(speech(t, "Tell me about the weather in Paris."))
+	sa := u.waitFor(20*time.Second, "no StartAnswer", isType(protocol.TypeStartAnswer)).Body.(*protocol.StartAnswer)
+	var agentStarted time.Time
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		n, first, _ := loud(u.heard(), time.Time{})
+		agentStarted = first
+		return n >= 25 // half a second of the agent's voice
+	}, "the agent never spoke")
+	_ = agentStarted
+
+	stopsBefore, _ := histogram(t, "alicia_voice_barge_in_stop_seconds")
+	interrupt := time.Now()
+	u.say(speech(t, "Wait, stop, that is enough."))
+
+	// Playout stops: no agent voice later than the barge-in decision (speech
+	// onset + bargeMin) plus 100 ms and the audio already in flight.
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		n, _ := histogram(t, "alicia_voice_barge_in_stop_seconds")
+		return n > stopsBefore
+	}, "no barge-in")
+	n, sum := histogram(t, "alicia_voice_barge_in_stop_seconds")
+	if avg := sum / float64(n); avg > 0.1 {
+		t.Fatalf("barge-in to audio stopped: %.1f ms", avg*1000)
+	}
+	time.Sleep(700 * time.Millisecond) // let in-flight audio drain
+	_, _, last := loud(u.heard(), interrupt)
+	if limit := interrupt.Add(bargeMin + 100*time.Millisecond + 250*time.Millisecond); last.After(limit) {
+		t.Fatalf("agent still heard %v after the user started speaking", last.Sub(interrupt))
+	}
+
+	// ControlStop (speech) is in the stream, and the unplayed sentences are marked.
+	ctx := context.Background()
+	st, err := s.js.Stream(ctx, "CONVERSATIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyNoError(t, 10*time.Second, func() error {
+		m, err := st.GetLastMsgForSubject(ctx, subjects.Client(cid, protocol.TypeControlStop))
+		if err != nil {
+			return err
+		}
+		env, err := protocol.Decode(m.Data)
+		if err != nil {
+			return err
+		}
+		cs := env.Body.(*protocol.ControlStop)
+		if cs.StopType == nil || *cs.StopType != protocol.ControlStopStopTypeSpeech || cs.TargetID == nil || *cs.TargetID != sa.ID {
+			return errorf("ControlStop %+v", cs)
+		}
+		return nil
+	}, "no ControlStop")
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		var unplayed, heardN int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE playout_status = 'unplayed'),
+				count(*) FILTER (WHERE playout_status IN ('played', 'interrupted'))
+			FROM alicia_sentences WHERE message_id = $1`, sa.ID).Scan(&unplayed, &heardN); err != nil {
+			return err
+		}
+		if unplayed < 1 || heardN < 1 {
+			return errorf("unplayed %d, heard %d", unplayed, heardN)
+		}
+		return nil
+	}, "playout not recorded")
+}
+
+func TestDataOnlyClient(t *testing.T) {
+	s := newStack(t, options{answer: "Hello from the room. How can I help?"})
+	cid := s.conversation()
+	u := join(t, s.lk.URL, s.token(cid), false)
+	u.send(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
+	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+	u.send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Hi there"}, cid)
+	u.waitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
+		b, ok := e.Body.(*protocol.AssistantSentence)
+		return ok && b.IsFinal != nil && *b.IsFinal
+	})
+	// Malformed input gets an error on the data channel and the session lives on.
+	u.send(&protocol.SpeechAudio{ConversationID: cid, MessageID: "x", SentenceID: "y", Sequence: 1, Format: "pcm_s16le_24000", Last: true}, cid)
+	u.waitFor(10*time.Second, "internal type not refused", func(e protocol.Envelope) bool {
+		m, ok := e.Body.(*protocol.ErrorMessage)
+		return ok && m.Code == protocol.CodeUnknownType
+	})
+	if n := s.speech.SpeechCount(); n != 0 {
+		t.Fatalf("a text-only client's answer was synthesised %d times", n)
+	}
+}
