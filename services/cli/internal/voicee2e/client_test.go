@@ -199,4 +199,3 @@ func loud(h []heard, from time.Time) (n int, first, last time.Time) {
 	}
 	return n, first, last
 }
-

@@ -51,7 +51,7 @@ type stack struct {
 type options struct {
 	answer string // what the fake LLM says (default: three sentences about the weather)
 	agent  func(*roomagent.Config)
-	tts   func(*tts.Config)
+	tts    func(*tts.Config)
 }
 
 func testLog() zerolog.Logger {
