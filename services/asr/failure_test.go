@@ -22,25 +22,21 @@ import (
 func TestBackendFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		break_   func(*fakeopenai.Server)
+		fault    fakeopenai.Fault
 		attempts int // requests the backend sees for the final job
 		code     int32
 	}{
-		{"500", func(f *fakeopenai.Server) {
-			f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusInternalServerError})
-		}, 3, protocol.CodeBackendUnavailable},
-		{"429", func(f *fakeopenai.Server) {
-			f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusTooManyRequests})
-		}, 3, protocol.CodeBackendUnavailable},
-		{"hangs past the timeout", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Hang: true}) }, 3, protocol.CodeBackendUnavailable},
-		{"connection cut", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Down: true}) }, 3, protocol.CodeBackendUnavailable},
-		{"wrong model (404)", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusNotFound}) }, 1, protocol.CodeBackendUnavailable},
-		{"audio refused (400)", func(f *fakeopenai.Server) { f.SetTranscriptionFault(fakeopenai.Fault{Status: http.StatusBadRequest}) }, 1, protocol.CodeInternal},
+		{"500", fakeopenai.Fault{Status: http.StatusInternalServerError}, 3, protocol.CodeBackendUnavailable},
+		{"429", fakeopenai.Fault{Status: http.StatusTooManyRequests}, 3, protocol.CodeBackendUnavailable},
+		{"hangs past the timeout", fakeopenai.Fault{Hang: true}, 3, protocol.CodeBackendUnavailable},
+		{"connection cut", fakeopenai.Fault{Down: true}, 3, protocol.CodeBackendUnavailable},
+		{"wrong model (404)", fakeopenai.Fault{Status: http.StatusNotFound}, 1, protocol.CodeBackendUnavailable},
+		{"audio refused (400)", fakeopenai.Fault{Status: http.StatusBadRequest}, 1, protocol.CodeInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			fake := fakeopenai.New(t)
-			tc.break_(fake)
+			fake.SetTranscriptionFault(tc.fault)
 			cfg := h.config(fake)
 			cfg.Timeout = 150 * time.Millisecond
 			h.replica(cfg)
