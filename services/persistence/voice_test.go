@@ -302,3 +302,41 @@ func (v *voiceTurn) agent(s *stack, seq int32, status protocol.SentencePlayoutSt
 	return s.agent(v.cid, &protocol.SentencePlayout{ConversationID: v.cid, MessageID: v.answer, SentenceID: *v.sentenceID(seq),
 		Sequence: seq, Status: status, PlayedMs: 1000 * seq})
 }
+
+// TestStopAfterTheAnswer: a barge-in (speech stop) marks an answer whose
+// generation had ended as interrupted — its playout was cut — while a
+// generation stop leaves a completed answer alone, and a failed answer stays
+// failed.
+func TestStopAfterTheAnswer(t *testing.T) {
+	s := newStack(t)
+	s.start()
+	cases := []struct {
+		name        string
+		stopType    protocol.ControlStopStopType
+		fail        bool
+		status      string
+		interrupted bool
+	}{
+		{"speech after completion", protocol.ControlStopStopTypeSpeech, false, "completed", true},
+		{"generation after completion", protocol.ControlStopStopTypeGeneration, false, "completed", false},
+		{"speech after failure", protocol.ControlStopStopTypeSpeech, true, "failed", false},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := newVoiceTurn(fmt.Sprintf("ac_stopafter%d", i))
+			v.start(s)
+			s.server(v.cid, &protocol.AssistantSentence{PreviousID: v.answer, ConversationID: v.cid, Sequence: 1, Text: "Done.", IsFinal: ptr(!c.fail)}, nil)
+			if c.fail {
+				s.server(v.cid, &protocol.ErrorMessage{ID: "ae_" + v.cid, ConversationID: v.cid, Code: protocol.CodeBackendUnavailable,
+					Message: "down", OriginatingID: &v.answer, Recoverable: true, Severity: 2}, nil)
+			}
+			stop := &protocol.ControlStop{ConversationID: v.cid, TargetID: &v.answer, StopType: &c.stopType}
+			s.client(v.cid, 2, stop, nil)
+			last := s.client(v.cid, 3, stop, nil) // the same stop again changes nothing
+			s.history(v.cid, last)
+			if got := readMessage(t, s, v.answer); got.status != c.status || got.interrupted != c.interrupted || got.contents != "Done." {
+				t.Fatalf("answer %+v, want status %s interrupted %v", got, c.status, c.interrupted)
+			}
+		})
+	}
+}

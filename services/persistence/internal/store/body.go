@@ -84,8 +84,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	case *protocol.ControlStop:
 		w.flushSentences()
 		if b.TargetID != nil {
-			w.q(`UPDATE alicia_messages SET completion_status = 'completed', interrupted_at = $2
-				WHERE id = $1 AND completion_status IN ('pending', 'streaming')`, *b.TargetID, at)
+			w.controlStop(*b.TargetID, b.StopType != nil && *b.StopType == protocol.ControlStopStopTypeSpeech, at)
 			return *b.TargetID, nil
 		}
 		return "", nil

@@ -110,6 +110,20 @@ func (w *writer) recomputeHeard(messages []string, onlyCut bool) {
 		messages, onlyCut)
 }
 
+// controlStop completes the answer a stop cut with what was said so far and
+// records when it was cut. A barge-in (speech) also cuts an answer whose
+// generation had ended: its playout was still going.
+func (w *writer) controlStop(target string, speech bool, at time.Time) {
+	if !speech {
+		w.q(`UPDATE alicia_messages SET completion_status = 'completed', interrupted_at = $2
+			WHERE id = $1 AND completion_status IN ('pending', 'streaming')`, target, at)
+		return
+	}
+	w.q(`UPDATE alicia_messages SET completion_status = 'completed', interrupted_at = COALESCE(interrupted_at, $2)
+		WHERE id = $1 AND message_role = 'assistant'
+			AND (completion_status IN ('pending', 'streaming') OR (completion_status = 'completed' AND interrupted_at IS NULL))`, target, at)
+}
+
 // utteranceAudio appends an AudioChunk of a user utterance to the utterance's
 // input audio row, the row its final Transcription writes (in either order):
 // format, track, bytes (when sent) and duration. A chunk whose sequence is
