@@ -24,7 +24,7 @@ const HeaderJobSequence = "Alicia-Asr-Job-Sequence"
 
 // orderAttempts bounds how often a partial retries its ordered publish when
 // other transcriptions of the conversation keep landing first.
-const orderAttempts = 8
+const orderAttempts = 64
 
 // Message ids: a redelivered job publishes nothing twice.
 func transcriptionMsgID(j *job) string { return j.body.ID + ":tr" }
