@@ -144,9 +144,8 @@ func (s *stack) conversation() string {
 	s.t.Helper()
 	cid := protocol.NewID("ac")
 	env := protocol.New(cid, &protocol.Configuration{ConversationID: &cid})
-	env.StanzaID = 1
 	env.Meta = map[string]any{"alicia.user_id": "alice"}
-	if _, err := s.pub.PublishClient(context.Background(), env); err != nil {
+	if _, err := s.pub.PublishOnBehalf(context.Background(), env, ""); err != nil {
 		s.t.Fatal(err)
 	}
 	return cid

@@ -2,6 +2,7 @@ package voicee2e_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestVoiceTurn(t *testing.T) {
 	testkit.Eventually(t, 20*time.Second, func() bool {
 		n, _, _ := loud(u.heard(), saidAt)
 		return n >= 50 // a second of audio
-	}, "no agent speech heard")
+	}, fmt.Sprintf("no agent speech heard (speech requests %d, heard %d pieces)", s.speech.SpeechCount(), len(u.heard())))
 
 	// Rows: the user's message from the transcription with its audio row, the
 	// answer with its sentences and their audio fields, played.
