@@ -38,6 +38,70 @@ type Config struct {
 	// WriteTimeout bounds a REST write: publish, then wait until persistence
 	// has applied it (ALICIA_WRITE_TIMEOUT, default 10s; 504 beyond).
 	WriteTimeout time.Duration
+	// LiveKit is the server voice clients join (GET /v1/conversations/{id}/token);
+	// unset, that route answers 503.
+	LiveKit LiveKit
+}
+
+// LiveKit is the LiveKit server the gateway hands out tokens for.
+type LiveKit struct {
+	// URL of the server (ALICIA_LIVEKIT_URL, ws(s):// or http(s)://).
+	URL string
+	// PublicURL is the URL given to clients when they reach the server at
+	// another address than the services do (ALICIA_LIVEKIT_PUBLIC_URL;
+	// default URL).
+	PublicURL string
+	// APIKey and APISecret sign the tokens (ALICIA_LIVEKIT_API_KEY,
+	// ALICIA_LIVEKIT_API_SECRET, + _FILE).
+	APIKey, APISecret string
+	// TokenTTL is how long a token lets a client join (ALICIA_LIVEKIT_TOKEN_TTL, default 1h).
+	TokenTTL time.Duration
+}
+
+// Enabled reports whether LiveKit is configured.
+func (l LiveKit) Enabled() bool { return l.URL != "" || l.APIKey != "" || l.APISecret != "" }
+
+// ClientURL is the URL clients connect to.
+func (l LiveKit) ClientURL() string {
+	if l.PublicURL != "" {
+		return l.PublicURL
+	}
+	return l.URL
+}
+
+// LiveKitFromEnv sets c.LiveKit from ALICIA_LIVEKIT_* (secrets also from
+// _FILE); a launcher that builds its Config in code (alicia up) calls it too.
+func (c *Config) LiveKitFromEnv() error {
+	config.String("ALICIA_LIVEKIT_URL", &c.LiveKit.URL)
+	config.String("ALICIA_LIVEKIT_PUBLIC_URL", &c.LiveKit.PublicURL)
+	return errors.Join(
+		config.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKit.APIKey),
+		config.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKit.APISecret),
+		config.Duration("ALICIA_LIVEKIT_TOKEN_TTL", &c.LiveKit.TokenTTL),
+	)
+}
+
+func (l LiveKit) validate() error {
+	if !l.Enabled() {
+		return nil
+	}
+	var errs []error
+	for _, u := range []struct{ name, v string }{{"ALICIA_LIVEKIT_URL", l.URL}, {"ALICIA_LIVEKIT_PUBLIC_URL", l.PublicURL}} {
+		if u.v == "" && u.name == "ALICIA_LIVEKIT_PUBLIC_URL" {
+			continue
+		}
+		p, err := url.Parse(u.v)
+		if err != nil || (p.Scheme != "ws" && p.Scheme != "wss" && p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			errs = append(errs, fmt.Errorf("%s %q: want a ws(s):// or http(s):// URL of the LiveKit server", u.name, u.v))
+		}
+	}
+	if l.APIKey == "" || l.APISecret == "" {
+		errs = append(errs, errors.New("LiveKit needs ALICIA_LIVEKIT_URL, ALICIA_LIVEKIT_API_KEY and ALICIA_LIVEKIT_API_SECRET together"))
+	}
+	if l.TokenTTL < time.Minute || l.TokenTTL > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("ALICIA_LIVEKIT_TOKEN_TTL %s: want 1m..24h", l.TokenTTL))
+	}
+	return errors.Join(errs...)
 }
 
 // Backend is an OpenAI-compatible model endpoint.
@@ -78,7 +142,8 @@ func (b Backend) validate(prefix string) error {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second}
+	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
+		LiveKit: LiveKit{TokenTTL: time.Hour}}
 }
 
 // ConfigFromEnv returns DefaultConfig overridden by the environment.
@@ -100,6 +165,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_WS_QUEUE", &c.QueueSize),
 		config.Duration("ALICIA_WRITE_TIMEOUT", &c.WriteTimeout),
 		c.ModelsFromEnv(),
+		c.LiveKitFromEnv(),
 	)
 	if err != nil {
 		return c, err
@@ -131,6 +197,7 @@ func (c Config) Validate() error {
 	if c.WriteTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))
 	}
-	errs = append(errs, c.LLM.validate("LLM"), c.ASR.validate("ASR"), c.TTS.validate("TTS"), c.Embeddings.validate("EMBEDDING"))
+	errs = append(errs, c.LLM.validate("LLM"), c.ASR.validate("ASR"), c.TTS.validate("TTS"), c.Embeddings.validate("EMBEDDING"),
+		c.LiveKit.validate())
 	return errors.Join(errs...)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
@@ -74,6 +75,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 			"tts":        probe.Backend(cfg.TTS),
 			"embeddings": probe.Backend(cfg.Embeddings),
 		}, probe.Options{})}
+	if cfg.LiveKit.Enabled() {
+		api.LiveKit = &livekit.Tokens{URL: cfg.LiveKit.ClientURL(), APIKey: cfg.LiveKit.APIKey, APISecret: cfg.LiveKit.APISecret, TTL: cfg.LiveKit.TokenTTL}
+		api.Agents = livekit.Dispatcher{JS: js}
+	}
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)

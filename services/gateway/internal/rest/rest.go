@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
@@ -26,6 +27,10 @@ type API struct {
 	Log    zerolog.Logger
 	// WriteTimeout bounds a write: publish, then wait until applied.
 	WriteTimeout time.Duration
+	// LiveKit issues room tokens; nil when LiveKit is not configured.
+	LiveKit *livekit.Tokens
+	// Agents asks for a room-agent when a token is handed out.
+	Agents AgentRequester
 }
 
 // Register adds the routes to g (the authenticated /v1 group).
@@ -35,6 +40,7 @@ func (a *API) Register(g *echo.Group) {
 	g.GET("/conversations/:id", a.getConversation)
 	g.PATCH("/conversations/:id", a.patchConversation)
 	g.DELETE("/conversations/:id", a.deleteConversation)
+	g.GET("/conversations/:id/token", a.conversationToken)
 	g.GET("/messages/:id/siblings", a.siblings)
 
 	g.POST("/messages/:id/votes", a.vote)

@@ -1,0 +1,93 @@
+// Package livekit issues the access tokens a client joins a conversation's
+// LiveKit room with, and asks a room-agent to join that room (an
+// AgentDispatch on the AGENT_DISPATCH work queue).
+package livekit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
+)
+
+// RoomName is the LiveKit room of conversation cid.
+func RoomName(cid string) string { return "conv_" + cid }
+
+// Tokens signs room tokens with the server's API key and secret.
+type Tokens struct {
+	// URL is what clients connect to (the public URL when one is set).
+	URL               string
+	APIKey, APISecret string
+	TTL               time.Duration
+}
+
+// Grant is a token for one user in one room.
+type Grant struct {
+	URL       string `json:"url"`
+	Token     string `json:"token"`
+	Room      string `json:"room"`
+	Identity  string `json:"identity"`
+	ExpiresAt int64  `json:"expiresAt"` // ms since the Unix epoch
+}
+
+// Issue returns a token letting identity join the room of cid — that room
+// only — publish (audio and data) and subscribe, valid for TTL from now.
+func (t Tokens) Issue(cid, identity string, now time.Time) (Grant, error) {
+	room := RoomName(cid)
+	yes := true
+	at := auth.NewAccessToken(t.APIKey, t.APISecret).
+		SetIdentity(identity).
+		SetName(identity).
+		SetValidFor(t.TTL).
+		SetVideoGrant(&auth.VideoGrant{RoomJoin: true, Room: room,
+			CanPublish: &yes, CanSubscribe: &yes, CanPublishData: &yes})
+	jwt, err := at.ToJWT()
+	if err != nil {
+		return Grant{}, fmt.Errorf("livekit: sign token: %w", err)
+	}
+	// The token's exp is whole seconds from the signing time (at most now+TTL).
+	exp := now.Add(t.TTL).Truncate(time.Second)
+	return Grant{URL: t.URL, Token: jwt, Room: room, Identity: identity, ExpiresAt: exp.UnixMilli()}, nil
+}
+
+// Dispatcher puts AgentDispatch requests on the work queue.
+type Dispatcher struct{ JS jetstream.JetStream }
+
+// errCodeStreamStoreFailed is JetStream's API error code for a message the
+// stream refused to store; with DiscardNewPerSubject, its "maximum messages
+// per subject exceeded" means a request for the subject is already pending.
+const errCodeStreamStoreFailed = 10077
+
+// Request asks for an agent in the room of cid. It reports false (and no
+// error) when a request is already pending or held by an agent in the
+// room: the work queue keeps one per conversation.
+func (d Dispatcher) Request(ctx context.Context, cid, user string, now time.Time) (bool, error) {
+	env := protocol.New(cid, &protocol.AgentDispatch{
+		ConversationID: cid, Room: RoomName(cid), UserID: &user, RequestedAt: now.UnixMilli()})
+	env.Meta = telemetry.InjectMeta(ctx, env.Meta)
+	data, err := protocol.Encode(env)
+	if err != nil {
+		return false, fmt.Errorf("livekit: encode dispatch: %w", err)
+	}
+	if _, err := d.JS.Publish(ctx, subjects.Dispatch(cid), data); err != nil {
+		if AlreadyDispatched(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("livekit: dispatch: %w", err)
+	}
+	return true, nil
+}
+
+// AlreadyDispatched reports whether a publish to the dispatch queue failed
+// because the conversation's one request is already there.
+func AlreadyDispatched(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == errCodeStreamStoreFailed
+}
