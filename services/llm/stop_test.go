@@ -29,9 +29,12 @@ func TestStopMidAnswer(t *testing.T) {
 		{"all", func(aid string) *protocol.ControlStop {
 			return &protocol.ControlStop{TargetID: &aid, StopType: protocol.Ptr(protocol.ControlStopStopTypeAll)}
 		}, true},
-		{"speech only: not the llm's", func(aid string) *protocol.ControlStop {
+		{"speech (barge-in)", func(aid string) *protocol.ControlStop {
 			return &protocol.ControlStop{TargetID: &aid, StopType: protocol.Ptr(protocol.ControlStopStopTypeSpeech)}
-		}, false},
+		}, true},
+		{"speech, whatever runs", func(string) *protocol.ControlStop {
+			return &protocol.ControlStop{StopType: protocol.Ptr(protocol.ControlStopStopTypeSpeech)}
+		}, true},
 		{"another answer", func(string) *protocol.ControlStop { return &protocol.ControlStop{TargetID: protocol.Ptr("am_other")} }, false},
 	}
 	for _, c := range cases {
@@ -94,6 +97,22 @@ func TestStopMidAnswer(t *testing.T) {
 			}
 			if late > 1 || len(said) >= 10 {
 				t.Fatalf("%d sentences after the stop (%d in all)", late, len(said))
+			}
+			if stop.TargetID == nil {
+				// The llm names the answer the stop cut, with the stop's kind.
+				want := protocol.ControlStopStopTypeGeneration
+				if stop.StopType != nil && *stop.StopType == protocol.ControlStopStopTypeSpeech {
+					want = protocol.ControlStopStopTypeSpeech
+				}
+				named := false
+				for _, s := range envs {
+					if b, ok := s.env.Body.(*protocol.ControlStop); ok && strings.Contains(s.subject, ".server.") && b.TargetID != nil && *b.TargetID == aid {
+						named = b.StopType != nil && *b.StopType == want
+					}
+				}
+				if !named {
+					t.Fatalf("no server ControlStop naming %s with stopType %s", aid, want)
+				}
 			}
 			r := h.row(t, aid, func(r row) bool { return r.status == "completed" && r.interrupted })
 			if r.contents != strings.Join(said, " ") {

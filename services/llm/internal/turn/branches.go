@@ -14,11 +14,24 @@ import (
 // answer) when nothing else was published to the conversation since: its
 // last server envelope is still the one this replica published last, and
 // the new message continues the remembered head.
+//
+// A barge-in cuts a conversation (cut): the answer's contents in Postgres
+// become what the user heard (persistence, from the room-agent's
+// SentencePlayouts), which is not what this replica remembers, so the
+// branch is forgotten. A turn running while that happens does not remember
+// its branch either: it reads the conversation's cut generation when it
+// starts, and remember stores nothing once it changed.
 type branches struct {
 	mu      sync.Mutex
 	entries map[string]*branchEntry
 	max     int
 	ttl     time.Duration
+	// cuts holds the generation of each conversation cut so far: the value
+	// of cutSeq (the number of cuts) at its last cut. A conversation not in
+	// it has generation cutFloor, cutSeq when cuts was last emptied (so a
+	// turn that started before that remembers nothing).
+	cuts             map[string]uint64
+	cutSeq, cutFloor uint64
 }
 
 type branchEntry struct {
@@ -28,13 +41,46 @@ type branchEntry struct {
 }
 
 func newBranches(max int, ttl time.Duration) *branches {
-	return &branches{entries: map[string]*branchEntry{}, max: max, ttl: ttl}
+	return &branches{entries: map[string]*branchEntry{}, max: max, ttl: ttl, cuts: map[string]uint64{}}
 }
 
-// remember stores the branch of cid after a completed answer.
-func (b *branches) remember(cid string, lastSeq uint64, msgs []rpc.HistoryMessage) {
+// generation is cid's cut generation; a turn reads it before it reads the
+// history and hands it to remember.
+func (b *branches) generation(cid string) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.generationLocked(cid)
+}
+
+func (b *branches) generationLocked(cid string) uint64 {
+	if g, ok := b.cuts[cid]; ok {
+		return g
+	}
+	return b.cutFloor
+}
+
+// cut forgets cid's branch after a barge-in and moves its generation on.
+func (b *branches) cut(cid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.entries, cid)
+	b.cutSeq++
+	if len(b.cuts) >= b.max {
+		clear(b.cuts)
+		b.cutFloor = b.cutSeq
+	}
+	b.cuts[cid] = b.cutSeq
+}
+
+// remember stores the branch of cid after a completed answer, unless cid
+// was cut since the turn read generation gen.
+func (b *branches) remember(cid string, gen, lastSeq uint64, msgs []rpc.HistoryMessage) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.generationLocked(cid) != gen {
+		delete(b.entries, cid)
+		return
+	}
 	if len(b.entries) >= b.max {
 		b.evictLocked()
 	}

@@ -116,11 +116,21 @@ func (e *Engine) onStop(m *nats.Msg) {
 		return
 	}
 	stop, ok := env.Body.(*protocol.ControlStop)
-	if !ok || (stop.StopType != nil && *stop.StopType == protocol.ControlStopStopTypeSpeech) {
-		return // speech is the voice pipeline's to stop
+	if !ok {
+		return
 	}
-	if e.stops.stop(p.ConversationID, stop.TargetID) {
-		e.d.Log.Debug().Str("conversation_id", p.ConversationID).Msg("turn stopped")
+	speech := stop.StopType != nil && *stop.StopType == protocol.ControlStopStopTypeSpeech
+	if speech {
+		// A barge-in: the room-agent records which sentences the user heard
+		// (SentencePlayout, before the user's next message) and persistence
+		// cuts the answer's contents to them, so the branch this replica
+		// remembers is stale; the next turn reads history.get.
+		e.branches.cut(p.ConversationID)
+	}
+	// Every stop type ends the generation: a barge-in drops the turn's
+	// remaining work too; what was said stays.
+	if e.stops.stop(p.ConversationID, stop.TargetID, speech) {
+		e.d.Log.Debug().Str("conversation_id", p.ConversationID).Bool("speech", speech).Msg("turn stopped")
 	}
 }
 

@@ -22,6 +22,7 @@ type running struct {
 	cancel   context.CancelCauseFunc
 	stopped  atomic.Bool
 	targeted atomic.Bool // the stop named this answer (persistence then completes it)
+	speech   atomic.Bool // the stop was a barge-in (stopType speech)
 }
 
 func newStops() *stops {
@@ -44,8 +45,9 @@ func (s *stops) end(cid string, r *running) {
 	s.mu.Unlock()
 }
 
-// stop cancels the turn of cid when target is nil or names its answer.
-func (s *stops) stop(cid string, target *string) bool {
+// stop cancels the turn of cid when target is nil or names its answer;
+// speech says the user cut in (a barge-in).
+func (s *stops) stop(cid string, target *string, speech bool) bool {
 	s.mu.Lock()
 	r := s.running[cid]
 	if r == nil && target == nil {
@@ -64,6 +66,7 @@ func (s *stops) stop(cid string, target *string) bool {
 	if target != nil {
 		r.targeted.Store(true)
 	}
+	r.speech.Store(speech)
 	r.stopped.Store(true)
 	r.cancel(ErrStopped)
 	return true

@@ -75,6 +75,11 @@ type turn struct {
 	lastPublished atomic.Uint64
 	// hist is the branch the answer was built on (a UserMessage turn).
 	hist []rpc.HistoryMessage
+	// feats are the client's features (streaming, spoken answer).
+	feats clientFeatures
+	// gen is the conversation's cut generation when the turn started (see
+	// branches): a barge-in since then and the branch is not remembered.
+	gen uint64
 
 	firstSentence sync.Once
 	started       atomic.Bool // StartAnswer is in JetStream
@@ -112,7 +117,8 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 		return nil
 	}
 	userID, _ := q.Env.Meta[edge.MetaUserID].(string)
-	t := &turn{e: e, q: q, p: p, cid: cid, userID: userID, log: log, ctx: tctx, run: r, start: start, attempt: q.Delivered}
+	t := &turn{e: e, q: q, p: p, cid: cid, userID: userID, log: log, ctx: tctx, run: r, start: start, attempt: q.Delivered,
+		gen: e.branches.generation(cid)}
 	pf := t.startPrefetch()
 	defer func() { cancel(nil); pf.wg.Wait() }()
 	// Read before this turn publishes anything: the conversation's last
@@ -124,11 +130,12 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 		log.Warn().Err(lerr).Msg("last server envelope unknown")
 	}
 	t.minSeq, t.lastServer = max(q.Sequence-1, last), last
-	streaming, ferr := e.features.streaming(tctx, cid)
+	feats, ferr := e.features.get(tctx, cid)
 	if ferr != nil {
-		log.Warn().Err(ferr).Msg("client features unknown; streaming")
+		log.Warn().Err(ferr).Msg("client features unknown; streaming text")
 	}
-	t.ans = newAnswer(t, streaming)
+	t.feats = feats
+	t.ans = newAnswer(t, feats.streaming)
 	t.ans.startWith(p.prefix)
 	if q.Delivered > 1 || last > q.Sequence {
 		done, err := t.resume()
@@ -165,7 +172,7 @@ func (t *turn) rememberBranch(outcome string) {
 	if n := t.e.s.HistoryLimit; len(msgs) > n {
 		msgs = msgs[len(msgs)-n:]
 	}
-	t.e.branches.remember(t.cid, last, msgs)
+	t.e.branches.remember(t.cid, t.gen, last, msgs)
 }
 
 // stoppedBeforeStart: an untargeted ControlStop that arrived here while no
@@ -185,7 +192,7 @@ func (t *turn) answer(pf *prefetch) (outcome string, err error) {
 		t.sendEdit(t.p.edit)
 	}
 	t.out.send(protocol.New(t.cid, &protocol.StartAnswer{ID: t.p.assistantID, PreviousID: t.p.parentID,
-		ConversationID: t.cid, AnswerType: protocol.Ptr(protocol.StartAnswerAnswerTypeText)}), t.p.assistantID+":start")
+		ConversationID: t.cid, AnswerType: protocol.Ptr(t.feats.answerType())}), t.p.assistantID+":start")
 	msgs, err := t.buildContext(pf)
 	if err == nil {
 		err = t.generate(msgs)
@@ -210,8 +217,12 @@ func (t *turn) finish(err error) (string, error) {
 		if !t.run.targeted.Load() && t.started.Load() {
 			// A stop without a target does not tell persistence which answer
 			// it cut: name it, so the row is completed with what was said.
+			stopType, reason := protocol.ControlStopStopTypeGeneration, "stopped by the client"
+			if t.run.speech.Load() {
+				stopType, reason = protocol.ControlStopStopTypeSpeech, "the user spoke over the answer"
+			}
 			t.sendDirect(protocol.New(t.cid, &protocol.ControlStop{ConversationID: t.cid, TargetID: &t.p.assistantID,
-				StopType: protocol.Ptr(protocol.ControlStopStopTypeGeneration), Reason: protocol.Ptr("stopped by the client")}), t.p.assistantID+":stop")
+				StopType: protocol.Ptr(stopType), Reason: protocol.Ptr(reason)}), t.p.assistantID+":stop")
 		}
 		if perr != nil {
 			t.log.Warn().Err(perr).Msg("publish failed before the stop")
