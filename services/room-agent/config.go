@@ -41,6 +41,9 @@ type Config struct {
 	JoinTimeout  time.Duration // ALICIA_AGENT_JOIN_TIMEOUT
 	EmptyTimeout time.Duration // ALICIA_AGENT_EMPTY_TIMEOUT: leave a room without users after this
 	MetricsAddr  string        // ALICIA_ROOM_AGENT_METRICS_ADDR
+
+	// OnVoiceToVoice, when set, is told each turn's voice-to-voice time (benchmarks).
+	OnVoiceToVoice func(time.Duration)
 }
 
 // DefaultConfig returns the defaults.
@@ -105,5 +108,6 @@ func (c Config) agent() agent.Config {
 			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB)},
 		BargeInMin: c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
+		OnVoiceToVoice: c.OnVoiceToVoice,
 	}
 }

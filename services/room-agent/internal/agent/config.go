@@ -37,6 +37,9 @@ type Config struct {
 	JoinTimeout time.Duration
 	// EmptyTimeout: the agent leaves a room without users after this long.
 	EmptyTimeout time.Duration
+	// OnVoiceToVoice, when set, is told each turn's voice-to-voice time
+	// (benchmarks; the histogram has it too).
+	OnVoiceToVoice func(time.Duration)
 }
 
 // WithDefaults fills zero values.

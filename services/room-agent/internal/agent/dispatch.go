@@ -108,6 +108,10 @@ func (a *Agent) serve(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	log := a.d.Log.With().Str("conversation_id", d.ConversationID).Logger()
+	if ctx.Err() != nil { // fetched while shutting down
+		_ = m.Nak()
+		return
+	}
 	a.mu.Lock()
 	_, dup := a.rooms[d.ConversationID]
 	a.mu.Unlock()

@@ -174,6 +174,9 @@ func (t *tracker) onPlay(ev PlayEvent) {
 		if ok {
 			v2v := ev.At.Sub(end)
 			t.r.d.Metrics.VoiceToVoice.Observe(v2v.Seconds())
+			if f := t.r.cfg.OnVoiceToVoice; f != nil {
+				f(v2v)
+			}
 			_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.turn")
 			span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", ev.Turn),
 				attribute.Int64("alicia.voice_to_voice_us", v2v.Microseconds()))

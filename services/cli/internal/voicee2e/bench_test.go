@@ -1,0 +1,84 @@
+package voicee2e_test
+
+import (
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	roomagent "github.com/alicia-voice/alicia/services/room-agent"
+)
+
+// BenchmarkVoiceToVoice: end of user speech (the end-pointer's decision,
+// after the configured silence) → the first agent audio frame written to
+// the agent's track, with instant fake models (transcription, one-sentence
+// answer, speech). One turn per iteration.
+func BenchmarkVoiceToVoice(b *testing.B) {
+	var mu sync.Mutex
+	var v2v []time.Duration
+	s := newStack(b, options{answer: "Sure.", agent: func(c *roomagent.Config) {
+		c.OnVoiceToVoice = func(d time.Duration) { mu.Lock(); v2v = append(v2v, d); mu.Unlock() }
+	}})
+	cid := s.conversation()
+	u := join(b, s.lk.URL, s.token(cid), true)
+	u.send(voiceConfig(cid), cid)
+	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+	utter := speech(b, "Hello there.")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		u.say(utter)
+		testkit.Eventually(b, 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(v2v) > i }, "no answer audio")
+		time.Sleep(1500 * time.Millisecond) // the answer plays out before the next turn
+	}
+	b.StopTimer()
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(v2v, func(i, j int) bool { return v2v[i] < v2v[j] })
+	q := func(p float64) float64 { return float64(v2v[int(p*float64(len(v2v)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkSessionCPU: CPU time of this process (the room-agent with its
+// VAD, resampling and ASR jobs, and also the user clients' Opus encoding)
+// per voice session while every user talks continuously. livekit-server
+// runs in its own process and is not counted.
+func BenchmarkSessionCPU(b *testing.B) {
+	const sessions = 4
+	s := newStack(b, options{answer: "Sure."})
+	talk := speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while.")
+	var users []*user
+	for range sessions {
+		cid := s.conversation()
+		u := join(b, s.lk.URL, s.token(cid), true)
+		u.send(voiceConfig(cid), cid)
+		users = append(users, u)
+	}
+	const window = 5 * time.Second
+	b.ResetTimer()
+	var cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, u := range users {
+			for range 2 {
+				u.say(talk)
+			}
+		}
+		time.Sleep(time.Second) // talking has started everywhere
+		before := cpuTime()
+		time.Sleep(window)
+		cpu += cpuTime() - before
+	}
+	b.StopTimer()
+	b.ReportMetric(cpu.Seconds()/window.Seconds()/float64(b.N)/sessions, "cores/session")
+	b.ReportMetric(0, "ns/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
