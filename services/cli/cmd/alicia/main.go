@@ -69,9 +69,13 @@ func root(stopSignals func()) *cobra.Command {
 			return devcmd.LiveKitInstall(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
 		}})
 
-	up := &cobra.Command{Use: "up", Short: "Run the local stack in the foreground (NATS, Postgres, services)", Args: cobra.NoArgs,
+	up := &cobra.Command{Use: "up", Short: "Run the local stack in the foreground (NATS, Postgres, LiveKit, services)", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return upcmd.Run(c.Context(), upcmd.ConfigFromEnv(), c.OutOrStdout(), c.ErrOrStderr())
+			cfg, err := upcmd.ConfigFromEnv()
+			if err != nil {
+				return fmt.Errorf("configuration: %w", err)
+			}
+			return upcmd.Run(c.Context(), cfg, c.OutOrStdout(), c.ErrOrStderr())
 		}}
 
 	var ro replaycmd.Options

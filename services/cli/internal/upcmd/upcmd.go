@@ -31,11 +31,21 @@ type Config struct {
 	HTTPAddr string // ALICIA_HTTP_ADDR, default 127.0.0.1:8080
 	// APIKeys (ALICIA_API_KEYS); when empty a development key is generated and printed.
 	APIKeys string
+	// LiveKit is the voice server: ALICIA_LIVEKIT_URL's, else a
+	// livekit-server up starts (see LiveKit). Its URL, key and secret reach
+	// the services (gateway, room-agent) as ALICIA_LIVEKIT_URL,
+	// ALICIA_LIVEKIT_API_KEY and ALICIA_LIVEKIT_API_SECRET.
+	LiveKit LiveKit
+}
+
+// DefaultConfig returns the defaults (DataDir excepted).
+func DefaultConfig() Config {
+	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", LiveKit: defaultLiveKit()}
 }
 
 // ConfigFromEnv reads the environment.
-func ConfigFromEnv() Config {
-	c := Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080"}
+func ConfigFromEnv() (Config, error) {
+	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
 	config.String("ALICIA_DATA_DIR", &c.DataDir)
 	config.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
@@ -47,15 +57,31 @@ func ConfigFromEnv() Config {
 		}
 		c.DataDir = filepath.Join(home, ".local", "share", "alicia")
 	}
-	return c
+	if err := liveKitFromEnv(&c.LiveKit); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data directory is empty (ALICIA_DATA_DIR)"))
+	}
+	return errors.Join(append(errs, c.LiveKit.validate())...)
 }
 
 // Run starts embedded NATS (JetStream, fsync on every write), the private
-// Postgres unless ALICIA_POSTGRES_URL is set, and the services (persistence,
-// memory, llm, gateway), prints where they are, the API key and whether the
-// model backends answer, then blocks until ctx is cancelled and stops them
+// Postgres unless ALICIA_POSTGRES_URL is set, livekit-server unless
+// ALICIA_LIVEKIT_URL is set, and the services (persistence, memory, llm,
+// gateway), prints where they are, the API key and whether the model
+// backends answer, then blocks until ctx is cancelled and stops them
 // cleanly.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
 	ns, err := natsserver.Start(natsserver.Options{URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "jetstream")})
 	if err != nil {
@@ -66,6 +92,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	lk, err := startLiveKit(ctx, cfg.LiveKit, cfg.DataDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := lk.stop(); err != nil {
+			log.Warn().Err(err).Msg("stop livekit-server")
+		}
+	}()
 	devKey := ""
 	if cfg.APIKeys == "" {
 		devKey = "dev-" + randomHex(16)
@@ -75,12 +110,13 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	// URLs, limits, …) from the environment like their own commands do;
 	// point them at this stack first.
 	for k, v := range map[string]string{"ALICIA_NATS_URL": cfg.NATSURL, "ALICIA_POSTGRES_URL": pgURL,
-		"ALICIA_HTTP_ADDR": cfg.HTTPAddr, "ALICIA_API_KEYS": cfg.APIKeys} {
+		"ALICIA_HTTP_ADDR": cfg.HTTPAddr, "ALICIA_API_KEYS": cfg.APIKeys,
+		"ALICIA_LIVEKIT_URL": lk.URL, "ALICIA_LIVEKIT_API_KEY": lk.APIKey, "ALICIA_LIVEKIT_API_SECRET": lk.APISecret} {
 		if err := os.Setenv(k, v); err != nil {
 			return err
 		}
 	}
-	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE"} {
+	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE"} {
 		_ = os.Unsetenv(k)
 	}
 	pcfg, perr := persistence.ConfigFromEnv()
@@ -101,8 +137,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	})
 	select {
 	case a := <-addr:
-		fmt.Fprintf(stdout, "Alicia is up\n  HTTP:     http://%s  (WebSocket ws://%s/v1/ws)\n  NATS:     %s (JetStream store %s)\n  Postgres: %s\n",
-			a, a, cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), redact(pgURL))
+		fmt.Fprintf(stdout, "Alicia is up\n  HTTP:     http://%s  (WebSocket ws://%s/v1/ws)\n  NATS:     %s (JetStream store %s)\n  Postgres: %s\n  LiveKit:  %s\n",
+			a, a, cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), redact(pgURL), lk.describe())
 		if devKey != "" {
 			fmt.Fprintf(stdout, "  API key:  %s  (development key; set ALICIA_API_KEYS to choose your own)\n", devKey)
 		}

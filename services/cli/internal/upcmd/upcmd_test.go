@@ -2,9 +2,13 @@ package upcmd_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
@@ -47,13 +52,20 @@ func freePort(t *testing.T) string {
 // TestUpRunsTheStack starts `alicia up`, sends an envelope through its NATS
 // and finds the row persistence wrote, then stops it as Ctrl-C would.
 func TestUpRunsTheStack(t *testing.T) {
+	if _, err := livekitserver.Find(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err) // up would spend minutes installing it
+	}
 	pgURL := pgtest.NewURL(t)
 	t.Setenv("ALICIA_POSTGRES_URL", pgURL)
 	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from the stack.")))
 	t.Setenv("ALICIA_LLM_URL", model.URL())
 	t.Setenv("ALICIA_LLM_MODEL", "fake-chat")
 	t.Setenv("ALICIA_EMBEDDING_URL", "")
-	for _, k := range []string{"ALICIA_NATS_URL", "ALICIA_HTTP_ADDR", "ALICIA_API_KEYS"} {
+	for _, k := range []string{"ALICIA_NATS_URL", "ALICIA_HTTP_ADDR", "ALICIA_API_KEYS",
+		"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET"} {
 		t.Setenv(k, "") // Run sets them for its services; restore them afterwards
 	}
 	cfg := upcmd.Config{NATSURL: "nats://" + freePort(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"}
@@ -87,6 +99,7 @@ func TestUpRunsTheStack(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUpgradeRequired {
 		t.Fatalf("the printed key was not accepted: %v %v", resp, err)
 	}
+	checkLiveKit(t, out.String(), httpBase, key, cfg.DataDir)
 
 	nc, err := nats.Connect(cfg.NATSURL)
 	if err != nil {
@@ -133,5 +146,105 @@ func TestUpRunsTheStack(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Alicia stopped") {
 		t.Fatalf("output = %q", out.String())
+	}
+	if _, err := http.Get(strings.Replace(field(out.String(), "LiveKit:"), "ws://", "http://", 1) + "/"); err == nil {
+		t.Fatal("livekit-server still answers after up stopped")
+	}
+}
+
+// checkLiveKit: up started livekit-server on 127.0.0.1, printed its URL,
+// and gave the gateway its key and secret — a token the gateway hands out
+// is one the server accepts.
+func checkLiveKit(t *testing.T, out, httpBase, key, dataDir string) {
+	t.Helper()
+	lkURL := field(out, "LiveKit:")
+	if !strings.HasPrefix(lkURL, "ws://127.0.0.1:") || !strings.Contains(out, "ALICIA_LIVEKIT_NODE_IP") {
+		t.Fatalf("LiveKit line in %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "livekit", "livekit-server.yaml")); err != nil {
+		t.Fatalf("livekit-server config in the data dir: %v", err)
+	}
+	call := func(method, path string) *http.Response {
+		req, _ := http.NewRequest(method, httpBase+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := call(http.MethodPost, "/v1/conversations")
+	var conv struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&conv); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create conversation: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	resp = call(http.MethodGet, "/v1/conversations/"+conv.ID+"/token")
+	var grant struct{ URL, Token, Room string }
+	if err := json.NewDecoder(resp.Body).Decode(&grant); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("token: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	if grant.URL != lkURL || grant.Room != "conv_"+conv.ID {
+		t.Fatalf("grant %+v, want URL %s", grant, lkURL)
+	}
+	validate := func(token string) int {
+		resp, err := http.Get(strings.Replace(lkURL, "ws://", "http://", 1) + "/rtc/validate?access_token=" + url.QueryEscape(token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := validate(grant.Token); got != http.StatusOK {
+		t.Fatalf("livekit-server's /rtc/validate of the gateway's token = %d, want 200", got)
+	}
+	if got := validate(grant.Token[:len(grant.Token)-4] + "AAAA"); got != http.StatusUnauthorized {
+		t.Fatalf("/rtc/validate of a tampered token = %d, want 401", got)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("s", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		want    upcmd.LiveKit
+		wantErr string
+	}{
+		{name: "defaults", want: upcmd.LiveKit{NodeIP: "127.0.0.1", Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882}},
+		{name: "node IP, ports and own credentials",
+			env: map[string]string{"ALICIA_LIVEKIT_NODE_IP": "192.168.1.20", "ALICIA_LIVEKIT_PORT": "0", "ALICIA_LIVEKIT_RTC_UDP_PORT": "50000",
+				"ALICIA_LIVEKIT_API_KEY": "APIk", "ALICIA_LIVEKIT_API_SECRET_FILE": secret},
+			want: upcmd.LiveKit{NodeIP: "192.168.1.20", Port: 0, RTCTCPPort: 7881, RTCUDPPort: 50000, APIKey: "APIk", APISecret: strings.Repeat("s", 40)}},
+		{name: "external server",
+			env:  map[string]string{"ALICIA_LIVEKIT_URL": "wss://lk.example", "ALICIA_LIVEKIT_API_KEY": "k", "ALICIA_LIVEKIT_API_SECRET": "short-is-theirs"},
+			want: upcmd.LiveKit{URL: "wss://lk.example", NodeIP: "127.0.0.1", Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882, APIKey: "k", APISecret: "short-is-theirs"}},
+		{name: "external server without credentials", env: map[string]string{"ALICIA_LIVEKIT_URL": "wss://lk.example"}, wantErr: "ALICIA_LIVEKIT_API_KEY"},
+		{name: "node IP that binds everything", env: map[string]string{"ALICIA_LIVEKIT_NODE_IP": "0.0.0.0"}, wantErr: "ALICIA_LIVEKIT_NODE_IP"},
+		{name: "key without secret", env: map[string]string{"ALICIA_LIVEKIT_API_KEY": "k"}, wantErr: "ALICIA_LIVEKIT_API_SECRET"},
+		{name: "short secret", env: map[string]string{"ALICIA_LIVEKIT_API_KEY": "k", "ALICIA_LIVEKIT_API_SECRET": "short"}, wantErr: "at least 32"},
+		{name: "port out of range", env: map[string]string{"ALICIA_LIVEKIT_RTC_TCP_PORT": "70000"}, wantErr: "ALICIA_LIVEKIT_RTC_TCP_PORT"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_NODE_IP", "ALICIA_LIVEKIT_PORT", "ALICIA_LIVEKIT_RTC_TCP_PORT",
+				"ALICIA_LIVEKIT_RTC_UDP_PORT", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET", "ALICIA_LIVEKIT_API_SECRET_FILE"} {
+				t.Setenv(k, tt.env[k])
+			}
+			t.Setenv("ALICIA_DATA_DIR", t.TempDir())
+			c, err := upcmd.ConfigFromEnv()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ConfigFromEnv = %v, want an error naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || c.LiveKit != tt.want {
+				t.Fatalf("LiveKit = %+v, %v; want %+v", c.LiveKit, err, tt.want)
+			}
+		})
 	}
 }
