@@ -349,9 +349,9 @@ func TestHandOverResumesAfterTheLastStoredSentence(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	cases := []struct {
-		name string
-		env  map[string]string
-		ok   bool
+		name  string
+		env   map[string]string
+		ok    bool
 		check func(tts.Config) bool
 	}{
 		{"defaults", nil, true, func(c tts.Config) bool {
