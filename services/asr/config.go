@@ -42,8 +42,9 @@ type Config struct {
 	// client but does not become a user message (ALICIA_ASR_MIN_CONFIDENCE).
 	MinConfidence float64
 
-	// Concurrency is how many jobs one replica works on at once
-	// (ALICIA_ASR_CONCURRENCY).
+	// Concurrency is how many transcriptions one replica runs at once
+	// (ALICIA_ASR_CONCURRENCY); storing a finished job's results overlaps
+	// the next one.
 	Concurrency int
 	// Consumer is the durable consumer every replica shares (ALICIA_ASR_CONSUMER).
 	Consumer string

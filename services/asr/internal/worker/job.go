@@ -75,12 +75,13 @@ func decode(subject string, data []byte, d bus.Delivery) (*job, error) {
 
 // work decodes and does one job. nil acks it; an error wrapping errDone
 // terminates it; another error gives it back for a retry.
-func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery) error {
+func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery, free func()) error {
 	j, err := decode(d.Subject, data, d)
 	if err != nil {
+		free()
 		return w.reject(ctx, data, d, j, err)
 	}
-	return w.process(ctx, j)
+	return w.process(ctx, j, free)
 }
 
 // reject reports a malformed job to the conversation (when the subject

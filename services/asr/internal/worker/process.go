@@ -34,8 +34,8 @@ const (
 	outCanceled      = "canceled"
 )
 
-// process does one valid job.
-func (w *Worker) process(ctx context.Context, j *job) (err error) {
+// process does one valid job; free is called when it needs the backend no more.
+func (w *Worker) process(ctx context.Context, j *job, free func()) (err error) {
 	start := time.Now()
 	b := j.body
 	kind := j.kind()
@@ -94,6 +94,7 @@ func (w *Worker) process(ctx context.Context, j *job) (err error) {
 	}
 	if !reused {
 		res, err = w.transcribe(ctx, j, span)
+		free()
 		if err != nil {
 			return w.failed(ctx, j, err, &outcome)
 		}

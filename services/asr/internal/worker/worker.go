@@ -39,7 +39,7 @@ type Deps struct {
 // Settings tune a worker.
 type Settings struct {
 	Consumer    string        // durable consumer name, shared by every replica
-	Concurrency int           // jobs this replica works on at once
+	Concurrency int           // transcriptions this replica runs at once
 	AckWait     time.Duration // a job whose worker stops heartbeating goes to another replica after this
 	MaxDeliver  int           // tries of one job
 	// MinConfidence: a final transcript below it does not become a user message.
@@ -85,17 +85,29 @@ func ConsumerConfig(s Settings) jetstream.ConsumerConfig {
 // Run works on jobs until ctx ends. Jobs still running then are given back
 // at once, so another replica takes them without waiting for AckWait.
 func (w *Worker) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
+	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+	var slots, jobs sync.WaitGroup
 	for range max(1, w.s.Concurrency) {
-		wg.Go(func() { w.slot(ctx) })
+		slots.Go(func() { w.slot(ctx, jobCtx, &jobs) })
 	}
-	wg.Wait()
+	slots.Wait()
+	// Stop pulling before giving jobs back: a job handed back while this
+	// replica still had pull requests open could be delivered straight to
+	// one of them and wait out AckWait there. The flush makes the server
+	// see the pull subscriptions go before it sees the naks.
+	_ = w.d.JS.Conn().FlushTimeout(time.Second)
+	cancelJobs()
+	jobs.Wait()
 	return nil
 }
 
 // slot pulls one job at a time: a replica holds one pull request per free
 // slot, so a busy replica leaves the next job to whichever replica has room.
-func (w *Worker) slot(ctx context.Context) {
+// A slot is free again as soon as its job's transcription is back: storing
+// the results and acknowledging the job overlap the next transcription, so
+// the backend (the GPU) does not wait for JetStream's fsyncs.
+func (w *Worker) slot(ctx, jobCtx context.Context, jobs *sync.WaitGroup) {
 	wait := w.s.FetchWait
 	if wait <= 0 {
 		wait = 30 * time.Second
@@ -108,7 +120,18 @@ func (w *Worker) slot(ctx context.Context) {
 		switch {
 		case err == nil:
 			failures = 0
-			w.handle(ctx, m)
+			free := make(chan struct{})
+			var once sync.Once
+			release := func() { once.Do(func() { close(free) }) }
+			jobs.Go(func() {
+				defer release()
+				w.handle(jobCtx, m, release)
+			})
+			select {
+			case <-free:
+			case <-ctx.Done():
+				return
+			}
 		case ctx.Err() != nil:
 			return
 		case idle(err):
@@ -141,8 +164,9 @@ func idle(err error) bool {
 		errors.Is(err, nats.ErrTimeout) || (errors.As(err, &t) && t.Timeout())
 }
 
-// handle works on one job and settles it with the server.
-func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+// handle works on one job and settles it with the server; free is called
+// once the backend is done with it.
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg, free func()) {
 	w.d.Metrics.InFlight.Inc()
 	defer w.d.Metrics.InFlight.Dec()
 	hctx, cancel := context.WithCancel(ctx)
@@ -151,7 +175,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 
 	d := bus.DeliveryOf(m)
 	log := w.d.Log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Uint64("delivery", d.NumDelivered).Logger()
-	err := w.work(hctx, m.Data(), d)
+	err := w.work(hctx, m.Data(), d, free)
 	switch {
 	case err == nil:
 		if aerr := m.Ack(); aerr != nil {

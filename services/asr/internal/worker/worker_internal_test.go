@@ -132,11 +132,11 @@ func TestRedeliveredFinal(t *testing.T) {
 		w, js := newWorker(t, asr)
 		cid := protocol.NewID("ac")
 		j := testJob(cid, protocol.NewID("am"), 1, true, 1)
-		if err := w.process(t.Context(), j); err != nil {
+		if err := w.process(t.Context(), j, func() {}); err != nil {
 			t.Fatal(err)
 		}
 		j.delivered = 2
-		if err := w.process(t.Context(), j); err != nil {
+		if err := w.process(t.Context(), j, func() {}); err != nil {
 			t.Fatal(err)
 		}
 		if n := asr.calls.Load(); n != 1 {
@@ -158,7 +158,7 @@ func TestRedeliveredFinal(t *testing.T) {
 			t.Fatal(err)
 		}
 		j.delivered = 2
-		if err := w.process(t.Context(), j); err != nil {
+		if err := w.process(t.Context(), j, func() {}); err != nil {
 			t.Fatal(err)
 		}
 		ums := stored(t, js, cid, protocol.TypeUserMessage)
@@ -187,7 +187,7 @@ func TestRedeliveredFinal(t *testing.T) {
 			t.Fatal(err)
 		}
 		j.delivered = 2
-		if err := w.process(t.Context(), j); err != nil {
+		if err := w.process(t.Context(), j, func() {}); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(stored(t, js, cid, protocol.TypeUserMessage)); n != 0 || asr.calls.Load() != 0 {
