@@ -173,13 +173,16 @@ func checkLiveKit(t *testing.T, out, httpBase, key, dataDir string) {
 		}
 		return resp
 	}
-	resp := call(http.MethodPost, "/v1/conversations")
 	var conv struct{ ID string }
-	if err := json.NewDecoder(resp.Body).Decode(&conv); err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create conversation: %d %v", resp.StatusCode, err)
-	}
-	resp.Body.Close()
-	resp = call(http.MethodGet, "/v1/conversations/"+conv.ID+"/token")
+	testkit.EventuallyNoError(t, 30*time.Second, func() error { // 503 until persistence answers
+		resp := call(http.MethodPost, "/v1/conversations")
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("create conversation: %s", resp.Status)
+		}
+		return json.NewDecoder(resp.Body).Decode(&conv)
+	})
+	resp := call(http.MethodGet, "/v1/conversations/"+conv.ID+"/token")
 	var grant struct{ URL, Token, Room string }
 	if err := json.NewDecoder(resp.Body).Decode(&grant); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("token: %d %v", resp.StatusCode, err)
