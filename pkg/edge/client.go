@@ -69,6 +69,12 @@ func (s *Session) publish(ctx context.Context, env protocol.Envelope) {
 func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 	cfg := env.Body.(*protocol.Configuration)
 	if s.ConversationID() != "" {
+		s.mu.Lock()
+		resent := env.StanzaID > 0 && env.StanzaID == s.cfgStanza
+		s.mu.Unlock()
+		if resent {
+			return // the client sent it again before our answer reached it (a data channel still opening)
+		}
 		s.sendError(protocol.CodeInvalidState, "already configured; open a new connection for another conversation", nil)
 		return
 	}
@@ -101,7 +107,7 @@ func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 		}
 	}
 	s.mu.Lock()
-	s.cid = cid
+	s.cid, s.cfgStanza = cid, env.StanzaID
 	s.mu.Unlock()
 
 	var after int32

@@ -277,3 +277,19 @@ func TestBoundConversation(t *testing.T) {
 		}
 	})
 }
+
+func TestResentConfigurationIsIgnored(t *testing.T) {
+	js, _ := setup(t)
+	c := &client{}
+	s := start(t, js, owners{}, c, "user-1", 16)
+	ctx := context.Background()
+	cfg := encode(t, protocol.Envelope{StanzaID: 1, Type: protocol.TypeConfiguration, Body: &protocol.Configuration{}})
+	s.HandleClient(ctx, cfg)
+	s.HandleClient(ctx, cfg) // resent: the client had not seen the answer yet
+	s.HandleClient(ctx, encode(t, protocol.Envelope{StanzaID: 2, Type: protocol.TypeConfiguration, Body: &protocol.Configuration{}}))
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(c.got()) == 2 }, "want the answer and one error")
+	time.Sleep(100 * time.Millisecond)
+	if codes := errorCodes(c.got()); len(c.got()) != 2 || len(codes) != 1 || codes[0] != protocol.CodeInvalidState {
+		t.Fatalf("got %d frames, errors %v; want one answer and one 104 for the new Configuration", len(c.got()), codes)
+	}
+}

@@ -72,12 +72,13 @@ type Session struct {
 	opts  Options
 	queue chan []byte
 
-	mu     sync.Mutex
-	cid    string
-	cancel context.CancelFunc // stops forwarding
-	done   chan struct{}
-	err    error
-	once   sync.Once
+	mu        sync.Mutex
+	cid       string
+	cfgStanza int32              // stanza id of the Configuration that bound the session
+	cancel    context.CancelFunc // stops forwarding
+	done      chan struct{}
+	err       error
+	once      sync.Once
 }
 
 // NewSession returns a session; Run must be called to deliver frames.

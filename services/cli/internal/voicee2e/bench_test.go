@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
@@ -24,8 +23,7 @@ func BenchmarkVoiceToVoice(b *testing.B) {
 	}})
 	cid := s.conversation()
 	u := join(b, s.lk.URL, s.token(cid), true)
-	u.send(voiceConfig(cid), cid)
-	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+	u.configure(voiceConfig(cid), cid)
 	utter := speech(b, "Hello there.")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -55,7 +53,7 @@ func BenchmarkSessionCPU(b *testing.B) {
 	for range sessions {
 		cid := s.conversation()
 		u := join(b, s.lk.URL, s.token(cid), true)
-		u.send(voiceConfig(cid), cid)
+		u.configure(voiceConfig(cid), cid)
 		users = append(users, u)
 	}
 	const window = 5 * time.Second

@@ -128,6 +128,37 @@ func (u *user) send(body protocol.Body, cid string) {
 	}
 }
 
+// configure sends cfg as stanza 1 and sends it again until the answer
+// comes: a data packet to the agent is dropped while its data channel is
+// still opening, and the edge ignores a resent Configuration.
+func (u *user) configure(cfg *protocol.Configuration, cid string) {
+	u.t.Helper()
+	env := protocol.Envelope{StanzaID: 1, ConversationID: cid, Type: protocol.TypeConfiguration, Body: cfg}
+	frame, err := protocol.Encode(env)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	u.mu.Lock()
+	u.stanza = 1
+	u.mu.Unlock()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := u.room.LocalParticipant.PublishDataPacket(lksdk.UserData(frame), lksdk.WithDataPublishReliable(true),
+			lksdk.WithDataPublishDestination([]string{agentIdentity})); err != nil {
+			u.t.Fatalf("send Configuration: %v", err)
+		}
+		for range 10 {
+			for _, e := range u.received() {
+				if e.Type == protocol.TypeConfiguration {
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	u.t.Fatal("no Configuration answer")
+}
+
 // say plays speech into the microphone (it is paced by the track; silence follows).
 func (u *user) say(pcm16k []int16) time.Duration {
 	u.t.Helper()

@@ -7,28 +7,29 @@ package voicee2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/livekit/protocol/auth"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
-	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/asr"
+	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
@@ -46,7 +47,10 @@ type stack struct {
 	chat   *fakeopenai.Server // llm
 	speech *fakeopenai.Server // asr transcriptions and tts speech
 	pub    *bus.Publisher
+	base   string // the gateway, http://127.0.0.1:port
 }
+
+const aliceKey = "alice-voice-key-0123456789"
 
 type options struct {
 	answer string // what the fake LLM says (default: three sentences about the weather)
@@ -135,41 +139,66 @@ func newStack(t testing.TB, o options) *stack {
 	run("room-agent", func(ctx context.Context) error {
 		return roomagent.Run(ctx, rcfg, log.With().Str("service", "room-agent").Logger())
 	})
-	return &stack{t: t, lk: lk, nc: nc, js: js, pool: pool, chat: chat, speech: speech, pub: bus.NewPublisher(js)}
+	gcfg := gateway.DefaultConfig()
+	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
+	gcfg.APIKeys, gcfg.RateLimit = "alice:"+aliceKey, 1000
+	gcfg.LiveKit = gateway.LiveKit{URL: lk.URL, APIKey: lk.APIKey, APISecret: lk.APISecret, TokenTTL: time.Hour}
+	addr := make(chan string, 1)
+	run("gateway", func(ctx context.Context) error {
+		return gateway.Run(ctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
+	})
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatal("gateway did not start")
+	}
+	return &stack{t: t, lk: lk, nc: nc, js: js, pool: pool, chat: chat, speech: speech, pub: bus.NewPublisher(js), base: base}
 }
 
-// conversation creates a conversation for alice (through persistence, as
-// the gateway does) and returns its id.
+// api calls the gateway as alice and decodes the JSON answer into out.
+func (s *stack) api(method, path string, out any) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.base+path, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(resp.Body)
+		s.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// conversation creates a conversation for alice through the gateway.
 func (s *stack) conversation() string {
 	s.t.Helper()
-	cid := protocol.NewID("ac")
-	env := protocol.New(cid, &protocol.Configuration{ConversationID: &cid})
-	env.Meta = map[string]any{"alicia.user_id": "alice"}
-	if _, err := s.pub.PublishOnBehalf(context.Background(), env, ""); err != nil {
-		s.t.Fatal(err)
+	var c struct {
+		ID string `json:"id"`
 	}
-	return cid
+	s.api(http.MethodPost, "/v1/conversations", &c)
+	return c.ID
 }
 
-// token mints the user's room token and asks for an agent, as the gateway's
-// GET /v1/conversations/{id}/token does.
+// token asks the gateway for alice's room token, which also dispatches an agent.
 func (s *stack) token(cid string) string {
 	s.t.Helper()
-	at := auth.NewAccessToken(s.lk.APIKey, s.lk.APISecret).SetIdentity("alice").SetValidFor(time.Hour).
-		SetVideoGrant(&auth.VideoGrant{RoomJoin: true, Room: "conv_" + cid, CanPublish: ptr(true), CanSubscribe: ptr(true), CanPublishData: ptr(true)})
-	tok, err := at.ToJWT()
-	if err != nil {
-		s.t.Fatal(err)
+	var tok struct {
+		URL, Token, Room, Identity string
 	}
-	env := protocol.New(cid, &protocol.AgentDispatch{ConversationID: cid, Room: "conv_" + cid, UserID: ptr("alice"), RequestedAt: time.Now().UnixMilli()})
-	data, err := protocol.Encode(env)
-	if err != nil {
-		s.t.Fatal(err)
+	s.api(http.MethodGet, "/v1/conversations/"+cid+"/token", &tok)
+	if tok.Room != "conv_"+cid || tok.URL == "" {
+		s.t.Fatalf("token answer %+v", tok)
 	}
-	if _, err := s.js.Publish(context.Background(), subjects.Dispatch(cid), data); err != nil {
-		s.t.Fatal(err)
-	}
-	return tok
+	return tok.Token
 }
 
-func ptr[T any](v T) *T { return &v }

@@ -43,8 +43,7 @@ func TestBargeIn(t *testing.T) {
 	s := newStack(t, options{answer: long, agent: func(c *roomagent.Config) { c.BargeInMin = bargeMin }})
 	cid := s.conversation()
 	u := join(t, s.lk.URL, s.token(cid), true)
-	u.send(voiceConfig(cid), cid)
-	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+	u.configure(voiceConfig(cid), cid)
 
 	u.say(speech(t, "Tell me about the weather in Paris."))
 	sa := u.waitFor(20*time.Second, "no StartAnswer", isType(protocol.TypeStartAnswer)).Body.(*protocol.StartAnswer)
@@ -115,8 +114,7 @@ func TestDataOnlyClient(t *testing.T) {
 	s := newStack(t, options{answer: "Hello from the room. How can I help?"})
 	cid := s.conversation()
 	u := join(t, s.lk.URL, s.token(cid), false)
-	u.send(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
-	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+	u.configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
 	u.send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Hi there"}, cid)
 	u.waitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
 		b, ok := e.Body.(*protocol.AssistantSentence)

@@ -30,8 +30,7 @@ func TestVoiceTurn(t *testing.T) {
 	})
 	cid := s.conversation()
 	u := join(t, s.lk.URL, s.token(cid), true)
-	u.send(voiceConfig(cid), cid)
-	u.waitFor(10*time.Second, "no Configuration answer", isType(protocol.TypeConfiguration))
+	u.configure(voiceConfig(cid), cid)
 
 	spoken := u.say(speech(t, "What is the weather like in Paris tomorrow?"))
 	saidAt := time.Now()
