@@ -201,4 +201,3 @@ func (s *stack) token(cid string) string {
 	}
 	return tok.Token
 }
-
