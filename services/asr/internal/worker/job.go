@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
@@ -75,7 +76,12 @@ func decode(subject string, data []byte, d bus.Delivery) (*job, error) {
 
 // work decodes and does one job. nil acks it; an error wrapping errDone
 // terminates it; another error gives it back for a retry.
-func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery, free func()) error {
+func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery, free func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v\n%s", errPanic, p, debug.Stack())
+		}
+	}()
 	j, err := decode(d.Subject, data, d)
 	if err != nil {
 		free()
@@ -131,5 +137,10 @@ func (w *Worker) giveUp(ctx context.Context, data []byte, d bus.Delivery, cause 
 	}
 }
 
-// errDone marks a job settled without success: it is terminated, not retried.
-var errDone = errors.New("job settled")
+var (
+	// errDone marks a job settled without success: it is terminated, not retried.
+	errDone = errors.New("job settled")
+	// errPanic: the job crashed its handler; it is given up rather than
+	// crashing every replica it is redelivered to.
+	errPanic = errors.New("job handler panic")
+)

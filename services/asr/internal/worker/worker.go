@@ -187,7 +187,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg, free func()) {
 	case errors.Is(err, errDone):
 		// Settled without success (reported to the client, or dropped).
 		_ = m.TermWithReason(truncate(err.Error(), 200))
-	case w.s.MaxDeliver > 0 && d.NumDelivered >= uint64(w.s.MaxDeliver):
+	case errors.Is(err, errPanic) || (w.s.MaxDeliver > 0 && d.NumDelivered >= uint64(w.s.MaxDeliver)):
 		log.Error().Err(err).Msg("job given up")
 		w.giveUp(ctx, m.Data(), d, err)
 		_ = m.TermWithReason(truncate(err.Error(), 200))

@@ -16,6 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
 	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
@@ -236,4 +237,44 @@ func TestDecode(t *testing.T) {
 			}
 		})
 	}
+}
+
+type panicking struct{}
+
+func (panicking) Transcribe(context.Context, whisper.Request) (whisper.Result, error) {
+	panic("backend client bug")
+}
+
+// A job that crashes its handler is given up (dead-lettered, the client
+// told) instead of crashing each replica it would be redelivered to.
+func TestPanickingJobGivenUp(t *testing.T) {
+	w, js := newWorker(t, panicking{})
+	cid := protocol.NewID("ac")
+	j := testJob(cid, protocol.NewID("am"), 0, true, 1)
+	data, err := protocol.Encode(j.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(t.Context(), subjects.ASRJob(cid), data); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		dlq, err := js.Stream(t.Context(), bus.StreamDeadLetter)
+		return err == nil && dlq.CachedInfo().State.Msgs == 1 && len(stored(t, js, cid, protocol.TypeErrorMessage)) == 1
+	}, "dead letter and error message")
+	env, err := protocol.Decode(stored(t, js, cid, protocol.TypeErrorMessage)[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := env.Body.(*protocol.ErrorMessage); e.Code != protocol.CodeInternal || *e.OriginatingID != j.body.UtteranceID {
+		t.Errorf("error message %+v", e)
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		s, err := js.Stream(t.Context(), bus.StreamASRJobs)
+		return err == nil && s.CachedInfo().State.Msgs == 0
+	}, "job terminated")
 }
