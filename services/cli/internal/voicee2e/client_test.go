@@ -111,6 +111,19 @@ func join(t testing.TB, url, token string, voice bool) *user {
 	return u
 }
 
+// sendEnvelope puts env on the data channel as it is.
+func (u *user) sendEnvelope(env protocol.Envelope) {
+	u.t.Helper()
+	frame, err := protocol.Encode(env)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if err := u.room.LocalParticipant.PublishDataPacket(lksdk.UserData(frame), lksdk.WithDataPublishReliable(true),
+		lksdk.WithDataPublishDestination([]string{agentIdentity})); err != nil {
+		u.t.Fatalf("send %s: %v", env.Type, err)
+	}
+}
+
 // send puts a client envelope on the data channel with the next stanza id.
 func (u *user) send(body protocol.Body, cid string) {
 	u.t.Helper()

@@ -48,14 +48,17 @@ type stack struct {
 	speech *fakeopenai.Server // asr transcriptions and tts speech
 	pub    *bus.Publisher
 	base   string // the gateway, http://127.0.0.1:port
+
+	natsURL string
 }
 
 const aliceKey = "alice-voice-key-0123456789"
 
 type options struct {
-	answer string // what the fake LLM says (default: three sentences about the weather)
-	agent  func(*roomagent.Config)
-	tts    func(*tts.Config)
+	answer  string // what the fake LLM says (default: three sentences about the weather)
+	noAgent bool   // the test runs its own room-agents
+	agent   func(*roomagent.Config)
+	tts     func(*tts.Config)
 }
 
 func testLog() zerolog.Logger {
@@ -136,9 +139,11 @@ func newStack(t testing.TB, o options) *stack {
 	if o.agent != nil {
 		o.agent(&rcfg)
 	}
-	run("room-agent", func(ctx context.Context) error {
-		return roomagent.Run(ctx, rcfg, log.With().Str("service", "room-agent").Logger())
-	})
+	if !o.noAgent {
+		run("room-agent", func(ctx context.Context) error {
+			return roomagent.Run(ctx, rcfg, log.With().Str("service", "room-agent").Logger())
+		})
+	}
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
 	gcfg.APIKeys, gcfg.RateLimit = "alice:"+aliceKey, 1000
@@ -154,7 +159,8 @@ func newStack(t testing.TB, o options) *stack {
 	case <-time.After(30 * time.Second):
 		t.Fatal("gateway did not start")
 	}
-	return &stack{t: t, lk: lk, nc: nc, js: js, pool: pool, chat: chat, speech: speech, pub: bus.NewPublisher(js), base: base}
+	return &stack{t: t, lk: lk, nc: nc, js: js, pool: pool, chat: chat, speech: speech, pub: bus.NewPublisher(js), base: base,
+		natsURL: ns.ClientURL()}
 }
 
 // api calls the gateway as alice and decodes the JSON answer into out.

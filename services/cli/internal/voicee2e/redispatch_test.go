@@ -1,0 +1,99 @@
+package voicee2e_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+)
+
+// agentProcess runs the room-agent binary (built once per test binary) as
+// its own process, so a test can kill it the hard way.
+func (s *stack) agentProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	bin := agentBinary(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "ALICIA_NATS_URL="+s.natsURL, "ALICIA_LIVEKIT_URL="+s.lk.URL,
+		"ALICIA_LIVEKIT_API_KEY="+s.lk.APIKey, "ALICIA_LIVEKIT_API_SECRET="+s.lk.APISecret,
+		"ALICIA_AGENT_LEASE=2s", "ALICIA_AGENT_EMPTY_TIMEOUT=30s", "ALICIA_LOG_LEVEL=warn")
+	if os.Getenv("ALICIA_TEST_LOG") != "" {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+var builtAgent string
+
+func agentBinary(t *testing.T) string {
+	t.Helper()
+	if builtAgent != "" {
+		return builtAgent
+	}
+	dir, err := os.MkdirTemp("", "alicia-agent-bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "room-agent")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/alicia-voice/alicia/services/room-agent/cmd/room-agent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build room-agent: %v\n%s", err, out)
+	}
+	builtAgent = bin
+	return bin
+}
+
+// TestDeadAgentIsReplaced: the agent in a room is killed (no goodbye, no
+// hand-back); after its dispatch lease runs out another agent takes the
+// request and joins, and the conversation goes on through it.
+func TestDeadAgentIsReplaced(t *testing.T) {
+	s := newStack(t, options{noAgent: true, answer: "Still here. What next?"})
+	first := s.agentProcess(t)
+	cid := s.conversation()
+	u := join(t, s.lk.URL, s.token(cid), false)
+	u.configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
+
+	second := s.agentProcess(t) // idle: the request is held by the first
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	killed := time.Now()
+
+	// The replacement joins under the same identity (LiveKit drops the dead
+	// one's session); the user configures the new data-channel session.
+	var answered bool
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		u.mu.Lock()
+		u.envs = nil
+		u.mu.Unlock()
+		env := protocol.Envelope{StanzaID: 2, ConversationID: cid, Type: protocol.TypeConfiguration,
+			Body: &protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}}
+		u.sendEnvelope(env)
+		time.Sleep(300 * time.Millisecond)
+		for _, e := range u.received() {
+			if e.Type == protocol.TypeConfiguration {
+				answered = true
+			}
+		}
+		return answered
+	}, "no agent answered after the first was killed")
+	t.Logf("replacement agent answered %v after the kill", time.Since(killed).Round(time.Millisecond))
+	u.sendEnvelope(protocol.Envelope{StanzaID: 3, ConversationID: cid, Type: protocol.TypeUserMessage,
+		Body: &protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Are you there?"}})
+	u.waitFor(20*time.Second, "no answer through the replacement agent", func(e protocol.Envelope) bool {
+		b, ok := e.Body.(*protocol.AssistantSentence)
+		return ok && b.IsFinal != nil && *b.IsFinal
+	})
+	if second.ProcessState != nil {
+		t.Fatalf("second agent exited: %v", second.ProcessState)
+	}
+}
