@@ -53,6 +53,19 @@ func TestNextTurnUsesTheRememberedBranch(t *testing.T) {
 	if n := asked.Load() - before; n != 0 {
 		t.Fatalf("history.get asked %d times for turns the replica remembers", n)
 	}
+	// The user's speech transcribed (partial and final) changes no branch:
+	// still remembered.
+	for _, final := range []bool{false, true} {
+		if _, err := h.pub.PublishServer(context.Background(), protocol.New(cid, &protocol.Transcription{ID: "am_spoken", ConversationID: cid,
+			Text: "Fourth", Final: final}), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before = asked.Load()
+	turn("Fourth question?", "Fourth answer.")
+	if n := asked.Load() - before; n != 0 {
+		t.Fatalf("history.get asked %d times after a transcription", n)
+	}
 	// Something else on the conversation (a title change): history.get again.
 	title := "Renamed"
 	if _, err := h.pub.PublishServer(context.Background(), protocol.New(cid, &protocol.ConversationUpdate{ConversationID: cid,
@@ -60,7 +73,7 @@ func TestNextTurnUsesTheRememberedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = asked.Load()
-	turn("Fourth question?", "Fourth answer.")
+	turn("Fifth question?", "Fifth answer.")
 	if asked.Load() == before {
 		t.Fatal("history.get was not asked after another server envelope")
 	}

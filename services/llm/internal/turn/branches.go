@@ -11,9 +11,11 @@ import (
 // after answering: the history the answer was built on, the user message and
 // the answer. The next turn of the conversation uses it instead of reading
 // history.get (which first waits until persistence has applied the previous
-// answer) when nothing else was published to the conversation since: its
-// last server envelope is still the one this replica published last, and
-// the new message continues the remembered head.
+// answer) when no other answer was started since (the conversation's last
+// StartAnswer is still the one this replica published), the new message came
+// after the remembered answer was complete, and it continues the remembered
+// head. Server envelopes that do not change the branch (transcriptions of
+// the user's speech, Configuration answers) do not spoil it.
 //
 // A barge-in cuts a conversation (cut): the answer's contents in Postgres
 // become what the user heard (persistence, from the room-agent's
@@ -35,9 +37,10 @@ type branches struct {
 }
 
 type branchEntry struct {
-	lastSeq uint64 // CONVERSATIONS sequence of the last server envelope published
-	msgs    []rpc.HistoryMessage
-	at      time.Time
+	lastSeq   uint64 // CONVERSATIONS sequence of the last server envelope the answer published
+	answerSeq uint64 // ... and of its StartAnswer
+	msgs      []rpc.HistoryMessage
+	at        time.Time
 }
 
 func newBranches(max int, ttl time.Duration) *branches {
@@ -74,7 +77,7 @@ func (b *branches) cut(cid string) {
 
 // remember stores the branch of cid after a completed answer, unless cid
 // was cut since the turn read generation gen.
-func (b *branches) remember(cid string, gen, lastSeq uint64, msgs []rpc.HistoryMessage) {
+func (b *branches) remember(cid string, gen, lastSeq, answerSeq uint64, msgs []rpc.HistoryMessage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.generationLocked(cid) != gen {
@@ -84,7 +87,7 @@ func (b *branches) remember(cid string, gen, lastSeq uint64, msgs []rpc.HistoryM
 	if len(b.entries) >= b.max {
 		b.evictLocked()
 	}
-	b.entries[cid] = &branchEntry{lastSeq: lastSeq, msgs: msgs, at: time.Now()}
+	b.entries[cid] = &branchEntry{lastSeq: lastSeq, answerSeq: answerSeq, msgs: msgs, at: time.Now()}
 }
 
 // forget drops what is remembered of cid (a stop, a failure, a variation).
@@ -105,15 +108,18 @@ func (b *branches) head(cid string) (string, bool) {
 	return e.msgs[len(e.msgs)-1].ID, true
 }
 
-// branch returns the remembered branch when lastSeq is still the
-// conversation's last server envelope and the message (at msgSeq) came
-// after it: a message sent before the previous answer was out may have
+// branch returns the remembered branch when lastAnswer is still the
+// conversation's last StartAnswer, the conversation's last server envelope
+// (lastServer) is the answer's own last one or neutral (cannot change the
+// branch), and the message (at msgSeq) came after the remembered answer's
+// last envelope: a message sent before the previous answer was out may have
 // been chained elsewhere (to the previous question, say).
-func (b *branches) branch(cid string, lastSeq, msgSeq uint64) ([]rpc.HistoryMessage, bool) {
+func (b *branches) branch(cid string, lastAnswer, lastServer uint64, neutral bool, msgSeq uint64) ([]rpc.HistoryMessage, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[cid]
-	if !ok || e.lastSeq != lastSeq || lastSeq == 0 || msgSeq < lastSeq || time.Since(e.at) > b.ttl {
+	if !ok || e.answerSeq != lastAnswer || lastAnswer == 0 || msgSeq < e.lastSeq || time.Since(e.at) > b.ttl ||
+		(lastServer != e.lastSeq && !neutral) {
 		return nil, false
 	}
 	return e.msgs, true

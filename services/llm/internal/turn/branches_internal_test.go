@@ -38,8 +38,8 @@ func TestBranchesCut(t *testing.T) {
 			b := newBranches(4, time.Hour)
 			gen := b.generation("ac_1")
 			c.between(b)
-			b.remember("ac_1", gen, 7, msgs)
-			_, ok := b.branch("ac_1", 7, 8)
+			b.remember("ac_1", gen, 7, 5, msgs)
+			_, ok := b.branch("ac_1", 5, 7, false, 8)
 			if ok != c.remember {
 				t.Fatalf("remembered = %v, want %v", ok, c.remember)
 			}
@@ -47,16 +47,16 @@ func TestBranchesCut(t *testing.T) {
 	}
 	t.Run("cut forgets what was remembered", func(t *testing.T) {
 		b := newBranches(4, time.Hour)
-		b.remember("ac_1", b.generation("ac_1"), 7, msgs)
-		if _, ok := b.branch("ac_1", 7, 8); !ok {
+		b.remember("ac_1", b.generation("ac_1"), 7, 5, msgs)
+		if _, ok := b.branch("ac_1", 5, 7, false, 8); !ok {
 			t.Fatal("not remembered")
 		}
 		b.cut("ac_1")
-		if _, ok := b.branch("ac_1", 7, 8); ok {
+		if _, ok := b.branch("ac_1", 5, 7, false, 8); ok {
 			t.Fatal("still remembered after the cut")
 		}
-		b.remember("ac_1", b.generation("ac_1"), 9, msgs)
-		if _, ok := b.branch("ac_1", 9, 10); !ok {
+		b.remember("ac_1", b.generation("ac_1"), 9, 8, msgs)
+		if _, ok := b.branch("ac_1", 8, 9, false, 10); !ok {
 			t.Fatal("a turn after the cut does not remember")
 		}
 	})

@@ -172,11 +172,10 @@ func errorEnvelope(cid, origin string, code int32, recoverable bool, msg string)
 	return protocol.New(cid, e)
 }
 
-// lastServerSequence is the CONVERSATIONS sequence of the conversation's
-// last server envelope: the previous turn's last word, which a turn queued
-// behind it must see applied before reading the history.
-func (e *Engine) lastServerSequence(ctx context.Context, cid string) (uint64, error) {
-	m, err := e.d.Conversations.GetLastMsgForSubject(ctx, subjects.ServerAll(cid))
+// lastAnswerSequence is the CONVERSATIONS sequence of the conversation's
+// last StartAnswer (0 when there is none).
+func (e *Engine) lastAnswerSequence(ctx context.Context, cid string) (uint64, error) {
+	m, err := e.d.Conversations.GetLastMsgForSubject(ctx, subjects.Server(cid, protocol.TypeStartAnswer))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -184,4 +183,22 @@ func (e *Engine) lastServerSequence(ctx context.Context, cid string) (uint64, er
 		return 0, err
 	}
 	return m.Sequence, nil
+}
+
+// lastServerSequence is the CONVERSATIONS sequence of the conversation's
+// last server envelope: the previous turn's last word, which a turn queued
+// behind it must see applied before reading the history. neutral reports
+// that envelope cannot have changed the branch (a transcription of the
+// user's speech, the answer to a Configuration).
+func (e *Engine) lastServerSequence(ctx context.Context, cid string) (seq uint64, neutral bool, err error) {
+	m, err := e.d.Conversations.GetLastMsgForSubject(ctx, subjects.ServerAll(cid))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	p, perr := subjects.Parse(m.Subject)
+	neutral = perr == nil && (p.TypeToken == protocol.TypeTranscription.Token() || p.TypeToken == protocol.TypeConfiguration.Token())
+	return m.Sequence, neutral, nil
 }

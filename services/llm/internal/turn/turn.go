@@ -70,9 +70,12 @@ type turn struct {
 	// read: everything before the message and the previous turn's last word.
 	minSeq uint64
 	// lastServer is the conversation's last server envelope when the turn
-	// started; lastPublished the last one this turn published.
+	// started; lastNeutral: it cannot have changed the branch.
 	lastServer    uint64
+	lastNeutral   bool
 	lastPublished atomic.Uint64
+	// startSeq is the sequence of this turn's StartAnswer.
+	startSeq atomic.Uint64
 	// hist is the branch the answer was built on (a UserMessage turn).
 	hist []rpc.HistoryMessage
 	// feats are the client's features (streaming, spoken answer).
@@ -125,11 +128,12 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 	// server envelope. Before the message: the history must include it.
 	// After it: the previous turn published it after the message came, or an
 	// earlier try of this turn did (its ack was lost).
-	last, lerr := e.lastServerSequence(tctx, cid)
+	last, neutral, lerr := e.lastServerSequence(tctx, cid)
 	if lerr != nil {
 		log.Warn().Err(lerr).Msg("last server envelope unknown")
 	}
-	t.minSeq, t.lastServer = max(q.Sequence-1, last), last
+	t.minSeq = max(q.Sequence-1, last)
+	t.lastServer, t.lastNeutral = last, neutral
 	feats, ferr := e.features.get(tctx, cid)
 	if ferr != nil {
 		log.Warn().Err(ferr).Msg("client features unknown; streaming text")
@@ -158,8 +162,8 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 // the conversation's next turn need not wait for persistence; anything else
 // forgets it.
 func (t *turn) rememberBranch(outcome string) {
-	last := t.lastPublished.Load()
-	if outcome != "completed" || t.p.kind != kindMessage || t.p.userMsg == nil || t.p.branchParent != "" || last == 0 {
+	last, started := t.lastPublished.Load(), t.startSeq.Load()
+	if outcome != "completed" || t.p.kind != kindMessage || t.p.userMsg == nil || t.p.branchParent != "" || last == 0 || started == 0 {
 		t.e.branches.forget(t.cid)
 		return
 	}
@@ -172,7 +176,7 @@ func (t *turn) rememberBranch(outcome string) {
 	if n := t.e.s.HistoryLimit; len(msgs) > n {
 		msgs = msgs[len(msgs)-n:]
 	}
-	t.e.branches.remember(t.cid, t.gen, last, msgs)
+	t.e.branches.remember(t.cid, t.gen, last, started, msgs)
 }
 
 // stoppedBeforeStart: an untargeted ControlStop that arrived here while no
@@ -272,6 +276,9 @@ func (t *turn) published(env protocol.Envelope, ack *jetstream.PubAck) {
 	}
 	if env.Type == protocol.TypeStartAnswer {
 		t.started.Store(true)
+		if ack != nil {
+			t.startSeq.Store(ack.Sequence)
+		}
 	}
 	if env.Type == protocol.TypeAssistantSentence || env.Type == protocol.TypeAssistantMessage {
 		t.firstSentence.Do(func() { t.e.d.Metrics.FirstSentence.Observe(time.Since(t.start).Seconds()) })

@@ -35,7 +35,7 @@ func (e *Engine) vary(ctx context.Context, q queue.Turn, v *protocol.ControlVari
 	wctx, cancel := context.WithTimeout(ctx, e.s.HistoryTimeout)
 	defer cancel()
 	minSeq := q.Sequence - 1
-	if last, err := e.lastServerSequence(wctx, cid); err == nil {
+	if last, _, err := e.lastServerSequence(wctx, cid); err == nil {
 		minSeq = max(minSeq, last)
 	}
 	if err := rpc.WaitApplied(wctx, e.d.NC, bus.StreamConversations, minSeq); err != nil {
