@@ -33,9 +33,16 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return err
 	}
 	defer nc.Close()
+	convs, err := js.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		return fmt.Errorf("tts: stream %s: %w", bus.StreamConversations, err)
+	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, bus.StreamConversations,
 		speech.ConsumerConfig(cfg.Consumer, cfg.AckWait, 4*cfg.MaxTurns))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return fmt.Errorf("tts: consumer %s: %w", cfg.Consumer, err)
 	}
 	if cfg.MetricsAddr != "" {
@@ -46,7 +53,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		defer stop()
 	}
 	sp := speech.New(speech.Deps{
-		NC: nc, JS: js, Publisher: bus.NewPublisher(js), Synth: synthesizer, Metrics: metrics.Default(), Log: log,
+		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Synth: synthesizer, Metrics: metrics.Default(), Log: log,
 	}, speech.Settings{
 		Chunk: cfg.Chunk, MaxAhead: cfg.MaxAhead, MaxTurns: cfg.MaxTurns, AckWait: cfg.AckWait,
 		TurnIdle: cfg.TurnIdle, MaxLag: cfg.MaxLag, Timeout: cfg.Timeout, RetryDelay: cfg.RetryDelay,

@@ -405,3 +405,18 @@ func TestConfig(t *testing.T) {
 		}
 	})
 }
+
+// TestTurnPublishedWhileNoReplicaRuns: a replica that starts later takes
+// the turn and reads its sentences from the stream.
+func TestTurnPublishedWhileNoReplicaRuns(t *testing.T) {
+	h := newHarness(t, nil)
+	h.stopFirst() // the durable consumer stays
+	h.speak("ac_late", "am_late", texts...)
+	h.startReplica(h.cfg)
+	got := sentences(t, h.waitSpoken("am_late", 10*time.Second))
+	for i, text := range texts {
+		if len(got[int32(i+1)]) != 2*samplesFor(text) {
+			t.Fatalf("sentence %d: %d bytes", i+1, len(got[int32(i+1)]))
+		}
+	}
+}

@@ -96,7 +96,7 @@ func (c *chunks) publish(pcm []byte, last bool) error {
 	}
 	if c.next == 0 {
 		t.pace.sentenceStarts()
-		t.sp.d.Metrics.SentenceToAudio.Observe(time.Since(c.s.stored).Seconds())
+		t.sp.d.Metrics.SentenceToAudio.Observe(time.Since(c.s.received).Seconds())
 	}
 	t.pace.played(audio.FramesDuration(len(pcm)/2, synth.Rate))
 	if t.sp.s.StoreAudio {

@@ -39,12 +39,12 @@ type Synthesizer interface {
 
 // Deps are the speaker's collaborators.
 type Deps struct {
-	NC        *nats.Conn
-	JS        jetstream.JetStream
-	Publisher *bus.Publisher
-	Synth     Synthesizer
-	Metrics   *metrics.Metrics
-	Log       zerolog.Logger
+	NC            *nats.Conn
+	Conversations jetstream.Stream // CONVERSATIONS, for direct gets
+	Publisher     *bus.Publisher
+	Synth         Synthesizer
+	Metrics       *metrics.Metrics
+	Log           zerolog.Logger
 }
 
 // Settings tune the speaker.
@@ -106,11 +106,11 @@ func ConsumerConfig(name string, ackWait time.Duration, maxPending int) jetstrea
 // cancelled; then the turns being spoken are handed back (another replica
 // resumes them after their last stored sentence).
 func (sp *Speaker) Run(ctx context.Context, cons jetstream.Consumer) error {
-	sub, err := sp.d.NC.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), sp.onStop)
+	unsubscribe, err := sp.listen()
 	if err != nil {
-		return fmt.Errorf("speech: subscribe control_stop: %w", err)
+		return err
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer unsubscribe()
 	cc, err := cons.Consume(func(m jetstream.Msg) { sp.take(ctx, m) }, jetstream.PullMaxMessages(16))
 	if err != nil {
 		return fmt.Errorf("speech: consume: %w", err)

@@ -13,6 +13,7 @@ type stops struct {
 	byID    map[string]*turn
 	current map[string]*turn // conversation → its latest turn here
 	stopped map[string]time.Time
+	orphans []orphan // sentences of turns not (yet) held here
 }
 
 // stoppedMemory bounds how long (and how many) stopped turn ids are kept.
@@ -25,10 +26,13 @@ func newStops() *stops {
 	return &stops{byID: map[string]*turn{}, current: map[string]*turn{}, stopped: map[string]time.Time{}}
 }
 
+// begin registers t, so core NATS routes its sentences to it, and hands it
+// those that came first.
 func (s *stops) begin(t *turn) {
 	s.mu.Lock()
 	s.byID[t.id] = t
 	s.current[t.cid] = t
+	s.claimOrphans(t)
 	s.mu.Unlock()
 }
 

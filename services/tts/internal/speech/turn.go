@@ -1,6 +1,7 @@
 package speech
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -27,17 +28,20 @@ type turn struct {
 	ctx    context.Context // ended by a stop or a shutdown
 	cancel context.CancelCauseFunc
 
+	inbox chan sentence // from core NATS (listen)
+	over  chan struct{} // no more sentences will come
+
 	mu     sync.Mutex // orders halt against publishing audio
 	halted bool
 }
 
 // sentence is an AssistantSentence to speak, with its envelope and when it
-// was stored.
+// arrived (or was stored, when read from the stream).
 type sentence struct {
-	env    protocol.Envelope
-	body   *protocol.AssistantSentence
-	id     string
-	stored time.Time
+	env      protocol.Envelope
+	body     *protocol.AssistantSentence
+	id       string
+	received time.Time
 }
 
 func (sp *Speaker) newTurn(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata, sa *protocol.StartAnswer, log zerolog.Logger) *turn {
@@ -47,6 +51,7 @@ func (sp *Speaker) newTurn(ctx context.Context, m jetstream.Msg, md *jetstream.M
 	return &turn{
 		sp: sp, cid: sa.ConversationID, id: sa.ID, msg: m, startSeq: md.Sequence.Stream,
 		resumed: md.NumDelivered > 1, log: log, pace: newPacer(sp.s.MaxAhead), ctx: tctx, cancel: cancel,
+		inbox: make(chan sentence, 256), over: make(chan struct{}, 1),
 	}
 }
 
@@ -79,7 +84,7 @@ func (t *turn) run() {
 	rctx, stopReading := context.WithCancelCause(t.ctx)
 	defer stopReading(nil)
 	readErr := make(chan error, 1)
-	go func() { readErr <- t.read(rctx, after, queue) }()
+	go func() { readErr <- t.follow(rctx, after, queue) }()
 
 	for s := range queue {
 		if t.pace.wait(t.ctx) != nil {
@@ -124,90 +129,152 @@ func (t *turn) heartbeat(done <-chan struct{}) {
 	}
 }
 
-// read feeds queue with the turn's sentences in order, read from
-// CONVERSATIONS after the StartAnswer, until the final one, a newer
-// answer, the llm's error for this answer, a ControlStop (of this turn or
-// untargeted), TurnIdle without a sentence, or ctx ends. Reading the stop
-// from the stream too covers a stop published before this replica took
-// the turn. It closes queue.
-func (t *turn) read(ctx context.Context, after int32, queue chan<- sentence) error {
+// follow feeds queue with the turn's sentences in sequence order until the
+// final one, a newer answer or the llm's error for this one, TurnIdle
+// without a sentence, or ctx ends. Sentences come from core NATS (routed
+// here by listen, orphans included); what came before this replica held
+// the turn, or slipped past it, is read from CONVERSATIONS: at the start,
+// on a gap in the sequence, and when the turn goes quiet. A ControlStop
+// stored before the turn was taken stops it here. It closes queue.
+func (t *turn) follow(ctx context.Context, after int32, queue chan<- sentence) error {
 	defer close(queue)
-	cons, err := t.sp.d.JS.OrderedConsumer(ctx, bus.StreamConversations, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{
-			subjects.Server(t.cid, protocol.TypeAssistantSentence),
-			subjects.Server(t.cid, protocol.TypeStartAnswer),
-			subjects.Server(t.cid, protocol.TypeErrorMessage),
-			subjects.Client(t.cid, protocol.TypeControlStop),
-		},
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       t.startSeq + 1,
-		InactiveThreshold: 30 * time.Second,
+	f := &follower{t: t, next: after + 1, pending: map[int32]sentence{}, from: t.startSeq + 1}
+	if err := f.catchUp(ctx, true); err != nil {
+		return err
+	}
+	idle := time.NewTimer(t.sp.s.TurnIdle)
+	defer idle.Stop()
+	quiet := time.NewTicker(quietCheck)
+	defer quiet.Stop()
+	lastInput := time.Now()
+	for {
+		done, err := f.flush(ctx, queue)
+		if done || err != nil {
+			return cmp.Or(err, errTurnOver)
+		}
+		if len(f.pending) > 0 && time.Since(f.lastCatchUp) > gapWait {
+			if err := f.catchUp(ctx, false); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case s := <-t.inbox:
+			f.add(s)
+			lastInput = time.Now()
+			idle.Reset(t.sp.s.TurnIdle)
+		case <-t.over:
+			f.over = true
+			if err := f.catchUp(ctx, false); err != nil {
+				return err
+			}
+		case <-quiet.C:
+			if time.Since(lastInput) >= quietCheck && time.Since(f.lastCatchUp) >= quietCheck {
+				if err := f.catchUp(ctx, false); err != nil {
+					return err
+				}
+			}
+		case <-idle.C:
+			t.log.Warn().Dur("idle", t.sp.s.TurnIdle).Msg("no sentence for too long; turn over")
+			return errTurnOver
+		}
+	}
+}
+
+const (
+	// gapWait lets a sentence that is out of order on core NATS arrive
+	// before the stream is read for it.
+	gapWait = 100 * time.Millisecond
+	// quietCheck: a turn waiting this long for its next sentence reads the
+	// stream in case one slipped past.
+	quietCheck = 2 * time.Second
+)
+
+// follower orders one turn's sentences.
+type follower struct {
+	t           *turn
+	next        int32 // sequence to speak next
+	pending     map[int32]sentence
+	over        bool   // no more sentences will be published
+	from        uint64 // stream sequence the next catch-up reads from
+	lastCatchUp time.Time
+}
+
+func (f *follower) add(s sentence) {
+	if s.body.Sequence >= f.next {
+		f.pending[s.body.Sequence] = s
+	}
+}
+
+// flush queues the sentences that are next in order; done when the final
+// one is queued, or when no more will come and none is waiting.
+func (f *follower) flush(ctx context.Context, queue chan<- sentence) (done bool, err error) {
+	for {
+		s, ok := f.pending[f.next]
+		if !ok {
+			return f.over, nil
+		}
+		delete(f.pending, f.next)
+		f.next++
+		select {
+		case queue <- s:
+		case <-ctx.Done():
+			return true, context.Cause(ctx)
+		}
+		if s.body.IsFinal != nil && *s.body.IsFinal {
+			return true, nil
+		}
+	}
+}
+
+// catchUp reads the turn's sentences stored since the last catch-up; the
+// first one also looks for a stop of the turn and a newer answer stored
+// before the turn was taken.
+func (f *follower) catchUp(ctx context.Context, first bool) error {
+	t := f.t
+	f.lastCatchUp = time.Now()
+	nc, stream := t.sp.d.NC, bus.StreamConversations
+	err := bus.Replay(ctx, nc, stream, subjects.Server(t.cid, protocol.TypeAssistantSentence), f.from, func(st bus.Stored) error {
+		f.from = st.Sequence + 1
+		env, err := protocol.Decode(st.Data)
+		if err != nil {
+			return nil
+		}
+		if b, ok := env.Body.(*protocol.AssistantSentence); ok && b.PreviousID == t.id {
+			f.add(sentence{env: env, body: b, id: sentenceID(b), received: st.Time})
+		}
+		return nil
+	})
+	if err != nil || !first {
+		return err
+	}
+	stopped := false
+	err = bus.Replay(ctx, nc, stream, subjects.Client(t.cid, protocol.TypeControlStop), t.startSeq+1, func(st bus.Stored) error {
+		env, err := protocol.Decode(st.Data)
+		if err != nil {
+			return nil
+		}
+		if b, ok := env.Body.(*protocol.ControlStop); ok && (b.TargetID == nil || *b.TargetID == t.id) {
+			stopped = true
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	msgs := make(chan jetstream.Msg)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
-		}
-	}, jetstream.PullMaxMessages(32))
-	if err != nil {
-		return err
+	if stopped {
+		t.sp.stops.mu.Lock()
+		t.sp.stops.remember(t.id)
+		t.sp.stops.mu.Unlock()
+		t.halt(ErrStopped)
+		return ErrStopped
 	}
-	defer cc.Stop()
-	idle := time.NewTimer(t.sp.s.TurnIdle)
-	defer idle.Stop()
-	last := after
-	for {
-		var m jetstream.Msg
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-idle.C:
-			t.log.Warn().Dur("idle", t.sp.s.TurnIdle).Msg("no sentence for too long; turn over")
-			return errTurnOver
-		case m = <-msgs:
-		}
-		env, err := protocol.Decode(m.Data())
-		if err != nil {
-			continue
-		}
-		switch b := env.Body.(type) {
-		case *protocol.AssistantSentence:
-			if b.PreviousID != t.id || b.Sequence <= last {
-				continue
-			}
-			last = b.Sequence
-			idle.Reset(t.sp.s.TurnIdle)
-			s := sentence{env: env, body: b, id: sentenceID(b), stored: storedAt(m)}
-			select {
-			case queue <- s:
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-			if b.IsFinal != nil && *b.IsFinal {
-				return errTurnOver
-			}
-		case *protocol.StartAnswer:
-			if b.ID != t.id {
-				return errTurnOver // the llm moved on to a newer answer
-			}
-		case *protocol.ErrorMessage:
-			if b.OriginatingID != nil && *b.OriginatingID == t.id {
-				return errTurnOver // the llm gave up on this answer
-			}
-		case *protocol.ControlStop:
-			if b.TargetID == nil || *b.TargetID == t.id {
-				t.sp.stops.mu.Lock()
-				t.sp.stops.remember(t.id)
-				t.sp.stops.mu.Unlock()
-				t.halt(ErrStopped)
-				return ErrStopped
-			}
-		}
+	if m, err := t.sp.d.Conversations.GetLastMsgForSubject(ctx, subjects.Server(t.cid, protocol.TypeStartAnswer)); err == nil && m.Sequence > t.startSeq {
+		f.over = true
 	}
+	return nil
 }
 
 // spokenBefore is the sequence of the turn's last sentence whose
@@ -215,11 +282,7 @@ func (t *turn) read(ctx context.Context, after int32, queue chan<- sentence) err
 func (t *turn) spokenBefore() int32 {
 	ctx, cancel := context.WithTimeout(t.ctx, t.sp.s.PublishTimeout)
 	defer cancel()
-	m, err := t.sp.d.JS.Stream(ctx, bus.StreamConversations)
-	if err != nil {
-		return 0
-	}
-	raw, err := m.GetLastMsgForSubject(ctx, subjects.Agent(t.cid, protocol.TypeSentenceAudio))
+	raw, err := t.sp.d.Conversations.GetLastMsgForSubject(ctx, subjects.Agent(t.cid, protocol.TypeSentenceAudio))
 	if err != nil || raw.Sequence < t.startSeq {
 		return 0
 	}
@@ -240,11 +303,4 @@ func sentenceID(b *protocol.AssistantSentence) string {
 		return *b.ID
 	}
 	return deriveID("ams", b.PreviousID, b.Sequence)
-}
-
-func storedAt(m jetstream.Msg) time.Time {
-	if md, err := m.Metadata(); err == nil {
-		return md.Timestamp
-	}
-	return time.Now()
 }
