@@ -1,11 +1,12 @@
 // Package speech is the tts's use case: speaking the voice turns. The
 // StartAnswer of every answer goes through one durable consumer shared by
 // all replicas; the replica that takes a voice turn owns it until its last
-// sentence: it reads the turn's AssistantSentences in stream order with an
-// ordered consumer of its own, synthesises them one after another (at most
-// MaxAhead sentences ahead of the estimated playout), publishes each
-// sentence's audio in order as SpeechAudio chunks on core NATS and its
-// SentenceAudio on JetStream, and stops at once on a ControlStop.
+// sentence. Every replica hears every AssistantSentence on core NATS and
+// routes it to the turn it holds (reading CONVERSATIONS for what it missed),
+// so a turn's sentences are synthesised by one replica, one after another
+// in sequence order, at most MaxAhead ahead of the estimated playout; each
+// sentence's audio goes out in order as SpeechAudio chunks on core NATS and
+// its SentenceAudio on JetStream. A ControlStop halts the turn at once.
 package speech
 
 import (
@@ -174,6 +175,11 @@ func (sp *Speaker) take(ctx context.Context, m jetstream.Msg) {
 		return
 	case sp.stops.wasStopped(sa.ID):
 		sp.d.Metrics.Turns.WithLabelValues("stopped").Inc()
+		_ = m.Ack()
+		return
+	case sp.stops.holds(sa.ID):
+		// A redelivery of a turn spoken here (a heartbeat came late): it
+		// stays here.
 		_ = m.Ack()
 		return
 	}

@@ -79,6 +79,13 @@ func (s *stops) remember(id string) {
 	s.stopped[id] = now
 }
 
+// holds reports whether turn id is spoken here.
+func (s *stops) holds(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[id] != nil
+}
+
 // wasStopped reports whether a stop named turn id.
 func (s *stops) wasStopped(id string) bool {
 	s.mu.Lock()

@@ -105,8 +105,12 @@ func (t *turn) run() {
 		m.Turns.WithLabelValues("stopped").Inc()
 		t.log.Debug().Msg("turn stopped")
 	case err != nil && !errors.Is(err, errTurnOver):
-		t.log.Warn().Err(err).Msg("reading the turn's sentences failed")
+		// Reading the stream failed (NATS trouble): try the turn again
+		// later, here or elsewhere, after what was spoken.
+		t.log.Warn().Err(err).Msg("reading the turn's sentences failed; retrying the turn")
 		m.Turns.WithLabelValues("failed").Inc()
+		_ = t.msg.NakWithDelay(time.Second)
+		return
 	default:
 		m.Turns.WithLabelValues("spoken").Inc()
 	}
