@@ -52,6 +52,10 @@ type Config struct {
 	// another replica (ALICIA_ASR_ACK_WAIT).
 	AckWait    time.Duration
 	MaxDeliver int // ALICIA_ASR_MAX_DELIVER: tries of one job
+	// PullWait is how long an idle slot's pull request waits before it is
+	// renewed; a stopping replica hands its running jobs over after at most
+	// this (ALICIA_ASR_PULL_WAIT).
+	PullWait time.Duration
 	// MetricsAddr serves /metrics when set (ALICIA_ASR_METRICS_ADDR); the
 	// metrics are on the default Prometheus registry either way.
 	MetricsAddr string
@@ -71,6 +75,7 @@ func DefaultConfig() Config {
 		Consumer:      "asr",
 		AckWait:       10 * time.Second,
 		MaxDeliver:    5,
+		PullWait:      time.Second,
 	}
 }
 
@@ -92,6 +97,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_ASR_CONCURRENCY", &c.Concurrency),
 		config.Duration("ALICIA_ASR_ACK_WAIT", &c.AckWait),
 		config.Int("ALICIA_ASR_MAX_DELIVER", &c.MaxDeliver),
+		config.Duration("ALICIA_ASR_PULL_WAIT", &c.PullWait),
 	)
 	if err != nil {
 		return c, err
@@ -160,6 +166,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDeliver < 1 {
 		bad("ALICIA_ASR_MAX_DELIVER must be at least 1")
+	}
+	if c.PullWait < 50*time.Millisecond || c.PullWait > 30*time.Second {
+		bad("ALICIA_ASR_PULL_WAIT %s is outside 50ms..30s", c.PullWait)
 	}
 	return errors.Join(errs...)
 }

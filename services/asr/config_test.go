@@ -66,6 +66,7 @@ func TestConfigValidate(t *testing.T) {
 		{"short ack wait", func(c *asr.Config) { c.AckWait = 100 * time.Millisecond }, "ALICIA_ASR_ACK_WAIT"},
 		{"consumer with a dot", func(c *asr.Config) { c.Consumer = "asr.1" }, "ALICIA_ASR_CONSUMER"},
 		{"no attempts", func(c *asr.Config) { c.Attempts = 0 }, "ALICIA_ASR_ATTEMPTS"},
+		{"pull wait too short", func(c *asr.Config) { c.PullWait = time.Millisecond }, "ALICIA_ASR_PULL_WAIT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := asr.DefaultConfig()

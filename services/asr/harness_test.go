@@ -66,7 +66,7 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) config(fake *fakeopenai.Server) asr.Config {
 	cfg := asr.DefaultConfig()
 	cfg.NATSURL, cfg.URL = h.ns.ClientURL(), fake.URL()
-	cfg.Timeout, cfg.RetryBackoff, cfg.AckWait = 2*time.Second, 5*time.Millisecond, 2*time.Second
+	cfg.Timeout, cfg.RetryBackoff, cfg.AckWait, cfg.PullWait = 2*time.Second, 5*time.Millisecond, 2*time.Second, 100*time.Millisecond
 	return cfg
 }
 

@@ -45,6 +45,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}, worker.Settings{
 		Consumer: cfg.Consumer, Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
 		MinConfidence: cfg.MinConfidence, Language: cfg.Language, Attempts: cfg.Attempts, PublishTimeout: 5 * time.Second,
+		PullWait: cfg.PullWait,
 	})
 	if err != nil {
 		return fmt.Errorf("asr: consumer %s: %w", cfg.Consumer, err)

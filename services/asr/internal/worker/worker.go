@@ -48,14 +48,17 @@ type Settings struct {
 	Attempts      int    // tries of a final job's transcription
 	// PublishTimeout bounds each publish and lookup.
 	PublishTimeout time.Duration
-	// FetchWait is how long one pull request waits (default 30s).
-	FetchWait time.Duration
+	// PullWait is how long one pull request waits for a job (default 1s);
+	// a stopping replica gives its running jobs back after at most this.
+	PullWait time.Duration
 }
 
 // Worker consumes ASR jobs.
 type Worker struct {
-	d    Deps
-	s    Settings
+	d  Deps
+	s  Settings
+	mu sync.Mutex
+	// cons is remade when the server lost it.
 	cons jetstream.Consumer
 }
 
@@ -83,20 +86,32 @@ func ConsumerConfig(s Settings) jetstream.ConsumerConfig {
 }
 
 // Run works on jobs until ctx ends. Jobs still running then are given back
-// at once, so another replica takes them without waiting for AckWait.
+// for another replica as soon as this one has no pull request open.
 func (w *Worker) Run(ctx context.Context) error {
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
-	var slots, jobs sync.WaitGroup
-	for range max(1, w.s.Concurrency) {
-		slots.Go(func() { w.slot(ctx, jobCtx, &jobs) })
+	var (
+		slots, jobs sync.WaitGroup
+		mu          sync.Mutex
+		held        []jetstream.Msg
+	)
+	hold := func(m jetstream.Msg) {
+		mu.Lock()
+		held = append(held, m)
+		mu.Unlock()
 	}
+	for range max(1, w.s.Concurrency) {
+		slots.Go(func() { w.slot(ctx, jobCtx, &jobs, hold) })
+	}
+	// Give jobs back only once every pull request of this replica has ended
+	// on the server (answered, or expired after PullWait): a job handed back
+	// while one was open could be delivered straight to it — a subscription
+	// going away — and wait out AckWait there. Cancelling a pull on the
+	// client does not withdraw it from the server.
 	slots.Wait()
-	// Stop pulling before giving jobs back: a job handed back while this
-	// replica still had pull requests open could be delivered straight to
-	// one of them and wait out AckWait there. The flush makes the server
-	// see the pull subscriptions go before it sees the naks.
-	_ = w.d.JS.Conn().FlushTimeout(time.Second)
+	for _, m := range held {
+		_ = m.Nak()
+	}
 	cancelJobs()
 	jobs.Wait()
 	return nil
@@ -107,17 +122,19 @@ func (w *Worker) Run(ctx context.Context) error {
 // A slot is free again as soon as its job's transcription is back: storing
 // the results and acknowledging the job overlap the next transcription, so
 // the backend (the GPU) does not wait for JetStream's fsyncs.
-func (w *Worker) slot(ctx, jobCtx context.Context, jobs *sync.WaitGroup) {
-	wait := w.s.FetchWait
+func (w *Worker) slot(ctx, jobCtx context.Context, jobs *sync.WaitGroup, hold func(jetstream.Msg)) {
+	wait := w.s.PullWait
 	if wait <= 0 {
-		wait = 30 * time.Second
+		wait = time.Second
 	}
 	failures := 0
 	for ctx.Err() == nil {
-		fctx, cancel := context.WithTimeout(ctx, wait)
-		m, err := w.cons.Next(jetstream.FetchContext(fctx))
-		cancel()
+		// No context: a pull ends on the server's answer, never half-way.
+		m, err := w.consumer().Next(jetstream.FetchMaxWait(wait))
 		switch {
+		case err == nil && ctx.Err() != nil:
+			hold(m) // taken while stopping: given back with the others
+			return
 		case err == nil:
 			failures = 0
 			free := make(chan struct{})
@@ -140,7 +157,7 @@ func (w *Worker) slot(ctx, jobCtx context.Context, jobs *sync.WaitGroup) {
 			// The server restarted with its consumers in memory, or someone
 			// deleted ours: make it again.
 			if cons, cerr := w.d.Jobs.CreateOrUpdateConsumer(ctx, ConsumerConfig(w.s)); cerr == nil {
-				w.cons = cons
+				w.setConsumer(cons)
 				continue
 			}
 			fallthrough
@@ -155,6 +172,18 @@ func (w *Worker) slot(ctx, jobCtx context.Context, jobs *sync.WaitGroup) {
 			}
 		}
 	}
+}
+
+func (w *Worker) consumer() jetstream.Consumer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cons
+}
+
+func (w *Worker) setConsumer(c jetstream.Consumer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cons = c
 }
 
 // idle: the pull ended without a job.

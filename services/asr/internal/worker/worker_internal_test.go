@@ -55,7 +55,7 @@ func newWorker(t *testing.T, asr Transcriber) (*Worker, jetstream.JetStream) {
 	w, err := Ensure(ctx, Deps{JS: js, Jobs: jobs, Conversations: convs, Publisher: bus.NewPublisher(js),
 		DeadLetters: bus.NewDeadLetters(js), ASR: asr, Metrics: metrics.Default(), Log: zerolog.Nop()},
 		Settings{Consumer: "asr", Concurrency: 1, AckWait: 5 * time.Second, MaxDeliver: 3, MinConfidence: 0.3,
-			Attempts: 1, PublishTimeout: 5 * time.Second})
+			Attempts: 1, PublishTimeout: 5 * time.Second, PullWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
