@@ -13,14 +13,26 @@ import (
 	"github.com/alicia-voice/alicia/services/memory"
 )
 
+// backend is a model server of the stack, as the banner shows it.
+type backend struct {
+	label, url, model, key string
+	off                    string // why it matters that url is empty
+	down                   string // what fails while it does not answer
+	fixed                  string // a line with nothing to probe (a local engine)
+}
+
+// textBackends are the LLM and embeddings servers.
+func textBackends(l llm.Config, m memory.Config) []backend {
+	return []backend{
+		{label: "LLM:", url: l.LLMURL, model: l.Model, key: l.APIKey},
+		{label: "Embeddings:", url: m.EmbeddingURL, model: m.EmbeddingModel, key: m.EmbeddingAPIKey,
+			off: "memory search and extraction are off (set ALICIA_EMBEDDING_URL)"},
+	}
+}
+
 // printModels says where the model backends are and whether they answer,
 // so an unreachable one is seen at start, not at the first turn.
-func printModels(ctx context.Context, w io.Writer, l llm.Config, m memory.Config) {
-	type backend struct{ label, url, model, key, off string }
-	backends := []backend{
-		{"LLM:", l.LLMURL, l.Model, l.APIKey, ""},
-		{"Embeddings:", m.EmbeddingURL, m.EmbeddingModel, m.EmbeddingAPIKey, "memory search and extraction are off (set ALICIA_EMBEDDING_URL)"},
-	}
+func printModels(ctx context.Context, w io.Writer, backends []backend) {
 	lines := make([]string, len(backends))
 	var wg sync.WaitGroup
 	for i, b := range backends {
@@ -28,12 +40,17 @@ func printModels(ctx context.Context, w io.Writer, l llm.Config, m memory.Config
 		go func() {
 			defer wg.Done()
 			switch {
+			case b.fixed != "":
+				lines[i] = fmt.Sprintf("  %-11s %s", b.label, b.fixed)
 			case b.url == "":
 				lines[i] = fmt.Sprintf("  %-11s not configured: %s", b.label, b.off)
 			default:
 				state := "reachable"
 				if err := probe(ctx, b.url, b.key); err != nil {
 					state = "UNREACHABLE (" + err.Error() + ")"
+					if b.down != "" {
+						state += ": " + b.down
+					}
 				}
 				lines[i] = fmt.Sprintf("  %-11s %s (%s) %s", b.label, b.url, b.model, state)
 			}
@@ -43,6 +60,15 @@ func printModels(ctx context.Context, w io.Writer, l llm.Config, m memory.Config
 	for _, line := range lines {
 		fmt.Fprintln(w, line)
 	}
+}
+
+// v1 is an OpenAI-compatible base URL ending in /v1.
+func v1(u string) string {
+	u = strings.TrimRight(u, "/")
+	if !strings.HasSuffix(u, "/v1") {
+		u += "/v1"
+	}
+	return u
 }
 
 // probe asks an OpenAI-compatible server for its models.

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -33,7 +34,7 @@ type Config struct {
 	APIKeys string
 	// LiveKit is the voice server: ALICIA_LIVEKIT_URL's, else a
 	// livekit-server up starts (see LiveKit). Its URL, key and secret reach
-	// the services (gateway, room-agent) as ALICIA_LIVEKIT_URL,
+	// the services (gateway's room tokens, the room-agent) as ALICIA_LIVEKIT_URL,
 	// ALICIA_LIVEKIT_API_KEY and ALICIA_LIVEKIT_API_SECRET.
 	LiveKit LiveKit
 }
@@ -75,7 +76,8 @@ func (c Config) Validate() error {
 // Run starts embedded NATS (JetStream, fsync on every write), the private
 // Postgres unless ALICIA_POSTGRES_URL is set, livekit-server unless
 // ALICIA_LIVEKIT_URL is set, and the services (persistence, memory, llm,
-// gateway), prints where they are, the API key and whether the model
+// gateway, asr, tts and the room-agent), prints where they are, the API
+// key, which speech engine and ASR backend are used and whether the model
 // backends answer, then blocks until ctx is cancelled and stops them
 // cleanly.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
@@ -123,14 +125,22 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	gcfg, gerr := gateway.ConfigFromEnv()
 	lcfg, lerr := llm.ConfigFromEnv()
 	mcfg, merr := memory.ConfigFromEnv()
-	if err := errors.Join(perr, gerr, lerr, merr); err != nil {
+	voice, verr := voiceFromEnv()
+	if err := errors.Join(perr, gerr, lerr, merr, verr); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 
+	services := append([]service{
+		{"persistence", func(ctx context.Context, log zerolog.Logger) error { return persistence.Run(ctx, pcfg, log) }},
+		{"memory", func(ctx context.Context, log zerolog.Logger) error { return memory.Run(ctx, mcfg, log) }},
+		{"llm", func(ctx context.Context, log zerolog.Logger) error { return llm.Run(ctx, lcfg, log) }},
+	}, voice.services()...)
+	names := []string{"gateway"}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return persistence.Run(gctx, pcfg, log.With().Str("service", "persistence").Logger()) })
-	g.Go(func() error { return memory.Run(gctx, mcfg, log.With().Str("service", "memory").Logger()) })
-	g.Go(func() error { return llm.Run(gctx, lcfg, log.With().Str("service", "llm").Logger()) })
+	for _, s := range services {
+		names = append(names, s.name)
+		g.Go(func() error { return s.run(gctx, log.With().Str("service", s.name).Logger()) })
+	}
 	addr := make(chan string, 1)
 	g.Go(func() error {
 		return gateway.Run(gctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
@@ -142,7 +152,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		if devKey != "" {
 			fmt.Fprintf(stdout, "  API key:  %s  (development key; set ALICIA_API_KEYS to choose your own)\n", devKey)
 		}
-		printModels(gctx, stdout, lcfg, mcfg)
+		fmt.Fprintf(stdout, "  Services: %s\n", strings.Join(names, " "))
+		if voice.agent.missing != "" {
+			fmt.Fprintf(stdout, "  Room agent: %s\n", voice.agent.missing)
+		}
+		printModels(gctx, stdout, append(textBackends(lcfg, mcfg), voice.backends()...))
 		fmt.Fprintln(stdout, "Ctrl-C stops.")
 	case <-gctx.Done():
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,7 +51,8 @@ func freePort(t *testing.T) string {
 }
 
 // TestUpRunsTheStack starts `alicia up`, sends an envelope through its NATS
-// and finds the row persistence wrote, then stops it as Ctrl-C would.
+// and finds the row persistence wrote, checks the voice services run, then
+// stops it as Ctrl-C would.
 func TestUpRunsTheStack(t *testing.T) {
 	if _, err := livekitserver.Find(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -58,12 +60,23 @@ func TestUpRunsTheStack(t *testing.T) {
 		}
 		t.Skip(err) // up would spend minutes installing it
 	}
+	if _, err := exec.LookPath("espeak-ng"); err != nil { // up's tts without ALICIA_TTS_URL
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
 	pgURL := pgtest.NewURL(t)
 	t.Setenv("ALICIA_POSTGRES_URL", pgURL)
 	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from the stack.")))
 	t.Setenv("ALICIA_LLM_URL", model.URL())
 	t.Setenv("ALICIA_LLM_MODEL", "fake-chat")
 	t.Setenv("ALICIA_EMBEDDING_URL", "")
+	asrURL := "http://" + freePort(t) + "/v1" // nothing listens there
+	t.Setenv("ALICIA_ASR_URL", asrURL)
+	for _, k := range []string{"ALICIA_TTS_URL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_VOICE"} {
+		t.Setenv(k, "") // espeak-ng
+	}
 	for _, k := range []string{"ALICIA_NATS_URL", "ALICIA_HTTP_ADDR", "ALICIA_API_KEYS",
 		"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET"} {
 		t.Setenv(k, "") // Run sets them for its services; restore them afterwards
@@ -73,7 +86,13 @@ func TestUpRunsTheStack(t *testing.T) {
 	defer cancel()
 	out := &testkit.SyncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- upcmd.Run(ctx, cfg, out, &testkit.SyncBuffer{}) }()
+	logs := &testkit.SyncBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("alicia up's log:\n%s", logs.String())
+		}
+	}()
+	go func() { done <- upcmd.Run(ctx, cfg, out, logs) }()
 	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "Alicia is up") }, "stack did not come up")
 	if strings.Contains(out.String(), pgURL) {
 		t.Fatal("the Postgres password was printed")
@@ -134,6 +153,7 @@ func TestUpRunsTheStack(t *testing.T) {
 			t.Errorf("output lacks %q: %s", want, out.String())
 		}
 	}
+	checkVoice(t, out.String(), nc, js, asrURL)
 
 	cancel()
 	select {
