@@ -112,10 +112,8 @@ func (t *turn) userHistory(pf *prefetch) ([]rpc.HistoryMessage, error) {
 	// The remembered branch holds when no other answer started since and
 	// whatever came last on the server side was this replica's own answer or
 	// cannot have changed the branch.
-	if la, err := t.e.lastAnswerSequence(t.ctx, t.cid); err == nil {
-		if msgs, ok := t.e.branches.branch(t.cid, la, t.lastServer, t.lastNeutral, t.q.Sequence); ok {
-			return msgs, nil
-		}
+	if msgs, ok := t.e.branches.branch(t.cid, t.lastAnswer, t.lastServer, t.lastNeutral, t.q.Sequence); ok {
+		return msgs, nil
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.e.s.HistoryTimeout)
 	defer cancel()

@@ -73,6 +73,7 @@ type turn struct {
 	// started; lastNeutral: it cannot have changed the branch.
 	lastServer    uint64
 	lastNeutral   bool
+	lastAnswer    uint64 // the conversation's last StartAnswer before this turn's (read when a branch is remembered)
 	lastPublished atomic.Uint64
 	// startSeq is the sequence of this turn's StartAnswer.
 	startSeq atomic.Uint64
@@ -134,6 +135,11 @@ func (e *Engine) run(ctx context.Context, q queue.Turn, p plan) (err error) {
 	}
 	t.minSeq = max(q.Sequence-1, last)
 	t.lastServer, t.lastNeutral = last, neutral
+	if pf.cached { // the remembered branch may serve: which answer came last, before this one starts
+		if t.lastAnswer, lerr = e.lastAnswerSequence(tctx, cid); lerr != nil {
+			t.lastAnswer = 0 // unknown: read the history
+		}
+	}
 	feats, ferr := e.features.get(tctx, cid)
 	if ferr != nil {
 		log.Warn().Err(ferr).Msg("client features unknown; streaming text")
