@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	protoLogger "github.com/livekit/protocol/logger"
@@ -37,6 +38,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.Handler())
+		// Profiles of the audio paths, on the same private address.
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

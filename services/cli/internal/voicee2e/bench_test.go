@@ -1,9 +1,14 @@
 package voicee2e_test
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,13 +46,14 @@ func BenchmarkVoiceToVoice(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkSessionCPU: CPU time of this process (the room-agent with its
-// VAD, resampling and ASR jobs, and also the user clients' Opus encoding)
-// per voice session while every user talks continuously. livekit-server
-// runs in its own process and is not counted.
+// BenchmarkSessionCPU: CPU of the room-agent, run as its own process (so
+// nothing else is counted), per voice session while every user talks
+// continuously: Opus decoding, resampling, VAD, partial ASR jobs, the data
+// channel. The users, livekit-server and the other services run elsewhere.
 func BenchmarkSessionCPU(b *testing.B) {
 	const sessions = 4
-	s := newStack(b, options{answer: "Sure."})
+	s := newStack(b, options{answer: "Sure.", noAgent: true})
+	agent := s.agentProcess(b)
 	talk := speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while.")
 	var users []*user
 	for range sessions {
@@ -66,17 +72,46 @@ func BenchmarkSessionCPU(b *testing.B) {
 			}
 		}
 		time.Sleep(time.Second) // talking has started everywhere
-		before := cpuTime()
-		time.Sleep(window)
-		cpu += cpuTime() - before
+		before := procCPU(b, agent.Process.Pid)
+		if f := os.Getenv("ALICIA_AGENT_PROFILE"); f != "" { // where the agent's CPU goes
+			saveProfile(b, f, window)
+		} else {
+			time.Sleep(window)
+		}
+		cpu += procCPU(b, agent.Process.Pid) - before
 	}
 	b.StopTimer()
 	b.ReportMetric(cpu.Seconds()/window.Seconds()/float64(b.N)/sessions, "cores/session")
 	b.ReportMetric(0, "ns/op")
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// procCPU is the user+system CPU time of process pid (/proc/pid/stat, clock ticks of 10 ms).
+func procCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// saveProfile fetches a CPU profile of the agent process over window.
+func saveProfile(tb testing.TB, file string, window time.Duration) {
+	tb.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", agentMetricsAddr, int(window.Seconds())))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := os.Create(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		tb.Fatal(err)
+	}
 }

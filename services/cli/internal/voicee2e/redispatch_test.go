@@ -14,13 +14,14 @@ import (
 
 // agentProcess runs the room-agent binary (built once per test binary) as
 // its own process, so a test can kill it the hard way.
-func (s *stack) agentProcess(t *testing.T) *exec.Cmd {
+func (s *stack) agentProcess(t testing.TB) *exec.Cmd {
 	t.Helper()
 	bin := agentBinary(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "ALICIA_NATS_URL="+s.natsURL, "ALICIA_LIVEKIT_URL="+s.lk.URL,
 		"ALICIA_LIVEKIT_API_KEY="+s.lk.APIKey, "ALICIA_LIVEKIT_API_SECRET="+s.lk.APISecret,
-		"ALICIA_AGENT_LEASE=2s", "ALICIA_AGENT_EMPTY_TIMEOUT=30s", "ALICIA_LOG_LEVEL=warn")
+		"ALICIA_AGENT_LEASE=2s", "ALICIA_AGENT_EMPTY_TIMEOUT=30s", "ALICIA_LOG_LEVEL=warn",
+		"ALICIA_ROOM_AGENT_METRICS_ADDR="+agentMetricsAddr)
 	if os.Getenv("ALICIA_TEST_LOG") != "" {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	}
@@ -33,7 +34,11 @@ func (s *stack) agentProcess(t *testing.T) *exec.Cmd {
 
 var builtAgent string
 
-func agentBinary(t *testing.T) string {
+// agentMetricsAddr serves the agent process's /metrics and /debug/pprof (the
+// namespace's own loopback; one agent process at a time uses it).
+const agentMetricsAddr = "127.0.0.1:19464"
+
+func agentBinary(t testing.TB) string {
 	t.Helper()
 	if builtAgent != "" {
 		return builtAgent

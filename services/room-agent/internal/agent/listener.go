@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/livekit/media-sdk"
-	lkmedia "github.com/livekit/server-sdk-go/v2/pkg/media"
+	"github.com/livekit/media-sdk/opus"
+	"github.com/livekit/media-sdk/rtp"
+	protoLogger "github.com/livekit/protocol/logger"
+	"github.com/pion/webrtc/v4"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/edge"
@@ -27,7 +30,7 @@ type listener struct {
 	r        *Room
 	identity string
 	trackSID string
-	remote   *lkmedia.PCMRemoteTrack
+	stop     func() // ends decoding
 
 	mu      sync.Mutex
 	det     *vad.Detector
@@ -49,7 +52,37 @@ func newListener(r *Room, identity, trackSID string) (*listener, error) {
 	return &listener{r: r, identity: identity, trackSID: trackSID, det: det}, nil
 }
 
-// WriteSample takes decoded user audio (lkmedia.PCMRemoteTrackWriter).
+// decode feeds the track's Opus packets, through a jitter buffer, to a
+// decoder that produces 16 kHz directly (libopus decodes at any of its
+// rates), so nothing is decoded at 48 kHz only to be resampled.
+func (l *listener) decode(track *webrtc.TrackRemote) error {
+	dec, err := opus.Decode(pcmIn{l}, 1, protoLogger.GetLogger())
+	if err != nil {
+		return err
+	}
+	h := rtp.HandleJitter(rtp.NewNopCloser(rtp.NewMediaStreamIn[opus.Sample](dec)))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rtp.HandleLoop(track, h) // ends when the track does
+		_ = dec.Close()
+	}()
+	l.stop = func() {
+		_ = track.SetReadDeadline(time.Now())
+		<-done
+	}
+	return nil
+}
+
+// pcmIn is the decoder's output: 16 kHz mono into the listener.
+type pcmIn struct{ l *listener }
+
+func (pcmIn) String() string                          { return "listener(16kHz)" }
+func (pcmIn) SampleRate() int                         { return asrRate }
+func (p pcmIn) WriteSample(s media.PCM16Sample) error { return p.l.WriteSample(s) }
+func (p pcmIn) Close() error                          { return p.l.Close() }
+
+// WriteSample takes decoded user audio.
 func (l *listener) WriteSample(s media.PCM16Sample) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -78,8 +111,8 @@ func (l *listener) close() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	if l.remote != nil {
-		l.remote.Close()
+	if l.stop != nil {
+		l.stop()
 	}
 }
 
@@ -104,11 +137,11 @@ func (l *listener) onEvent(ev vad.Event) {
 
 // job publishes an ASR job with the utterance so far; a final job carries
 // when speech ended, for voice-to-voice timing.
-func (l *listener) job(pcm []int16, final bool, now time.Time) {
+func (l *listener) job(pcm []byte, final bool, now time.Time) {
 	l.seq++
 	cid := l.r.cid
 	j := &protocol.ASRJob{ID: protocol.NewID("aj"), UtteranceID: l.utt, ConversationID: cid, Sequence: l.seq, Final: final,
-		Format: audio.PCMFormat(asrRate), Data: audio.Bytes(pcm), DurationMs: int32(audio.FramesDuration(len(pcm), asrRate) / time.Millisecond),
+		Format: audio.PCMFormat(asrRate), Data: pcm, DurationMs: int32(audio.FramesDuration(len(pcm)/2, asrRate) / time.Millisecond),
 		TrackSid: &l.trackSID, CreatedAt: now.UnixMilli()}
 	if final {
 		j.SpeechEndMs = protocol.Ptr(now.UnixMilli())
@@ -148,13 +181,13 @@ func (l *listener) job(pcm []int16, final bool, now time.Time) {
 }
 
 // record stores the utterance's audio row (bytes only when configured).
-func (l *listener) record(pcm []int16) {
+func (l *listener) record(pcm []byte) {
 	cid := l.r.cid
 	c := &protocol.AudioChunk{ConversationID: cid, Format: audio.PCMFormat(asrRate), Sequence: 1,
-		DurationMs: int32(audio.FramesDuration(len(pcm), asrRate) / time.Millisecond), TrackSid: &l.trackSID,
+		DurationMs: int32(audio.FramesDuration(len(pcm)/2, asrRate) / time.Millisecond), TrackSid: &l.trackSID,
 		IsLast: protocol.Ptr(true), Timestamp: protocol.Ptr(time.Now().UnixMilli())}
 	if l.r.cfg.StoreAudio {
-		c.Data = audio.Bytes(pcm)
+		c.Data = pcm
 	}
 	env := protocol.New(cid, c)
 	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity), MetaUtteranceID: l.utt}

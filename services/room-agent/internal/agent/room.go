@@ -8,7 +8,6 @@ import (
 	"time"
 
 	lksdk "github.com/livekit/server-sdk-go/v2"
-	lkmedia "github.com/livekit/server-sdk-go/v2/pkg/media"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/pion/webrtc/v4"
@@ -300,12 +299,10 @@ func (r *Room) onTrackSubscribed(track *webrtc.TrackRemote, pub *lksdk.RemoteTra
 		r.log.Error().Err(err).Msg("listener")
 		return
 	}
-	rt, err := lkmedia.NewPCMRemoteTrack(track, l, lkmedia.WithTargetSampleRate(16000), lkmedia.WithTargetChannels(1), lkmedia.WithHandleJitter(true))
-	if err != nil {
+	if err := l.decode(track); err != nil {
 		r.log.Error().Err(err).Msg("decode user audio")
 		return
 	}
-	l.remote = rt
 	r.mu.Lock()
 	r.listeners[pub.SID()] = l
 	voice, configured := r.voiceCfg[p.Identity()]

@@ -6,6 +6,7 @@ package vad
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
@@ -105,10 +106,11 @@ func (k Kind) String() string {
 // Event is what the end-pointer decided after a frame.
 type Event struct {
 	Kind Kind
-	// Audio is the utterance from its pre-roll; the slice is the
+	// Audio is the utterance from its pre-roll as little-endian 16-bit PCM
+	// (what ASR jobs carry, so it is never converted again); the slice is the
 	// detector's own for Start and Partial (copy it to keep it), and handed
 	// over for End.
-	Audio []int16
+	Audio []byte
 	// Speech is how long the utterance has had speech frames.
 	Speech time.Duration
 	// Forced: End because the utterance reached MaxUtterance.
@@ -126,10 +128,10 @@ type Detector struct {
 	pre           []int16 // ring of pre-roll samples while idle (kept as a sliding slice)
 	preMax        int
 	inSpeech      bool
-	utt           []int16
+	utt           []byte        // little-endian PCM
 	voiced        time.Duration // voiced run before start / speech total after
 	silence       time.Duration
-	lastVoicedEnd int // utt length at the end of the last voiced frame
+	lastVoicedEnd int // utt length (bytes) at the end of the last voiced frame
 	sincePartial  time.Duration
 	speaking      bool // last frame voiced
 	blocks        []float64
@@ -213,7 +215,7 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 		}
 		if d.voiced >= d.cfg.MinSpeech {
 			d.inSpeech = true
-			d.utt = append(make([]int16, 0, len(d.pre)*4), d.pre...)
+			d.utt = appendPCM(make([]byte, 0, len(d.pre)*8), d.pre)
 			d.pre = d.pre[:0]
 			d.silence, d.sincePartial = 0, 0
 			d.lastVoicedEnd = len(d.utt)
@@ -221,7 +223,7 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 		}
 		return
 	}
-	d.utt = append(d.utt, frame...)
+	d.utt = appendPCM(d.utt, frame)
 	d.sincePartial += f
 	if voiced {
 		d.voiced += f
@@ -233,7 +235,7 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 	switch {
 	case d.silence >= d.cfg.EndSilence:
 		d.end(emit, false)
-	case audio.FramesDuration(len(d.utt), d.cfg.SampleRate) >= d.cfg.MaxUtterance:
+	case audio.FramesDuration(len(d.utt)/2, d.cfg.SampleRate) >= d.cfg.MaxUtterance:
 		d.end(emit, true)
 	case d.cfg.PartialEvery > 0 && d.sincePartial >= d.cfg.PartialEvery:
 		d.sincePartial = 0
@@ -243,7 +245,7 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 
 // end closes the utterance, keeping 200 ms after the last speech frame.
 func (d *Detector) end(emit func(Event), forced bool) {
-	keep := min(len(d.utt), d.lastVoicedEnd+d.cfg.SampleRate/5)
+	keep := min(len(d.utt), d.lastVoicedEnd+2*(d.cfg.SampleRate/5))
 	utt := d.utt[:keep]
 	speech := d.voiced
 	d.inSpeech, d.utt, d.voiced, d.silence = false, nil, 0, 0
@@ -279,3 +281,11 @@ const (
 	floorBlockFrames = 5
 	floorBlocks      = 30
 )
+
+// appendPCM appends samples to b as little-endian 16-bit PCM.
+func appendPCM(b []byte, samples []int16) []byte {
+	n := len(b)
+	b = slices.Grow(b, 2*len(samples))[:n+2*len(samples)]
+	audio.PutSamples(b[n:], samples)
+	return b
+}

@@ -69,7 +69,7 @@ func run(t *testing.T, cfg vad.Config, pcm []int16) []vad.Event {
 	}
 	var evs []vad.Event
 	emit := func(e vad.Event) {
-		e.Audio = append([]int16(nil), e.Audio...)
+		e.Audio = append([]byte(nil), e.Audio...)
 		evs = append(evs, e)
 	}
 	for off := 0; off < len(pcm); off += 320 { // 20 ms pushes, as the track delivers
@@ -105,7 +105,7 @@ func TestUtteranceInQuietRoom(t *testing.T) {
 		t.Fatalf("last event %v forced=%v", end.Kind, end.Forced)
 	}
 	// The utterance holds the speech (1.5 s) plus pre-roll, minus nothing: 1.5–2.1 s.
-	if d := audio.FramesDuration(len(end.Audio), rate); d < 1500*time.Millisecond || d > 2100*time.Millisecond {
+	if d := audio.FramesDuration(len(end.Audio)/2, rate); d < 1500*time.Millisecond || d > 2100*time.Millisecond {
 		t.Fatalf("utterance %v", d)
 	}
 }
@@ -152,7 +152,7 @@ func TestNoiseFloorAdapts(t *testing.T) {
 		t.Fatalf("%d utterances, want the speech (and at most the fan's onset)", len(ends))
 	}
 	last := ends[len(ends)-1]
-	if d := audio.FramesDuration(len(last.Audio), rate); d < 1200*time.Millisecond || d > 2500*time.Millisecond {
+	if d := audio.FramesDuration(len(last.Audio)/2, rate); d < 1200*time.Millisecond || d > 2500*time.Millisecond {
 		t.Fatalf("speech over the fan: utterance %v", d)
 	}
 }
@@ -169,8 +169,8 @@ func TestMaxUtteranceForcesEnd(t *testing.T) {
 		t.Fatalf("5 s of speech with a 2 s maximum: %d forced ends", forced)
 	}
 	for _, ev := range evs {
-		if ev.Kind == vad.End && audio.FramesDuration(len(ev.Audio), rate) > 2*time.Second+100*time.Millisecond {
-			t.Fatalf("utterance longer than the maximum: %v", audio.FramesDuration(len(ev.Audio), rate))
+		if ev.Kind == vad.End && audio.FramesDuration(len(ev.Audio)/2, rate) > 2*time.Second+100*time.Millisecond {
+			t.Fatalf("utterance longer than the maximum: %v", audio.FramesDuration(len(ev.Audio)/2, rate))
 		}
 	}
 }
