@@ -54,7 +54,7 @@ func BenchmarkSessionCPU(b *testing.B) {
 	const sessions = 4
 	s := newStack(b, options{answer: "Sure.", noAgent: true})
 	agent := s.agentProcess(b)
-	talk := speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while.")
+	talk := speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while, and it keeps going for quite some time.")
 	var users []*user
 	for range sessions {
 		cid := s.conversation()
@@ -62,7 +62,7 @@ func BenchmarkSessionCPU(b *testing.B) {
 		u.configure(voiceConfig(cid), cid)
 		users = append(users, u)
 	}
-	const window = 5 * time.Second
+	const window = 10 * time.Second
 	b.ResetTimer()
 	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
