@@ -2,17 +2,14 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
 	"github.com/alicia-voice/alicia/services/llm/internal/queue"
@@ -86,7 +83,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	defer unsubscribe()
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, log)
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log)
 		if err != nil {
 			return err
 		}
@@ -109,25 +106,4 @@ func probe(ctx context.Context, mc *model.Client, cfg Config, log zerolog.Logger
 		return
 	}
 	log.Info().Str("backend", cfg.LLMURL).Msg("model backend reachable")
-}
-
-func serveMetrics(addr string, log zerolog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("llm: metrics listen: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("metrics server")
-		}
-	}()
-	log.Info().Str("addr", ln.Addr().String()).Msg("metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
 }

@@ -2,19 +2,14 @@ package roomagent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/pprof"
-	"time"
 
 	protoLogger "github.com/livekit/protocol/logger"
 	lksdk "github.com/livekit/server-sdk-go/v2"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
 )
 
@@ -32,22 +27,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("room-agent: %w", err)
 	}
 	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, true, log)
 		if err != nil {
-			return fmt.Errorf("room-agent: metrics listen: %w", err)
+			return fmt.Errorf("room-agent: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.Handler())
-		// Profiles of the audio paths, on the same private address.
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error().Err(err).Msg("metrics server")
-			}
-		}()
-		defer srv.Close()
+		defer stop()
 	}
 	// The LiveKit SDK (and pion under it) logs through its own logger: warnings and errors only.
 	if zl, err := protoLogger.NewZapLogger(&protoLogger.Config{Level: "warn", JSON: true}); err == nil {

@@ -2,16 +2,12 @@ package tts
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/tts/internal/metrics"
 	"github.com/alicia-voice/alicia/services/tts/internal/speech"
 	"github.com/alicia-voice/alicia/services/tts/internal/synth"
@@ -46,7 +42,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("tts: consumer %s: %w", cfg.Consumer, err)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, log)
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log)
 		if err != nil {
 			return err
 		}
@@ -74,25 +70,4 @@ func newSynthesizer(ctx context.Context, cfg Config) (speech.Synthesizer, func()
 	}
 	o := synth.NewOpenAI(synth.OpenAIConfig{URL: cfg.URL, APIKey: cfg.APIKey, Model: cfg.Model, Voice: cfg.voice(), Format: cfg.ResponseFormat})
 	return o, o.Close, nil
-}
-
-func serveMetrics(addr string, log zerolog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("tts: metrics listen: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("metrics server")
-		}
-	}()
-	log.Info().Str("addr", ln.Addr().String()).Msg("metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
 }
