@@ -2,6 +2,9 @@ package protocol
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 )
 
 // Envelope is one message on the wire. StanzaID 0 means "not stamped yet"
@@ -21,6 +24,29 @@ func New(conversationID string, body Body) Envelope {
 }
 
 const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// DeriveID returns an id shaped like NewID (prefix + "_" + 20 base62
+// characters) derived from parts (SHA-256 of their text forms), so work
+// that is redone after a crash or redelivery names what it publishes the
+// same way and retried publishes de-duplicate.
+func DeriveID(prefix string, parts ...any) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprint(h, p)
+		h.Write([]byte{0})
+	}
+	sum := h.Sum(nil)
+	out := make([]byte, 0, len(prefix)+21)
+	out = append(out, prefix...)
+	out = append(out, '_')
+	for _, v := range []uint64{binary.BigEndian.Uint64(sum), binary.BigEndian.Uint64(sum[8:])} {
+		for range 10 { // 62^10 < 2^64
+			out = append(out, idAlphabet[v%62])
+			v /= 62
+		}
+	}
+	return string(out)
+}
 
 // NewID returns prefix + "_" + 20 random base62 characters (~119 bits), e.g.
 // NewID("am") = "am_3kTMd9QxW0bYzLp2Rv7a".

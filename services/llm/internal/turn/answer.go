@@ -145,7 +145,7 @@ func (a *answer) emitReasoning(s string) {
 	}
 	a.rseq++
 	id := a.t.p.assistantID
-	a.t.out.send(protocol.New(a.t.cid, &protocol.ReasoningStep{ID: deriveID("ar", id, a.rseq), MessageID: id,
+	a.t.out.send(protocol.New(a.t.cid, &protocol.ReasoningStep{ID: protocol.DeriveID("ar", id, a.rseq), MessageID: id,
 		ConversationID: a.t.cid, Sequence: a.rseq, Content: s}), id+":r:"+strconv.Itoa(int(a.rseq)))
 }
 
@@ -180,7 +180,7 @@ func (a *answer) sentence(text string, final bool) {
 func (a *answer) publishSentence(text string, final bool) {
 	a.seq++
 	id := a.t.p.assistantID
-	b := &protocol.AssistantSentence{ID: protocol.Ptr(deriveID("ams", id, a.seq)), PreviousID: id,
+	b := &protocol.AssistantSentence{ID: protocol.Ptr(protocol.DeriveID("ams", id, a.seq)), PreviousID: id,
 		ConversationID: a.t.cid, Sequence: a.seq, Text: text}
 	if final {
 		b.IsFinal = protocol.Ptr(true)

@@ -63,7 +63,7 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 		t.hist = hist
 	}
 	for _, m := range mems {
-		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: deriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
+		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: protocol.DeriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
 			ConversationID: t.cid, MemoryID: m.ID, Content: m.Content, Relevance: clamp01(m.Similarity)}), t.p.assistantID+":m:"+m.ID)
 	}
 	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: t.systemPrompt(mems)}}

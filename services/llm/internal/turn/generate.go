@@ -6,6 +6,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 )
@@ -41,7 +42,7 @@ func (t *turn) generate(msgs []openai.ChatCompletionMessage) error {
 		calls := res.ToolCalls
 		for i := range calls {
 			if calls[i].ID == "" {
-				calls[i].ID = "call_" + deriveID("c", t.p.assistantID, t.attempt, round, i)[2:]
+				calls[i].ID = "call_" + protocol.DeriveID("c", t.p.assistantID, t.attempt, round, i)[2:]
 			}
 		}
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: t.ans.roundContent(), ToolCalls: calls})

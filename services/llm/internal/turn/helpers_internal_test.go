@@ -2,29 +2,12 @@ package turn
 
 import (
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 )
-
-func TestDeriveID(t *testing.T) {
-	shape := regexp.MustCompile(`^am_[0-9A-Za-z]{20}$`)
-	a, b := deriveID("am", "ac_1", 42), deriveID("am", "ac_1", 42)
-	if a != b || !shape.MatchString(a) {
-		t.Fatalf("ids %q %q: want equal, shaped like protocol.NewID", a, b)
-	}
-	seen := map[string]bool{}
-	for _, parts := range [][]any{{"ac_1", 43}, {"ac_2", 42}, {"ac_1", 4, 2}, {"ac_14", 2}} {
-		id := deriveID("am", parts...)
-		if id == a || seen[id] {
-			t.Fatalf("parts %v collide: %q", parts, id)
-		}
-		seen[id] = true
-	}
-}
 
 func TestParseArguments(t *testing.T) {
 	for _, c := range []struct {

@@ -28,7 +28,7 @@ func (t *turn) callTools(round int, calls []openai.ToolCall) []openai.ChatComple
 	out := make([]openai.ChatCompletionMessage, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
-		id := deriveID("atu", t.p.assistantID, t.attempt, round, i)
+		id := protocol.DeriveID("atu", t.p.assistantID, t.attempt, round, i)
 		name := c.Function.Name
 		args, argErr := parseArguments(c.Function.Arguments)
 		req := &protocol.ToolUseRequest{ID: id, MessageID: t.p.assistantID, ConversationID: t.cid, ToolName: name,
@@ -39,7 +39,7 @@ func (t *turn) callTools(round int, calls []openai.ToolCall) []openai.ChatComple
 		t.out.send(protocol.New(t.cid, req), id+":req")
 		wg.Go(func() {
 			res := t.callTool(name, args, argErr)
-			res.ID, res.RequestID, res.ConversationID = deriveID("atr", id), id, t.cid
+			res.ID, res.RequestID, res.ConversationID = protocol.DeriveID("atr", id), id, t.cid
 			t.out.send(protocol.New(t.cid, res), id+":res")
 			out[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Name: name, Content: t.forModel(res)}
 		})

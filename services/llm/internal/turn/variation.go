@@ -82,7 +82,7 @@ func (e *Engine) vary(ctx context.Context, q queue.Turn, v *protocol.ControlVari
 		if p.history, err = e.d.Messages.Chain(wctx, cid, parent, e.s.HistoryLimit); err != nil {
 			return err
 		}
-		p.edit = &editSpec{id: deriveID("am", cid, q.Sequence, "edit"), parent: parent, content: *v.NewContent}
+		p.edit = &editSpec{id: protocol.DeriveID("am", cid, q.Sequence, "edit"), parent: parent, content: *v.NewContent}
 		p.parentID, p.userText = p.edit.id, p.edit.content
 	default:
 		return e.reject(ctx, q, protocol.CodeInvalidState, fmt.Sprintf("Unknown variation mode %q.", v.Mode))

@@ -113,7 +113,7 @@ func (t *turn) store(ctx context.Context, s sentence, out *chunks) {
 // the sentence, not the answer: the text answer itself is fine.
 func (t *turn) reportFailure(ctx context.Context, s sentence) {
 	e := &protocol.ErrorMessage{
-		ID: deriveID("aerr", t.cid, s.id, "tts"), ConversationID: t.cid, Code: protocol.CodeBackendUnavailable,
+		ID: protocol.DeriveID("aerr", t.cid, s.id, "tts"), ConversationID: t.cid, Code: protocol.CodeBackendUnavailable,
 		Message:  "Speech synthesis is unavailable: this sentence could not be spoken.",
 		Severity: 2, Recoverable: true, OriginatingID: protocol.Ptr(s.id),
 	}

@@ -306,5 +306,5 @@ func sentenceID(b *protocol.AssistantSentence) string {
 	if b.ID != nil && *b.ID != "" {
 		return *b.ID
 	}
-	return deriveID("ams", b.PreviousID, b.Sequence)
+	return protocol.DeriveID("ams", b.PreviousID, b.Sequence)
 }
