@@ -45,15 +45,7 @@ func (p *Publisher) PublishClient(ctx context.Context, env protocol.Envelope) (*
 // Its stanza id is left to the edge that delivers it (see StampServer).
 // msgID, when not empty, de-duplicates a producer's retry.
 func (p *Publisher) PublishServer(ctx context.Context, env protocol.Envelope, msgID string) (*jetstream.PubAck, error) {
-	if subjects.Validate(env.ConversationID) != nil {
-		return nil, ErrNoConversation
-	}
-	env.StanzaID = 0
-	var opts []jetstream.PublishOpt
-	if msgID != "" {
-		opts = append(opts, jetstream.WithMsgID(msgID))
-	}
-	return p.publish(ctx, subjects.Server(env.ConversationID, env.Type), env, opts...)
+	return p.publishConv(ctx, subjects.OriginServer, env, msgID)
 }
 
 // PublishOnBehalf publishes a client envelope that a service makes for the
@@ -62,21 +54,19 @@ func (p *Publisher) PublishServer(ctx context.Context, env protocol.Envelope, ms
 // no stanza id (the client did not number it); msgID de-duplicates retries
 // and redeliveries.
 func (p *Publisher) PublishOnBehalf(ctx context.Context, env protocol.Envelope, msgID string) (*jetstream.PubAck, error) {
-	if subjects.Validate(env.ConversationID) != nil {
-		return nil, ErrNoConversation
-	}
-	env.StanzaID = 0
-	var opts []jetstream.PublishOpt
-	if msgID != "" {
-		opts = append(opts, jetstream.WithMsgID(msgID))
-	}
-	return p.publish(ctx, subjects.Client(env.ConversationID, env.Type), env, opts...)
+	return p.publishConv(ctx, subjects.OriginClient, env, msgID)
 }
 
 // PublishAgent publishes an internal envelope about one conversation
 // (SentenceAudio, SentencePlayout) on alicia.conv.{cid}.agent.{type}: stored
 // and persisted, never forwarded to a client.
 func (p *Publisher) PublishAgent(ctx context.Context, env protocol.Envelope, msgID string) (*jetstream.PubAck, error) {
+	return p.publishConv(ctx, subjects.OriginAgent, env, msgID)
+}
+
+// publishConv publishes env without a stanza id on alicia.conv.{cid}.{origin}.{type};
+// msgID, when not empty, de-duplicates retries.
+func (p *Publisher) publishConv(ctx context.Context, origin subjects.Origin, env protocol.Envelope, msgID string) (*jetstream.PubAck, error) {
 	if subjects.Validate(env.ConversationID) != nil {
 		return nil, ErrNoConversation
 	}
@@ -85,7 +75,16 @@ func (p *Publisher) PublishAgent(ctx context.Context, env protocol.Envelope, msg
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
-	return p.publish(ctx, subjects.Agent(env.ConversationID, env.Type), env, opts...)
+	var subject string
+	switch origin {
+	case subjects.OriginServer:
+		subject = subjects.Server(env.ConversationID, env.Type)
+	case subjects.OriginAgent:
+		subject = subjects.Agent(env.ConversationID, env.Type)
+	default:
+		subject = subjects.Client(env.ConversationID, env.Type)
+	}
+	return p.publish(ctx, subject, env, opts...)
 }
 
 // PublishSystem publishes an envelope not tied to one conversation on alicia.sys.{type}.
