@@ -117,3 +117,36 @@ func TestFollow(t *testing.T) {
 		t.Fatalf("printed %d sentences, want 2 (no duplicates):\n%s", n, out.String())
 	}
 }
+
+func TestTimelineOfAVoiceTurn(t *testing.T) {
+	s := natstest.Run(t)
+	nc := natstest.Connect(t, s)
+	js := natstest.JetStream(t, nc)
+	if err := bus.EnsureStreams(context.Background(), js, bus.StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	pub := bus.NewPublisher(js)
+	ctx := context.Background()
+	cid := "ac_voice"
+	publishTurn(t, pub, cid)
+	for _, body := range []protocol.Body{
+		&protocol.SentenceAudio{ConversationID: cid, MessageID: "am_a", SentenceID: "as_1", Sequence: 1, Format: "pcm_s16le_24000", DurationMs: 900, ByteSize: 43200},
+		&protocol.SentencePlayout{ConversationID: cid, MessageID: "am_a", SentenceID: "as_1", Sequence: 1, Status: protocol.SentencePlayoutStatusInterrupted, PlayedMs: 420},
+	} {
+		if _, err := pub.PublishAgent(ctx, protocol.New(cid, body), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := replaycmd.Run(ctx, nc, replaycmd.Options{ConversationID: cid}, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("timeline has %d lines, want header + 6:\n%s", len(lines), out.String())
+	}
+	if !strings.Contains(lines[5], "agent   SentenceAudio") || !strings.Contains(lines[5], "am_a #1 pcm_s16le_24000 900 ms, 43200 bytes") ||
+		!strings.Contains(lines[6], "agent   SentencePlayout") || !strings.Contains(lines[6], "am_a #1 interrupted after 420 ms") {
+		t.Fatalf("voice records:\n%s", out.String())
+	}
+}

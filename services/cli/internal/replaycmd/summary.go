@@ -73,6 +73,10 @@ func summarize(env protocol.Envelope) string {
 		return fmt.Sprintf("sibling %s of %s", b.NewSibling.ID, b.ParentMessageID)
 	case *protocol.AudioChunk:
 		return fmt.Sprintf("%s #%d %d ms", b.Format, b.Sequence, b.DurationMs)
+	case *protocol.SentenceAudio:
+		return fmt.Sprintf("%s #%d %s %d ms, %d bytes", b.MessageID, b.Sequence, b.Format, b.DurationMs, b.ByteSize)
+	case *protocol.SentencePlayout:
+		return fmt.Sprintf("%s #%d %s after %d ms", b.MessageID, b.Sequence, b.Status, b.PlayedMs)
 	default:
 		return ""
 	}
