@@ -72,14 +72,16 @@ func TestVoiceTurn(t *testing.T) {
 	// answer with its sentences and their audio fields, played.
 	ctx := context.Background()
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
-		var content, audioID, trans string
+		var content, audioID, trans, kind, format string
+		var track *string
 		var dur int32
-		if err := s.pool.QueryRow(ctx, `SELECT m.contents, m.audio_id, a.transcription, a.duration_ms FROM alicia_messages m
-			JOIN alicia_audio a ON a.id = m.audio_id WHERE m.id = $1 AND m.message_role = 'user'`, final.ID).Scan(&content, &audioID, &trans, &dur); err != nil {
+		if err := s.pool.QueryRow(ctx, `SELECT m.contents, m.audio_id, a.transcription, a.duration_ms, a.audio_type::text, a.audio_format, a.livekit_track_sid
+			FROM alicia_messages m JOIN alicia_audio a ON a.id = m.audio_id WHERE m.id = $1 AND m.message_role = 'user'`, final.ID).
+			Scan(&content, &audioID, &trans, &dur, &kind, &format, &track); err != nil {
 			return err
 		}
-		if content != final.Text || trans != final.Text || dur < 1000 {
-			return errorf("user row %q / %q / %d ms", content, trans, dur)
+		if content != final.Text || trans != final.Text || dur < 1000 || kind != "input" || format != "pcm_s16le_16000" || track == nil || *track == "" {
+			return errorf("user row %q / audio %q, %d ms, %s, %s, track %v", content, trans, dur, kind, format, track)
 		}
 		var n, played, withAudio int
 		if err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE playout_status = 'played'),

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
@@ -36,17 +37,19 @@ type turn struct {
 type tracker struct {
 	r *Room
 
-	mu         sync.Mutex
-	turns      map[string]*turn
-	order      []string             // turn ids, oldest first
-	current    string               // the latest turn
-	speechEnds map[string]time.Time // utterance (user message) id → end of speech
+	mu            sync.Mutex
+	turns         map[string]*turn
+	order         []string                 // turn ids, oldest first
+	current       string                   // the latest turn
+	speechEnds    map[string]time.Time     // utterance (user message) id → end of speech
+	transcribedIn map[string]time.Duration // utterance id → end of speech to final transcript
 	// records are published in order by one goroutine, off the audio paths.
 	records chan func(context.Context)
 }
 
 func newTracker(r *Room) *tracker {
-	return &tracker{r: r, turns: map[string]*turn{}, speechEnds: map[string]time.Time{}, records: make(chan func(context.Context), 256)}
+	return &tracker{r: r, turns: map[string]*turn{}, speechEnds: map[string]time.Time{}, transcribedIn: map[string]time.Duration{},
+		records: make(chan func(context.Context), 256)}
 }
 
 func (t *tracker) publishLoop(ctx context.Context) {
@@ -153,6 +156,12 @@ func (t *tracker) speechEnded(utterance string, at time.Time) {
 func (t *tracker) transcribed(utterance string) {
 	t.mu.Lock()
 	end, ok := t.speechEnds[utterance]
+	if ok {
+		t.transcribedIn[utterance] = time.Since(end)
+		if len(t.transcribedIn) > 64 {
+			clear(t.transcribedIn)
+		}
+	}
 	t.mu.Unlock()
 	if ok {
 		t.r.d.Metrics.SpeechEndToTranscript.Observe(time.Since(end).Seconds())
@@ -167,8 +176,10 @@ func (t *tracker) onPlay(ev PlayEvent) {
 		tu := t.turnLocked(ev.Turn)
 		tu.voiced = true
 		end, ok := t.speechEnds[tu.userMsg]
+		transcribed, haveTranscript := t.transcribedIn[tu.userMsg]
 		if ok {
 			delete(t.speechEnds, tu.userMsg)
+			delete(t.transcribedIn, tu.userMsg)
 		}
 		t.mu.Unlock()
 		if ok {
@@ -177,10 +188,13 @@ func (t *tracker) onPlay(ev PlayEvent) {
 			if f := t.r.cfg.OnVoiceToVoice; f != nil {
 				f(v2v)
 			}
-			_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.turn")
+			_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.turn", trace.WithTimestamp(end))
 			span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", ev.Turn),
-				attribute.Int64("alicia.voice_to_voice_us", v2v.Microseconds()))
-			span.End()
+				attribute.String("alicia.user_message_id", tu.userMsg), attribute.Int64("alicia.voice_to_voice_us", v2v.Microseconds()))
+			if haveTranscript {
+				span.SetAttributes(attribute.Int64("alicia.speech_end_to_transcript_us", transcribed.Microseconds()))
+			}
+			span.End(trace.WithTimestamp(ev.At))
 		}
 	case SentenceDone:
 		t.mu.Lock()
@@ -236,6 +250,11 @@ func (t *tracker) bargeIn(onset time.Time) {
 	m := t.r.d.Metrics
 	m.BargeIns.Inc()
 	m.BargeInStop.Observe(stopped.Sub(decided).Seconds())
+	_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.barge_in", trace.WithTimestamp(onset))
+	span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", turnID),
+		attribute.Int64("alicia.barge_in_stop_us", stopped.Sub(decided).Microseconds()),
+		attribute.Int64("alicia.onset_to_stop_us", stopped.Sub(onset).Microseconds()))
+	span.End(trace.WithTimestamp(stopped))
 	t.r.log.Info().Str("message_id", turnID).Dur("since_onset", stopped.Sub(onset)).Msg("barge-in: playout stopped")
 	if turnID == "" {
 		return
