@@ -48,12 +48,26 @@ func BenchmarkVoiceToVoice(b *testing.B) {
 
 // BenchmarkSessionCPU: CPU of the room-agent, run as its own process (so
 // nothing else is counted), per voice session while every user talks
-// continuously: Opus decoding, resampling, VAD, partial ASR jobs, the data
-// channel. The users, livekit-server and the other services run elsewhere.
+// continuously: Opus decoding, VAD, partial ASR jobs, the data channel. The
+// users, livekit-server and the other services run elsewhere. It reports
+// the whole process divided by the sessions, and the marginal cost (minus
+// what the agent spends idle, with no room).
 func BenchmarkSessionCPU(b *testing.B) {
+	// GOMAXPROCS=1 is how deploy/ runs room-agent replicas (one per core):
+	// fewer cross-thread wakeups per audio packet.
+	for _, procs := range []string{"1", "2"} {
+		b.Run("gomaxprocs="+procs, func(b *testing.B) { sessionCPU(b, "GOMAXPROCS="+procs) })
+	}
+}
+
+func sessionCPU(b *testing.B, env ...string) {
 	const sessions = 4
 	s := newStack(b, options{answer: "Sure.", noAgent: true})
-	agent := s.agentProcess(b)
+	agent := s.agentProcess(b, env...)
+	time.Sleep(time.Second) // started
+	idleFrom := procCPU(b, agent.Process.Pid)
+	time.Sleep(5 * time.Second)
+	idle := procCPU(b, agent.Process.Pid) - idleFrom // the agent with no room: NATS, fetch loop, GC
 	talk := speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while, and it keeps going for quite some time.")
 	var users []*user
 	for range sessions {
@@ -82,6 +96,9 @@ func BenchmarkSessionCPU(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(cpu.Seconds()/window.Seconds()/float64(b.N)/sessions, "cores/session")
+	idleCores := idle.Seconds() / 5
+	b.ReportMetric((cpu.Seconds()/window.Seconds()/float64(b.N)-idleCores)/sessions, "marginal-cores/session")
+	b.ReportMetric(idleCores, "idle-cores")
 	b.ReportMetric(0, "ns/op")
 }
 

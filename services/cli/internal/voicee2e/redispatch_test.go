@@ -14,7 +14,7 @@ import (
 
 // agentProcess runs the room-agent binary (built once per test binary) as
 // its own process, so a test can kill it the hard way.
-func (s *stack) agentProcess(t testing.TB) *exec.Cmd {
+func (s *stack) agentProcess(t testing.TB, env ...string) *exec.Cmd {
 	t.Helper()
 	bin := agentBinary(t)
 	cmd := exec.Command(bin)
@@ -22,6 +22,7 @@ func (s *stack) agentProcess(t testing.TB) *exec.Cmd {
 		"ALICIA_LIVEKIT_API_KEY="+s.lk.APIKey, "ALICIA_LIVEKIT_API_SECRET="+s.lk.APISecret,
 		"ALICIA_AGENT_LEASE=2s", "ALICIA_AGENT_EMPTY_TIMEOUT=30s", "ALICIA_LOG_LEVEL=warn",
 		"ALICIA_ROOM_AGENT_METRICS_ADDR="+agentMetricsAddr)
+	cmd.Env = append(cmd.Env, env...)
 	if os.Getenv("ALICIA_TEST_LOG") != "" {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	}
