@@ -68,6 +68,7 @@ func sessionCPU(b *testing.B, env ...string) {
 	idleFrom := procCPU(b, agent.Process.Pid)
 	time.Sleep(5 * time.Second)
 	idle := procCPU(b, agent.Process.Pid) - idleFrom // the agent with no room: NATS, fetch loop, GC
+	idleRSS := procRSS(b, agent.Process.Pid)
 	talk := speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while, and it keeps going for quite some time.")
 	var users []*user
 	for range sessions {
@@ -99,6 +100,7 @@ func sessionCPU(b *testing.B, env ...string) {
 	idleCores := idle.Seconds() / 5
 	b.ReportMetric((cpu.Seconds()/window.Seconds()/float64(b.N)-idleCores)/sessions, "marginal-cores/session")
 	b.ReportMetric(idleCores, "idle-cores")
+	b.ReportMetric(float64(procRSS(b, agent.Process.Pid)-idleRSS)/sessions/(1<<20), "MB/session")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -131,4 +133,21 @@ func saveProfile(tb testing.TB, file string, window time.Duration) {
 	if _, err := io.Copy(out, resp.Body); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// procRSS is the resident memory of process pid in bytes (/proc/pid/status VmRSS).
+func procRSS(tb testing.TB, pid int) int64 {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	tb.Fatal("no VmRSS")
+	return 0
 }
