@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,11 @@ import (
 type recorder struct {
 	testing.TB
 	failed string
+	errs   []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 
 func (r *recorder) Helper() {}
@@ -70,4 +76,30 @@ func TestEventuallyNoError(t *testing.T) {
 	if !strings.Contains(r.failed, "boom") {
 		t.Fatalf("failure %q does not carry the last error", r.failed)
 	}
+}
+
+func TestGo(t *testing.T) {
+	t.Run("stop cancels and waits", func(t *testing.T) {
+		var stopped atomic.Bool
+		s := testkit.Go(t, "svc", func(ctx context.Context) error {
+			<-ctx.Done()
+			stopped.Store(true)
+			return ctx.Err()
+		})
+		s.Stop()
+		if !stopped.Load() || s.Err() != context.Canceled {
+			t.Fatalf("stopped %v, err %v", stopped.Load(), s.Err())
+		}
+		s.Stop() // twice is fine
+	})
+	t.Run("exits by itself", func(t *testing.T) {
+		boom := errors.New("boom")
+		r := &recorder{TB: t}
+		s := testkit.Go(r, "svc", func(context.Context) error { return boom })
+		<-s.Exited()
+		s.Stop()
+		if s.Err() != boom || len(r.errs) != 1 || !strings.Contains(r.errs[0], "svc: boom") {
+			t.Fatalf("err %v, reported %q", s.Err(), r.errs)
+		}
+	})
 }

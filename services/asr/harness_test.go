@@ -2,7 +2,6 @@ package asr_test
 
 import (
 	"context"
-	"errors"
 	"math"
 	"os"
 	"sync"
@@ -73,24 +72,12 @@ func (h *harness) config(fake *fakeopenai.Server) asr.Config {
 // replica runs an asr service until the test ends or stop is called.
 func (h *harness) replica(cfg asr.Config) (stop func()) {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- asr.Run(ctx, cfg, testLog()) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				h.t.Errorf("asr: %v", err)
-			}
-		})
-	}
-	h.t.Cleanup(stop)
+	svc := testkit.Go(h.t, "asr", func(ctx context.Context) error { return asr.Run(ctx, cfg, testLog()) })
 	testkit.EventuallyNoError(h.t, 10*time.Second, func() error {
 		_, err := h.js.Consumer(context.Background(), bus.StreamASRJobs, cfg.Consumer)
 		return err
 	}, "asr consumer")
-	return stop
+	return svc.Stop
 }
 
 // waiting is how many pull requests the asr consumer holds: each idle

@@ -91,19 +91,8 @@ func (h *harness) config(fake *fakeopenai.Server) llm.Config {
 // replica runs an llm service until the test ends or stop is called.
 func (h *harness) replica(cfg llm.Config) (stop func()) {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- llm.Run(ctx, cfg, testLog()) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				h.t.Errorf("llm: %v", err)
-			}
-		})
-	}
-	h.t.Cleanup(stop)
+	svc := testkit.Go(h.t, "llm", func(ctx context.Context) error { return llm.Run(ctx, cfg, testLog()) })
+	stop = svc.Stop
 	// Ready once its turn consumers exist.
 	testkit.EventuallyNoError(h.t, 10*time.Second, func() error {
 		_, err := h.js.Consumer(context.Background(), "LLM_TURNS", fmt.Sprintf("llm-p%d", cfg.Partitions-1))

@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -58,8 +57,6 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	ai := fakeopenai.New(t, o.fake...)
 	persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after memory
 
-	ctx, cancel := context.WithCancel(context.Background())
-
 	cfg := memory.DefaultConfig()
 	cfg.NATSURL, cfg.PostgresURL = ns.ClientURL(), pgURL
 	if !o.noEmbeddings {
@@ -72,22 +69,14 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	mdone := make(chan error, 1)
-	go func() { mdone <- memory.Run(ctx, cfg, testLogger(t)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-mdone; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("memory: %v", err)
-		}
-	})
+	svc := testkit.Go(t, "memory", func(ctx context.Context) error { return memory.Run(ctx, cfg, testLogger(t)) })
 	s := &stack{t: t, nc: nc, js: js, pub: bus.NewPublisher(js), pool: pool, ai: ai, cfg: cfg}
 	t.Cleanup(s.noDeadLetters)
 	// Ready when both services answer.
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
 		select {
-		case err := <-mdone:
-			mdone <- err // for the cleanup
-			t.Fatalf("memory stopped: %v", err)
+		case <-svc.Exited():
+			t.Fatalf("memory stopped: %v", svc.Err())
 		default:
 		}
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -77,19 +77,10 @@ func newHarness(t testing.TB, mutate func(*tts.Config)) *harness {
 // startReplica runs one tts replica until the test ends (or stop is called).
 func (h *harness) startReplica(cfg tts.Config) (stop func()) {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- tts.Run(ctx, cfg, zerolog.New(os.Stderr).Level(zerolog.WarnLevel)) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				h.t.Errorf("tts.Run: %v", err)
-			}
-		})
-	}
-	h.t.Cleanup(stop)
+	svc := testkit.Go(h.t, "tts.Run", func(ctx context.Context) error {
+		return tts.Run(ctx, cfg, zerolog.New(os.Stderr).Level(zerolog.WarnLevel))
+	})
+	stop = svc.Stop
 	// The consumer delivers only what is published after it exists.
 	testkit.EventuallyNoError(h.t, 10*time.Second, func() error {
 		_, err := h.js.Consumer(context.Background(), bus.StreamConversations, cfg.Consumer)

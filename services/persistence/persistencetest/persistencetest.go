@@ -4,7 +4,6 @@ package persistencetest
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -28,15 +27,7 @@ func Start(t testing.TB, natsURL, pgURL string, configure ...func(*persistence.C
 	for _, f := range configure {
 		f(&cfg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- persistence.Run(ctx, cfg, zerolog.Nop()) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("persistence: %v", err)
-		}
-	})
+	svc := testkit.Go(t, "persistence", func(ctx context.Context) error { return persistence.Run(ctx, cfg, zerolog.Nop()) })
 	nc, err := nats.Connect(natsURL, nats.Name("persistencetest"))
 	if err != nil {
 		t.Fatalf("persistencetest: %v", err)
@@ -44,9 +35,8 @@ func Start(t testing.TB, natsURL, pgURL string, configure ...func(*persistence.C
 	defer nc.Close()
 	testkit.EventuallyNoError(t, 30*time.Second, func() error {
 		select {
-		case err := <-done:
-			done <- err // for the cleanup
-			t.Fatalf("persistence stopped: %v", err)
+		case <-svc.Exited():
+			t.Fatalf("persistence stopped: %v", svc.Err())
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -2,11 +2,9 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,26 +75,8 @@ func newStack(t testing.TB, o options) *stack {
 	log := testLog()
 	persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after the services below
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	run := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("service: %v", err)
-		}
-	})
+	// Each service runs until the test ends; the ones started last stop first.
+	run := func(name string, f func(context.Context) error) { testkit.Go(t, name, f) }
 
 	mcfg := memory.DefaultConfig()
 	mcfg.NATSURL, mcfg.PostgresURL = ns.ClientURL(), pgURL

@@ -5,13 +5,13 @@ package stacktest
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/gateway"
@@ -45,27 +45,19 @@ func Start(t *testing.T) *Stack {
 	t.Cleanup(pool.Close)
 
 	persistencetest.Start(t, ns.ClientURL(), pgURL)
-	ctx, cancel := context.WithCancel(context.Background())
-
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
 	gcfg.APIKeys = "alice:" + AliceKey + ",bob:" + BobKey
 	gcfg.RateLimit = 1000
 	addr := make(chan string, 1)
-	gdone := make(chan error, 1)
-	go func() { gdone <- gateway.Run(ctx, gcfg, zerolog.Nop(), func(a string) { addr <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-gdone; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("gateway: %v", err)
-		}
+	svc := testkit.Go(t, "gateway", func(ctx context.Context) error {
+		return gateway.Run(ctx, gcfg, zerolog.Nop(), func(a string) { addr <- a })
 	})
 	select {
 	case a := <-addr:
 		return &Stack{Base: "http://" + a, Pool: pool, Pub: bus.NewPublisher(js)}
-	case err := <-gdone:
-		gdone <- err // for the cleanup
-		t.Fatalf("gateway: %v", err)
+	case <-svc.Exited():
+		t.Fatalf("gateway: %v", svc.Err())
 	}
 	return nil
 }

@@ -8,12 +8,9 @@ package voicee2e_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +21,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
@@ -71,10 +69,10 @@ func testLog() zerolog.Logger {
 func newStack(t testing.TB, o options) *stack {
 	t.Helper()
 	netns.Require(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds starting only
+	defer cancel()
 	lk, err := livekitserver.Start(ctx, livekitserver.Options{IP: netns.IP()})
 	if err != nil {
-		cancel()
 		t.Fatalf("livekit-server (install: go run ./services/cli/cmd/alicia dev livekit-install): %v", err)
 	}
 	t.Cleanup(func() { _ = lk.Stop() })
@@ -83,7 +81,7 @@ func newStack(t testing.TB, o options) *stack {
 	nc := natstest.Connect(t, ns)
 	js := natstest.JetStream(t, nc)
 	pgURL := pgtest.NewURL(t)
-	pool, err := pgxpool.New(ctx, pgURL)
+	pool, err := pgxpool.New(context.Background(), pgURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,25 +95,8 @@ func newStack(t testing.TB, o options) *stack {
 	log := testLog()
 	persistencetest.Start(t, ns.ClientURL(), pgURL)
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	run := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("service: %v", err)
-		}
-	})
+	// Each service runs until the test ends; the ones started last stop first.
+	run := func(name string, f func(context.Context) error) { testkit.Go(t, name, f) }
 
 	lcfg := llm.DefaultConfig()
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = ns.ClientURL(), pgURL, chat.URL(), "fake-chat"
