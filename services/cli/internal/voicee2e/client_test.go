@@ -34,6 +34,7 @@ type user struct {
 
 	mu      sync.Mutex
 	envs    []protocol.Envelope
+	envAt   []time.Time // when each of envs arrived
 	audio   []heard
 	stanza  int32
 	remotes []*lkmedia.PCMRemoteTrack
@@ -66,6 +67,7 @@ func join(t testing.TB, url, token string, voice bool) *user {
 		}
 		u.mu.Lock()
 		u.envs = append(u.envs, env)
+		u.envAt = append(u.envAt, time.Now())
 		u.mu.Unlock()
 	}
 	cb.OnTrackSubscribed = func(track *webrtc.TrackRemote, _ *lksdk.RemoteTrackPublication, rp *lksdk.RemoteParticipant) {
@@ -141,32 +143,36 @@ func (u *user) send(body protocol.Body, cid string) {
 	}
 }
 
-// configure sends cfg as stanza 1 and sends it again until the answer
-// comes: a data packet to the agent is dropped while its data channel is
-// still opening, and the edge ignores a resent Configuration.
+// configure sends cfg with the next stanza id and sends it again until an
+// answer comes after it: a data packet to the agent is dropped while its
+// data channel is still opening (and a new agent joins after a dead one's
+// lease), and the edge ignores a resent Configuration.
 func (u *user) configure(cfg *protocol.Configuration, cid string) {
 	u.t.Helper()
-	env := protocol.Envelope{StanzaID: 1, ConversationID: cid, Type: protocol.TypeConfiguration, Body: cfg}
-	frame, err := protocol.Encode(env)
-	if err != nil {
-		u.t.Fatal(err)
-	}
 	u.mu.Lock()
-	u.stanza = 1
+	u.stanza++
+	env := protocol.Envelope{StanzaID: u.stanza, ConversationID: cid, Type: protocol.TypeConfiguration, Body: cfg}
+	seen := len(u.envs)
 	u.mu.Unlock()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := u.room.LocalParticipant.PublishDataPacket(lksdk.UserData(frame), lksdk.WithDataPublishReliable(true),
-			lksdk.WithDataPublishDestination([]string{agentIdentity})); err != nil {
-			u.t.Fatalf("send Configuration: %v", err)
-		}
-		for range 10 {
-			for _, e := range u.received() {
-				if e.Type == protocol.TypeConfiguration {
-					return
-				}
+	answered := func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		for _, e := range u.envs[seen:] {
+			if e.Type == protocol.TypeConfiguration {
+				return true
 			}
-			time.Sleep(50 * time.Millisecond)
+		}
+		return false
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		u.sendEnvelope(env)
+		if testkit.CheckFor(500*time.Millisecond, 20*time.Millisecond, func() error {
+			if answered() {
+				return nil
+			}
+			return errNotYet
+		}) == nil {
+			return
 		}
 	}
 	u.t.Fatal("no Configuration answer")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -69,10 +70,26 @@ func TestBargeIn(t *testing.T) {
 	if avg := sum / float64(n); avg > 0.1 {
 		t.Fatalf("barge-in to audio stopped: %.1f ms", avg*1000)
 	}
-	time.Sleep(700 * time.Millisecond) // let in-flight audio drain
-	_, _, last := loud(u.heard(), interrupt)
-	if limit := interrupt.Add(bargeMin + 100*time.Millisecond + 250*time.Millisecond); last.After(limit) {
-		t.Fatalf("agent still heard %v after the user started speaking", last.Sub(interrupt))
+	// The interruption is itself a turn: once its answer has started, nothing
+	// of the old one is still in flight. Between the barge-in (onset +
+	// bargeMin + 100 ms + audio in flight) and that answer, silence.
+	var next time.Time
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		for i, e := range u.envs {
+			if b, ok := e.Body.(*protocol.StartAnswer); ok && b.ID != sa.ID {
+				next = u.envAt[i]
+				return true
+			}
+		}
+		return false
+	}, "the interruption was not answered")
+	limit := interrupt.Add(bargeMin + 100*time.Millisecond + 250*time.Millisecond)
+	for _, h := range u.heard() {
+		if h.at.After(limit) && h.at.Before(next) && audio.DBFS(h.pcm) >= -45 {
+			t.Fatalf("agent still heard %v after the user started speaking (next answer at %v)", h.at.Sub(interrupt), next.Sub(interrupt))
+		}
 	}
 
 	// ControlStop (speech) is in the stream, and the unplayed sentences are marked.

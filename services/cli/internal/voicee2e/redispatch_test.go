@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
 // agentProcess runs the room-agent binary (built once per test binary) as
@@ -76,25 +75,9 @@ func TestDeadAgentIsReplaced(t *testing.T) {
 
 	// The replacement joins under the same identity (LiveKit drops the dead
 	// one's session); the user configures the new data-channel session.
-	var answered bool
-	testkit.Eventually(t, 30*time.Second, func() bool {
-		u.mu.Lock()
-		u.envs = nil
-		u.mu.Unlock()
-		env := protocol.Envelope{StanzaID: 2, ConversationID: cid, Type: protocol.TypeConfiguration,
-			Body: &protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}}
-		u.sendEnvelope(env)
-		time.Sleep(300 * time.Millisecond)
-		for _, e := range u.received() {
-			if e.Type == protocol.TypeConfiguration {
-				answered = true
-			}
-		}
-		return answered
-	}, "no agent answered after the first was killed")
+	u.configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
 	t.Logf("replacement agent answered %v after the kill", time.Since(killed).Round(time.Millisecond))
-	u.sendEnvelope(protocol.Envelope{StanzaID: 3, ConversationID: cid, Type: protocol.TypeUserMessage,
-		Body: &protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Are you there?"}})
+	u.send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Are you there?"}, cid)
 	u.waitFor(20*time.Second, "no answer through the replacement agent", func(e protocol.Envelope) bool {
 		b, ok := e.Body.(*protocol.AssistantSentence)
 		return ok && b.IsFinal != nil && *b.IsFinal
