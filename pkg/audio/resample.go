@@ -85,14 +85,6 @@ func (r *Resampler) Flush(dst []int16) []int16 {
 	return dst
 }
 
-// Reset drops held samples and starts a new stream.
-func (r *Resampler) Reset() {
-	r.buf = r.buf[:0]
-	r.buf = append(r.buf, make([]float32, r.w-1)...)
-	r.base = -(r.w - 1)
-	r.next = 0
-}
-
 func (r *Resampler) drain(dst []int16) []int16 {
 	have := r.base + int64(len(r.buf)) // input indexes < have are known
 	for {

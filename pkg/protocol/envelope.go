@@ -25,6 +25,9 @@ func New(conversationID string, body Body) Envelope {
 
 const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+// RoomName is the LiveKit room of a conversation: conv_{conversationId}.
+func RoomName(conversationID string) string { return "conv_" + conversationID }
+
 // DeriveID returns an id shaped like NewID (prefix + "_" + 20 base62
 // characters) derived from parts (SHA-256 of their text forms), so work
 // that is redone after a crash or redelivery names what it publishes the

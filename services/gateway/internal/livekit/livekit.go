@@ -17,9 +17,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
-// RoomName is the LiveKit room of conversation cid.
-func RoomName(cid string) string { return "conv_" + cid }
-
 // Tokens signs room tokens with the server's API key and secret.
 type Tokens struct {
 	// URL is what clients connect to (the public URL when one is set).
@@ -40,7 +37,7 @@ type Grant struct {
 // Issue returns a token letting identity join the room of cid — that room
 // only — publish (audio and data) and subscribe, valid for TTL from now.
 func (t Tokens) Issue(cid, identity string, now time.Time) (Grant, error) {
-	room := RoomName(cid)
+	room := protocol.RoomName(cid)
 	yes := true
 	at := auth.NewAccessToken(t.APIKey, t.APISecret).
 		SetIdentity(identity).
@@ -70,7 +67,7 @@ const errCodeStreamStoreFailed = 10077
 // room: the work queue keeps one per conversation.
 func (d Dispatcher) Request(ctx context.Context, cid, user string, now time.Time) (bool, error) {
 	env := protocol.New(cid, &protocol.AgentDispatch{
-		ConversationID: cid, Room: RoomName(cid), UserID: &user, RequestedAt: now.UnixMilli()})
+		ConversationID: cid, Room: protocol.RoomName(cid), UserID: &user, RequestedAt: now.UnixMilli()})
 	env.Meta = telemetry.InjectMeta(ctx, env.Meta)
 	data, err := protocol.Encode(env)
 	if err != nil {

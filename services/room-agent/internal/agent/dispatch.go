@@ -39,17 +39,6 @@ func New(cfg Config, d Deps) *Agent {
 	return &Agent{cfg: cfg.WithDefaults(), d: d, rooms: map[string]*Room{}}
 }
 
-// Rooms lists the conversations the agent is in.
-func (a *Agent) Rooms() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]string, 0, len(a.rooms))
-	for cid := range a.rooms {
-		out = append(out, cid)
-	}
-	return out
-}
-
 // Run serves dispatch requests until ctx ends; then it leaves its rooms
 // and hands their requests back at once.
 func (a *Agent) Run(ctx context.Context) error {

@@ -371,15 +371,3 @@ func (p *Player) played1(f frame) {
 		p.onEvent(*ev)
 	}
 }
-
-// Finish ends a turn whose sentences have all played, so the next turn may start.
-func (p *Player) Finish(turn string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.current == turn && len(p.queue) == 0 && p.playing == "" {
-		delete(p.turns, turn)
-		p.current = ""
-		p.nextTurnLocked()
-		p.signal()
-	}
-}

@@ -19,9 +19,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
 
-// RoomName is the LiveKit room of a conversation.
-func RoomName(cid string) string { return "conv_" + cid }
-
 // Deps are what rooms share.
 type Deps struct {
 	NC      *nats.Conn
@@ -87,7 +84,7 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 	joined := make(chan error, 1)
 	go func() {
 		lk, err := lksdk.ConnectToRoom(cfg.LiveKitURL, lksdk.ConnectInfo{APIKey: cfg.APIKey, APISecret: cfg.APISecret,
-			RoomName: RoomName(cid), ParticipantIdentity: Identity, ParticipantName: "Alicia", ParticipantKind: lksdk.ParticipantAgent},
+			RoomName: protocol.RoomName(cid), ParticipantIdentity: Identity, ParticipantName: "Alicia", ParticipantKind: lksdk.ParticipantAgent},
 			cb, lksdk.WithAutoSubscribe(false))
 		if err == nil {
 			r.mu.Lock()
@@ -100,7 +97,7 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 	case err := <-joined:
 		if err != nil {
 			r.cancel()
-			return nil, fmt.Errorf("agent: join %s: %w", RoomName(cid), err)
+			return nil, fmt.Errorf("agent: join %s: %w", protocol.RoomName(cid), err)
 		}
 	case <-time.After(cfg.JoinTimeout):
 		r.cancel()
@@ -109,7 +106,7 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 				r.lk.Disconnect()
 			}
 		}()
-		return nil, fmt.Errorf("agent: join %s: timed out after %v", RoomName(cid), cfg.JoinTimeout)
+		return nil, fmt.Errorf("agent: join %s: timed out after %v", protocol.RoomName(cid), cfg.JoinTimeout)
 	}
 	if _, err := r.lk.LocalParticipant.PublishTrack(player.Track(), &lksdk.TrackPublicationOptions{Name: "alicia-voice", Source: 2 /* microphone */}); err != nil {
 		r.Close()
@@ -128,7 +125,7 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 			}
 		}
 	}
-	r.log.Info().Str("room", RoomName(cid)).Msg("joined")
+	r.log.Info().Str("room", protocol.RoomName(cid)).Msg("joined")
 	return r, nil
 }
 

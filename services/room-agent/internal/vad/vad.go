@@ -149,9 +149,6 @@ func New(cfg Config) (*Detector, error) {
 	return &Detector{cfg: cfg, frameN: n, floor: -70, preMax: int(int64(cfg.SampleRate) * int64(cfg.PreRoll) / int64(time.Second))}, nil
 }
 
-// Config returns the settings in use (defaults filled in).
-func (d *Detector) Config() Config { return d.cfg }
-
 // InSpeech reports whether an utterance is open.
 func (d *Detector) InSpeech() bool { return d.inSpeech }
 
@@ -162,12 +159,6 @@ func (d *Detector) Speech() time.Duration {
 	}
 	return d.voiced
 }
-
-// Voiced reports whether the last frame was speech.
-func (d *Detector) Voiced() bool { return d.speaking }
-
-// NoiseFloor is the current noise floor estimate in dBFS.
-func (d *Detector) NoiseFloor() float64 { return d.floor }
 
 // Push analyses samples and calls emit for each decision, in order.
 func (d *Detector) Push(samples []int16, emit func(Event)) {
