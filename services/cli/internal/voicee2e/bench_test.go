@@ -54,9 +54,13 @@ func BenchmarkVoiceToVoice(b *testing.B) {
 // what the agent spends idle, with no room).
 func BenchmarkSessionCPU(b *testing.B) {
 	// GOMAXPROCS=1 is how deploy/ runs room-agent replicas (one per core):
-	// fewer cross-thread wakeups per audio packet.
-	for _, procs := range []string{"1", "2"} {
-		b.Run("gomaxprocs="+procs, func(b *testing.B) { sessionCPU(b, "GOMAXPROCS="+procs) })
+	// fewer cross-thread wakeups per audio packet. The binary keeps the
+	// runtime's sysmon awake by itself (room-agent/internal/sysmon); the
+	// last case shows what that saves.
+	for _, c := range []struct{ name, procs, sysmon string }{
+		{"gomaxprocs=1", "1", "on"}, {"gomaxprocs=2", "2", "on"}, {"gomaxprocs=1/sysmon=off", "1", "off"},
+	} {
+		b.Run(c.name, func(b *testing.B) { sessionCPU(b, "GOMAXPROCS="+c.procs, "ALICIA_SYSMON_AWAKE="+c.sysmon) })
 	}
 }
 
