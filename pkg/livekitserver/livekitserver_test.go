@@ -16,6 +16,7 @@ import (
 	"github.com/livekit/protocol/auth"
 
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
 type failingWriter struct{}
@@ -28,10 +29,7 @@ func binary(t *testing.T) string {
 	t.Helper()
 	bin, err := livekitserver.Find()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testkit.Missing(t, "%v", err)
 	}
 	return bin
 }

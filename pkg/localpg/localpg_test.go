@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/alicia-voice/alicia/pkg/localpg"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
 // needRoot skips (fails under CI=true) when the private cluster cannot be
@@ -26,10 +27,7 @@ func needRoot(t *testing.T) {
 	if os.Geteuid() == 0 {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("localpg tests need root (debootstrap, chroot)")
-	}
-	t.Skip("localpg tests need root (debootstrap, chroot)")
+	testkit.Missing(t, "localpg tests need root (debootstrap, chroot)")
 }
 
 // logWriter sends progress lines to t.Log.

@@ -8,9 +8,22 @@ package testkit
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
+
+// Missing reports something a test needs that this machine lacks (a
+// PostgreSQL server, livekit-server, espeak-ng, root): under CI=true, where
+// .ci/run installs all of it, the test fails; elsewhere it is skipped.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+		return
+	}
+	t.Skipf(format, args...)
+}
 
 // PollInterval is how often Eventually and CheckFor re-check.
 const PollInterval = 10 * time.Millisecond

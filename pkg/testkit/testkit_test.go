@@ -12,11 +12,13 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
-// recorder is a testing.TB that records Fatalf instead of stopping the test.
+// recorder is a testing.TB that records Fatalf and Skipf instead of
+// stopping the test.
 type recorder struct {
 	testing.TB
-	failed string
-	errs   []string
+	failed  string
+	skipped string
+	errs    []string
 }
 
 func (r *recorder) Errorf(format string, args ...any) {
@@ -26,6 +28,9 @@ func (r *recorder) Errorf(format string, args ...any) {
 func (r *recorder) Helper() {}
 func (r *recorder) Fatalf(format string, args ...any) {
 	r.failed = fmt.Sprintf(format, args...)
+}
+func (r *recorder) Skipf(format string, args ...any) {
+	r.skipped = fmt.Sprintf(format, args...)
 }
 
 func TestEventually(t *testing.T) {
@@ -102,4 +107,19 @@ func TestGo(t *testing.T) {
 			t.Fatalf("err %v, reported %q", s.Err(), r.errs)
 		}
 	})
+}
+
+func TestMissingFailsUnderCIAndSkipsElsewhere(t *testing.T) {
+	for _, ci := range []string{"true", "", "false"} {
+		t.Setenv("CI", ci)
+		r := &recorder{TB: t}
+		testkit.Missing(r, "no %s", "livekit-server")
+		failed, skipped := "", "no livekit-server"
+		if ci == "true" {
+			failed, skipped = skipped, ""
+		}
+		if r.failed != failed || r.skipped != skipped {
+			t.Errorf("CI=%q: failed %q, skipped %q; want %q, %q", ci, r.failed, r.skipped, failed, skipped)
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/alicia-voice/alicia/migrations"
 	"github.com/alicia-voice/alicia/pkg/localpg"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/memory"
 )
 
@@ -108,10 +109,7 @@ func benchDatabase(b *testing.B, c *benchCorpus) string {
 	defer cancel()
 	admin, err := localpg.Ensure(ctx, localpg.Options{Log: io.Discard})
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("no PostgreSQL server: %v", err)
-		}
-		b.Skipf("no PostgreSQL server: %v", err)
+		testkit.Missing(b, "no PostgreSQL server: %v", err)
 	}
 	name := "alicia_bench_mem100k_" + benchKey(b)
 	conn, err := pgx.Connect(ctx, admin)

@@ -16,7 +16,6 @@ package lktest
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/livekit/protocol/auth"
 
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
 )
 
@@ -44,10 +44,7 @@ func Start(t testing.TB) *Server {
 	netns.Require(t)
 	bin, err := livekitserver.Find()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("lktest: %v", err)
-		}
-		t.Skipf("lktest: %v", err)
+		testkit.Missing(t, "lktest: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/alicia-voice/alicia/pkg/localpg"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 )
@@ -110,7 +111,7 @@ func listenInParentNamespace(t *testing.T) net.Listener {
 	t.Helper()
 	parent, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", os.Getppid()))
 	if errors.Is(err, os.ErrPermission) {
-		skipOutsideCI(t, "cannot open the parent's network namespace (an unprivileged user namespace): %v", err)
+		testkit.Missing(t, "cannot open the parent's network namespace (an unprivileged user namespace): %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func listenInParentNamespace(t *testing.T) net.Listener {
 	runtime.LockOSThread() // not unlocked when returning to our namespace fails: the thread is then discarded
 	if err := unix.Setns(int(parent.Fd()), unix.CLONE_NEWNET); err != nil {
 		runtime.UnlockOSThread()
-		skipOutsideCI(t, "cannot visit the parent's namespace (%v)", err)
+		testkit.Missing(t, "cannot visit the parent's namespace (%v)", err)
 	}
 	ln, lerr := net.Listen("tcp", "127.0.0.1:0")
 	if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
@@ -253,14 +254,4 @@ func withoutMarker() []string {
 		}
 	}
 	return env
-}
-
-// skipOutsideCI skips t, or fails it under CI=true (CI runs as root, where
-// the parent's namespace can always be visited).
-func skipOutsideCI(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }

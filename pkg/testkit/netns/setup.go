@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
 // setup prepares the fresh namespace: lo up, the veth pair with its two
@@ -38,17 +40,8 @@ func setup() error {
 	for _, ifc := range []string{hostIf, peerIf} {
 		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+ifc+"/disable_ipv6", []byte("1"), 0o644)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := ready()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond) // the kernel brings the pair up by itself
-	}
+	// The kernel brings the pair up by itself.
+	return testkit.CheckFor(5*time.Second, testkit.PollInterval, ready)
 }
 
 // ready checks that lo and both veth ends are up with their addresses.

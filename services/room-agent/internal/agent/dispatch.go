@@ -65,7 +65,11 @@ func (a *Agent) Run(ctx context.Context) error {
 				return nil
 			}
 			a.d.Log.Warn().Err(err).Msg("fetch dispatch")
-			time.Sleep(200 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(200 * time.Millisecond):
+			}
 			continue
 		}
 		got := false

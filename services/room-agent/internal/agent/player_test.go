@@ -78,7 +78,11 @@ func TestPlayerStopsAtOnce(t *testing.T) {
 	}
 	p.Add(chunk("am_b", 2, 0, true, true))
 	testkit.Eventually(t, 2*time.Second, func() bool { return len(ev.get()) == 1 }, "playout did not start")
-	time.Sleep(250 * time.Millisecond) // let some of it play
+	testkit.Eventually(t, 2*time.Second, func() bool { // let some of it play
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.played >= 200*time.Millisecond
+	}, "sentence 1 did not play on")
 	st := p.Stop("")
 	if st.Turn != "am_b" || st.Seq != 1 || st.Played < 150*time.Millisecond || st.Played > 500*time.Millisecond {
 		t.Fatalf("stopped %+v", st)
@@ -87,13 +91,8 @@ func TestPlayerStopsAtOnce(t *testing.T) {
 		t.Fatal("busy after stop")
 	}
 	p.Add(chunk("am_b", 3, 0, true, true)) // late audio of the stopped turn
-	time.Sleep(100 * time.Millisecond)
-	for _, e := range ev.get() {
-		if e.Kind == SentenceDone {
-			t.Fatalf("a stopped turn finished a sentence: %+v", e)
-		}
-	}
-	// The next turn plays.
+	// The next turn plays; had the late audio been taken, it would have
+	// played first.
 	p.Add(chunk("am_c", 1, 0, true, true))
 	testkit.Eventually(t, 2*time.Second, func() bool {
 		for _, e := range ev.get() {
@@ -103,6 +102,11 @@ func TestPlayerStopsAtOnce(t *testing.T) {
 		}
 		return false
 	}, "next turn did not play")
+	for _, e := range ev.get() {
+		if e.Kind == SentenceDone && e.Turn == "am_b" {
+			t.Fatalf("a stopped turn finished a sentence: %+v", e)
+		}
+	}
 }
 
 func TestPlayerTurnsInOrderAndSkipsMissing(t *testing.T) {

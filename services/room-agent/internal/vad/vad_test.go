@@ -3,12 +3,12 @@ package vad_test
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
@@ -178,10 +178,7 @@ func TestMaxUtteranceForcesEnd(t *testing.T) {
 func TestRealSpeech(t *testing.T) {
 	bin, err := exec.LookPath("espeak-ng")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("espeak-ng not installed")
-		}
-		t.Skip("espeak-ng not installed")
+		testkit.Missing(t, "espeak-ng not installed: %v", err)
 	}
 	out, err := exec.Command(bin, "--stdout", "-v", "en-us", "What is the weather like in Paris tomorrow?").Output()
 	if err != nil {

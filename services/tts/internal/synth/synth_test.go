@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/services/tts/internal/synth"
 )
@@ -60,10 +60,7 @@ func (c *collect) samples() []int16 {
 func needEspeak(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("espeak-ng"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("espeak-ng is not installed: %v", err)
-		}
-		t.Skip("espeak-ng is not installed")
+		testkit.Missing(t, "espeak-ng is not installed: %v", err)
 	}
 }
 
