@@ -3,23 +3,15 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/alicia-voice/alicia/pkg/telemetry"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/gateway"
 )
 
 func main() {
-	log := telemetry.NewLogger("gateway")
-	cfg, err := gateway.ConfigFromEnv()
-	if err != nil {
-		log.Fatal().Err(err).Msg("configuration")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := gateway.Run(ctx, cfg, log, nil); err != nil {
-		log.Fatal().Err(err).Msg("gateway stopped")
-	}
+	svcmain.Main("gateway", gateway.ConfigFromEnv, func(ctx context.Context, cfg gateway.Config, log zerolog.Logger) error {
+		return gateway.Run(ctx, cfg, log, nil)
+	})
 }
