@@ -42,6 +42,11 @@ func Int(name string, dst *int) error {
 	return parse(name, dst, strconv.Atoi)
 }
 
+// Float64 sets *dst from name.
+func Float64(name string, dst *float64) error {
+	return parse(name, dst, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) })
+}
+
 // Duration sets *dst from name (Go duration syntax, e.g. 250ms).
 func Duration(name string, dst *time.Duration) error {
 	return parse(name, dst, time.ParseDuration)

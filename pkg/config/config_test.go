@@ -24,6 +24,11 @@ func TestHelpers(t *testing.T) {
 	if err := config.Bool("X_BOOL", &b); err != nil || b {
 		t.Fatalf("Bool = %v, %v", b, err)
 	}
+	t.Setenv("X_FLOAT", "0.35")
+	f := 0.5
+	if err := config.Float64("X_FLOAT", &f); err != nil || f != 0.35 {
+		t.Fatalf("Float64 = %v, %v", f, err)
+	}
 	config.String("X_STR", &s)
 	config.String("X_UNSET", &s)
 	if s != "hello" {
@@ -36,6 +41,9 @@ func TestHelpers(t *testing.T) {
 	t.Setenv("X_BAD", "seven")
 	if err := config.Int("X_BAD", &m); err == nil || m != 7 {
 		t.Fatalf("bad value: %d, %v", m, err)
+	}
+	if err := config.Float64("X_BAD", &f); err == nil || f != 0.35 {
+		t.Fatalf("bad float: %v, %v", f, err)
 	}
 }
 

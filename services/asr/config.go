@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -93,7 +91,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_ASR_TIMEOUT", &c.Timeout),
 		config.Int("ALICIA_ASR_ATTEMPTS", &c.Attempts),
 		config.Duration("ALICIA_ASR_RETRY_BACKOFF", &c.RetryBackoff),
-		minConfidence(&c.MinConfidence),
+		config.Float64("ALICIA_ASR_MIN_CONFIDENCE", &c.MinConfidence),
 		config.Int("ALICIA_ASR_CONCURRENCY", &c.Concurrency),
 		config.Duration("ALICIA_ASR_ACK_WAIT", &c.AckWait),
 		config.Int("ALICIA_ASR_MAX_DELIVER", &c.MaxDeliver),
@@ -103,19 +101,6 @@ func ConfigFromEnv() (Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
-}
-
-func minConfidence(dst *float64) error {
-	v := os.Getenv("ALICIA_ASR_MIN_CONFIDENCE")
-	if v == "" {
-		return nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return fmt.Errorf("ALICIA_ASR_MIN_CONFIDENCE=%q: %w", v, err)
-	}
-	*dst = f
-	return nil
 }
 
 // BaseURL is URL ending in /v1, as go-openai wants it.

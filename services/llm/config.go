@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
@@ -132,7 +131,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_LLM_HISTORY_LIMIT", &c.HistoryLimit),
 		config.Duration("ALICIA_LLM_HISTORY_TIMEOUT", &c.HistoryTimeout),
 		config.Int("ALICIA_LLM_MEMORY_TOP_K", &c.MemoryTopK),
-		threshold(&c.MemoryThreshold),
+		config.Float64("ALICIA_LLM_MEMORY_THRESHOLD", &c.MemoryThreshold),
 		config.Duration("ALICIA_LLM_MEMORY_TIMEOUT", &c.MemoryTimeout),
 	)
 	if err != nil {
@@ -146,25 +145,12 @@ func temperature(dst **float32) error {
 	if v == "" {
 		return nil
 	}
-	f, err := strconv.ParseFloat(v, 32)
-	if err != nil {
-		return fmt.Errorf("ALICIA_LLM_TEMPERATURE=%q: %w", v, err)
+	var f float64
+	if err := config.Float64("ALICIA_LLM_TEMPERATURE", &f); err != nil {
+		return err
 	}
 	t := float32(f)
 	*dst = &t
-	return nil
-}
-
-func threshold(dst *float64) error {
-	v := os.Getenv("ALICIA_LLM_MEMORY_THRESHOLD")
-	if v == "" {
-		return nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return fmt.Errorf("ALICIA_LLM_MEMORY_THRESHOLD=%q: %w", v, err)
-	}
-	*dst = f
 	return nil
 }
 

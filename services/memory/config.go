@@ -9,8 +9,6 @@ package memory
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
@@ -101,28 +99,14 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_MEMORY_TOP_K", &c.TopK),
 		config.Int("ALICIA_MEMORY_MAX_TOP_K", &c.MaxTopK),
 		config.Int("ALICIA_MEMORY_EF_SEARCH", &c.EfSearch),
-		float("ALICIA_MEMORY_THRESHOLD", &c.Threshold),
-		float("ALICIA_MEMORY_DUPLICATE_THRESHOLD", &c.DuplicateThreshold),
+		config.Float64("ALICIA_MEMORY_THRESHOLD", &c.Threshold),
+		config.Float64("ALICIA_MEMORY_DUPLICATE_THRESHOLD", &c.DuplicateThreshold),
 		config.Bool("ALICIA_MEMORY_EXTRACTION", &c.Extraction),
 	)
 	if err != nil {
 		return c, err
 	}
 	return c, c.Validate()
-}
-
-// float sets *dst from name (pkg/config has no float helper).
-func float(name string, dst *float64) error {
-	v := os.Getenv(name)
-	if v == "" {
-		return nil
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return fmt.Errorf("%s=%q: %w", name, v, err)
-	}
-	*dst = x
-	return nil
 }
 
 // Validate reports every problem at once.
