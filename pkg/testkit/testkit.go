@@ -11,7 +11,18 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
+
+// Log is the logger tests give the services they run: debug output on
+// stderr when ALICIA_TEST_LOG is set, nothing otherwise.
+func Log() zerolog.Logger {
+	if os.Getenv("ALICIA_TEST_LOG") == "" {
+		return zerolog.Nop()
+	}
+	return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+}
 
 // Missing reports something a test needs that this machine lacks (a
 // PostgreSQL server, livekit-server, espeak-ng, root): under CI=true, where

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
@@ -121,5 +123,16 @@ func TestMissingFailsUnderCIAndSkipsElsewhere(t *testing.T) {
 		if r.failed != failed || r.skipped != skipped {
 			t.Errorf("CI=%q: failed %q, skipped %q; want %q, %q", ci, r.failed, r.skipped, failed, skipped)
 		}
+	}
+}
+
+func TestLogOnlyWhenAsked(t *testing.T) {
+	t.Setenv("ALICIA_TEST_LOG", "")
+	if l := testkit.Log(); l.GetLevel() != zerolog.Disabled {
+		t.Errorf("without ALICIA_TEST_LOG the level is %s, want disabled", l.GetLevel())
+	}
+	t.Setenv("ALICIA_TEST_LOG", "1")
+	if l := testkit.Log(); l.GetLevel() != zerolog.DebugLevel {
+		t.Errorf("with ALICIA_TEST_LOG the level is %s, want debug", l.GetLevel())
 	}
 }

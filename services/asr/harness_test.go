@@ -3,7 +3,6 @@ package asr_test
 import (
 	"context"
 	"math"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
@@ -43,13 +41,6 @@ type harness struct {
 	js jetstream.JetStream
 }
 
-func testLog() zerolog.Logger {
-	if os.Getenv("ALICIA_TEST_LOG") != "" {
-		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	}
-	return zerolog.Nop()
-}
-
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	ns := natstest.Run(t)
@@ -72,7 +63,7 @@ func (h *harness) config(fake *fakeopenai.Server) asr.Config {
 // replica runs an asr service until the test ends or stop is called.
 func (h *harness) replica(cfg asr.Config) (stop func()) {
 	h.t.Helper()
-	svc := testkit.Go(h.t, "asr", func(ctx context.Context) error { return asr.Run(ctx, cfg, testLog()) })
+	svc := testkit.Go(h.t, "asr", func(ctx context.Context) error { return asr.Run(ctx, cfg, testkit.Log()) })
 	testkit.EventuallyNoError(h.t, 10*time.Second, func() error {
 		_, err := h.js.Consumer(context.Background(), bus.StreamASRJobs, cfg.Consumer)
 		return err

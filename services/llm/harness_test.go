@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/calc"
@@ -49,13 +47,6 @@ type harness struct {
 
 	mu      sync.Mutex
 	stanzas map[string]int32
-}
-
-func testLog() zerolog.Logger {
-	if os.Getenv("ALICIA_TEST_LOG") != "" {
-		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	}
-	return zerolog.Nop()
 }
 
 func newHarness(t testing.TB) *harness {
@@ -91,7 +82,7 @@ func (h *harness) config(fake *fakeopenai.Server) llm.Config {
 // replica runs an llm service until the test ends or stop is called.
 func (h *harness) replica(cfg llm.Config) (stop func()) {
 	h.t.Helper()
-	svc := testkit.Go(h.t, "llm", func(ctx context.Context) error { return llm.Run(ctx, cfg, testLog()) })
+	svc := testkit.Go(h.t, "llm", func(ctx context.Context) error { return llm.Run(ctx, cfg, testkit.Log()) })
 	stop = svc.Stop
 	// Ready once its turn consumers exist.
 	testkit.EventuallyNoError(h.t, 10*time.Second, func() error {

@@ -3,7 +3,6 @@ package persistence_test
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
@@ -68,11 +66,7 @@ func (s *stack) start() {
 	defer s.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
-	log := zerolog.Nop()
-	if os.Getenv("ALICIA_TEST_LOG") != "" {
-		log = zerolog.New(os.Stderr).Level(zerolog.DebugLevel)
-	}
-	go func() { s.done <- persistence.Run(ctx, s.cfg, log) }()
+	go func() { s.done <- persistence.Run(ctx, s.cfg, testkit.Log()) }()
 }
 
 func (s *stack) stop() {

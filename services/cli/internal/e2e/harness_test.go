@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +51,6 @@ type options struct {
 	log    zerolog.Logger
 }
 
-func testLog() zerolog.Logger {
-	if os.Getenv("ALICIA_TEST_LOG") != "" {
-		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	}
-	return zerolog.Nop()
-}
-
 func newStack(t testing.TB, o options) *stack {
 	t.Helper()
 	ns := natstest.Run(t)
@@ -72,7 +64,7 @@ func newStack(t testing.TB, o options) *stack {
 	t.Cleanup(pool.Close)
 	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("I have nothing scripted for that.")))
 	mem := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))
-	log := testLog()
+	log := testkit.Log()
 	persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after the services below
 
 	// Each service runs until the test ends; the ones started last stop first.

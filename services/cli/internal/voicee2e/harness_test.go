@@ -10,14 +10,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
@@ -59,13 +57,6 @@ type options struct {
 	tts     func(*tts.Config)
 }
 
-func testLog() zerolog.Logger {
-	if os.Getenv("ALICIA_TEST_LOG") != "" {
-		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	}
-	return zerolog.Nop()
-}
-
 func newStack(t testing.TB, o options) *stack {
 	t.Helper()
 	netns.Require(t)
@@ -92,7 +83,7 @@ func newStack(t testing.TB, o options) *stack {
 	}
 	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(answer)))
 	speech := fakeopenai.New(t)
-	log := testLog()
+	log := testkit.Log()
 	persistencetest.Start(t, ns.ClientURL(), pgURL)
 
 	// Each service runs until the test ends; the ones started last stop first.
