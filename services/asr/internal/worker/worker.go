@@ -200,7 +200,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg, free func()) {
 	defer w.d.Metrics.InFlight.Dec()
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go w.heartbeat(hctx, m)
+	go bus.Heartbeat(hctx, m, w.s.AckWait) // however long the backend takes
 
 	d := bus.DeliveryOf(m)
 	log := w.d.Log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Uint64("delivery", d.NumDelivered).Logger()
@@ -224,25 +224,6 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg, free func()) {
 		delay := bus.DefaultBackoff(d.NumDelivered)
 		log.Warn().Err(err).Dur("retry_in", delay).Msg("job failed; will retry")
 		_ = m.NakWithDelay(delay)
-	}
-}
-
-// heartbeat keeps a job this replica works on from going to another one,
-// however long the backend takes.
-func (w *Worker) heartbeat(ctx context.Context, m jetstream.Msg) {
-	every := w.s.AckWait / 3
-	if every <= 0 {
-		every = time.Second
-	}
-	tk := time.NewTicker(every)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			_ = m.InProgress()
-		}
 	}
 }
 

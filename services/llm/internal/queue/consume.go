@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
@@ -140,7 +141,7 @@ func (c *Consumer) handle(turnCtx context.Context, k int, m jetstream.Msg, log z
 	}
 	hctx, cancel := context.WithCancel(turnCtx)
 	defer cancel()
-	go c.heartbeat(hctx, m)
+	go bus.Heartbeat(hctx, m, c.AckWait) // a long answer stays with this replica
 	err := c.run(hctx, t)
 	log = log.With().Str("conversation_id", t.ConversationID).Uint64("seq", t.Sequence).Logger()
 	switch {
@@ -193,25 +194,6 @@ func (c *Consumer) run(ctx context.Context, t Turn) (err error) {
 		}
 	}()
 	return c.Handler(ctx, t)
-}
-
-// heartbeat tells the server the turn is still being worked on, so a long
-// answer is not redelivered to another replica while this one streams it.
-func (c *Consumer) heartbeat(ctx context.Context, m jetstream.Msg) {
-	every := c.AckWait / 3
-	if every <= 0 {
-		every = 10 * time.Second
-	}
-	tk := time.NewTicker(every)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			_ = m.InProgress()
-		}
-	}
 }
 
 func truncate(s string, n int) string {

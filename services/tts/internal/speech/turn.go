@@ -71,9 +71,10 @@ func (t *turn) run() {
 	m.ActiveTurns.Inc()
 	defer m.ActiveTurns.Dec()
 	defer t.cancel(nil)
-	hbDone := make(chan struct{})
-	go t.heartbeat(hbDone)
-	defer close(hbDone)
+	// The StartAnswer stays pending while the turn is spoken, stopped or not.
+	hbCtx, stopBeat := context.WithCancel(context.Background())
+	go bus.Heartbeat(hbCtx, t.msg, t.sp.s.AckWait)
+	defer stopBeat()
 
 	after := int32(0)
 	if t.resumed {
@@ -116,20 +117,6 @@ func (t *turn) run() {
 	}
 	if err := t.msg.Ack(); err != nil {
 		t.log.Warn().Err(err).Msg("ack of the turn failed")
-	}
-}
-
-// heartbeat keeps the StartAnswer pending while the turn is spoken.
-func (t *turn) heartbeat(done <-chan struct{}) {
-	tk := time.NewTicker(max(t.sp.s.AckWait/3, 100*time.Millisecond))
-	defer tk.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tk.C:
-			_ = t.msg.InProgress()
-		}
 	}
 }
 
