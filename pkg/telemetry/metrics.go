@@ -14,15 +14,17 @@ import (
 )
 
 // ServeMetrics serves the default Prometheus registry on GET /metrics at
-// addr (a service's private metrics address), with CPU profiles under
-// /debug/pprof/ when profiles is set. stop shuts it down.
-func ServeMetrics(addr string, profiles bool, log zerolog.Logger) (stop func(), err error) {
+// addr (a service's private metrics address), the health checks on GET
+// /healthz (health.go), and CPU profiles under /debug/pprof/ when profiles
+// is set. stop shuts it down.
+func ServeMetrics(addr string, profiles bool, log zerolog.Logger, checks ...HealthCheck) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.Handler())
+	mux.Handle("GET /healthz", healthHandler(checks))
 	if profiles {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
