@@ -1,7 +1,8 @@
 // Package localpg provides the PostgreSQL 17 + pgvector server that Alicia's
 // dev stack and tests use.
 //
-// Ensure returns ALICIA_POSTGRES_URL when it is set. Otherwise it runs a
+// Ensure returns ALICIA_POSTGRES_URL (or the URL in the file
+// ALICIA_POSTGRES_URL_FILE names) when it is set. Otherwise it runs a
 // private cluster built only from Debian packages (Debian 12 has no pgvector
 // package): a cached Debian trixie root made with
 //
@@ -43,10 +44,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/alicia-voice/alicia/pkg/config"
 )
 
 // EnvURL names the environment variable that, when set, points Ensure at an
-// existing server instead of the private cluster.
+// existing server instead of the private cluster; EnvURL+"_FILE" names a
+// file holding the URL instead (a mounted secret), as for the services.
 const EnvURL = "ALICIA_POSTGRES_URL"
 
 // EnvCacheDir names the environment variable that overrides the cache
@@ -115,11 +119,18 @@ func CacheDir(opts Options) (string, error) {
 // cluster, built, started or reused as needed. The private cluster's URL is
 // postgres://postgres:<password>@127.0.0.1:<port>/alicia?sslmode=disable.
 func Ensure(ctx context.Context, opts Options) (string, error) {
-	if u := os.Getenv(EnvURL); u != "" && !opts.IgnoreEnv {
-		if err := ping(ctx, u); err != nil {
-			return "", fmt.Errorf("localpg: %s is set but the server does not answer: %w", EnvURL, err)
+	if !opts.IgnoreEnv {
+		// As the services read it: the URL, or the file _FILE names.
+		var u string
+		if err := config.Secret(EnvURL, &u); err != nil {
+			return "", fmt.Errorf("localpg: %w", err)
 		}
-		return u, nil
+		if u != "" {
+			if err := ping(ctx, u); err != nil {
+				return "", fmt.Errorf("localpg: %s (or %s_FILE) is set but the server does not answer: %w", EnvURL, EnvURL, err)
+			}
+			return u, nil
+		}
 	}
 	c, err := newCluster(opts)
 	if err != nil {

@@ -14,7 +14,9 @@ import (
 )
 
 // Run applies direction ("up", "down" to zero, "status") to the database at
-// ALICIA_POSTGRES_URL, or to the local dev cluster when it is unset.
+// ALICIA_POSTGRES_URL, or at the URL in the file ALICIA_POSTGRES_URL_FILE
+// names (a mounted secret, as the services read it: the compose file's
+// migrate job), or to the local dev cluster when neither is set.
 func Run(ctx context.Context, direction string, stdout, stderr io.Writer) error {
 	url, err := localpg.Ensure(ctx, localpg.Options{Log: stderr})
 	if err != nil {
