@@ -93,7 +93,7 @@ func root(stopSignals func()) *cobra.Command {
 	replay.Flags().BoolVar(&ro.Follow, "follow", false, "keep printing new envelopes")
 	replay.Flags().Int32Var(&ro.FromStanza, "from", 0, "start after this server stanza id (negative)")
 
-	r.AddCommand(env, mig, dev, up, replay, chatCommand(stopSignals))
+	r.AddCommand(env, mig, dev, up, replay, chatCommand(stopSignals), deployCommand())
 	r.AddCommand(conversationCommands()...)
 	return r
 }

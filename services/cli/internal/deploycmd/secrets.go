@@ -1,0 +1,268 @@
+// Package deploycmd implements `alicia deploy ...`: what an operator runs
+// around the repository's docker-compose.yml. InitSecrets writes the secret
+// files the compose file mounts.
+package deploycmd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// DefaultSecretsDir is where docker-compose.yml reads its secret files,
+// relative to the repository root.
+const DefaultSecretsDir = "deploy/secrets"
+
+// The secret files of docker-compose.yml (its top-level secrets:).
+const (
+	PostgresPassword = "postgres_password"
+	PostgresURL      = "postgres_url"
+	APIKeys          = "api_keys"
+	LiveKitAPIKey    = "livekit_api_key"
+	LiveKitAPISecret = "livekit_api_secret"
+)
+
+// SecretNames lists every file InitSecrets manages, in the order it writes them.
+var SecretNames = []string{PostgresPassword, PostgresURL, APIKeys, LiveKitAPIKey, LiveKitAPISecret}
+
+// Readers of the secret files inside the containers. Compose bind-mounts a
+// file secret as it is on the host (its uid, gid and mode options apply to
+// swarm only), so each file must be readable by these uids.
+const (
+	ServiceUID  = 10001 // the Alicia images' user (deploy/Dockerfile)
+	PostgresUID = 999   // the postgres user of the pgvector/pgvector image
+)
+
+// APIKeyUser is the user of the API key InitSecrets generates.
+const APIKeyUser = "alicia"
+
+// fileMode lets the containers' users read the files; the directory (0700)
+// keeps the host's other users out.
+const (
+	fileMode fs.FileMode = 0o644
+	dirMode  fs.FileMode = 0o700
+)
+
+// ErrMismatch is returned when postgres_url does not carry postgres_password.
+var ErrMismatch = errors.New("postgres_url does not carry the password in postgres_password")
+
+// Options of InitSecrets.
+type Options struct {
+	Dir  string    // DefaultSecretsDir when empty
+	Rand io.Reader // crypto/rand when nil
+	Out  io.Writer // what was written and kept; os.Stdout when nil
+}
+
+// InitSecrets writes every missing secret file of the compose file in
+// o.Dir with strong random values: the Postgres password and the URL
+// carrying it, an API key (user alicia), a LiveKit API key and secret.
+// It never changes an existing file's content. A missing postgres_password
+// or postgres_url is made from the other when only one exists, and the two
+// must agree when both do (ErrMismatch). Files the containers' users could
+// not read get read permission for all (the directory is 0700 when
+// InitSecrets creates it). It reports each file, and prints a newly made
+// API key, which clients need.
+func InitSecrets(o Options) error {
+	if o.Dir == "" {
+		o.Dir = DefaultSecretsDir
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if err := ensureDir(o.Dir, o.Out); err != nil {
+		return err
+	}
+	existing := map[string]string{}
+	for _, name := range SecretNames {
+		b, err := os.ReadFile(filepath.Join(o.Dir, name))
+		switch {
+		case err == nil:
+			existing[name] = strings.TrimSpace(string(b))
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("deploy: %w", err)
+		}
+	}
+	values, err := newValues(existing, o.Rand)
+	if err != nil {
+		return err
+	}
+	for _, name := range SecretNames {
+		path := filepath.Join(o.Dir, name)
+		if _, ok := existing[name]; ok {
+			if err := ensureReadable(path, o.Out); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "kept   %s (exists)\n", path)
+			continue
+		}
+		if err := writeNew(path, values[name]); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "wrote  %s (%s)\n", path, describe(name))
+	}
+	if _, ok := existing[APIKeys]; !ok {
+		_, key, _ := strings.Cut(values[APIKeys], ":")
+		fmt.Fprintf(o.Out, "\nAPI key of user %s (clients send it as the bearer token; it stays in %s):\n%s\n",
+			APIKeyUser, filepath.Join(o.Dir, APIKeys), key)
+	}
+	return nil
+}
+
+// newValues returns the content of every missing file, consistent with the
+// existing ones.
+func newValues(existing map[string]string, r io.Reader) (map[string]string, error) {
+	v := map[string]string{}
+	random := func(n int) (string, error) {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return "", fmt.Errorf("deploy: random: %w", err)
+		}
+		return hex.EncodeToString(b), nil
+	}
+	password, hasPassword := existing[PostgresPassword]
+	rawURL, hasURL := existing[PostgresURL]
+	switch {
+	case hasPassword && hasURL:
+		if p, err := urlPassword(rawURL); err != nil || p != password {
+			return nil, fmt.Errorf("deploy: %w: fix one of them (the database keeps the password it was created with)", ErrMismatch)
+		}
+	case hasURL:
+		p, err := urlPassword(rawURL)
+		if err != nil || p == "" {
+			return nil, fmt.Errorf("deploy: %s has no password to write into %s", PostgresURL, PostgresPassword)
+		}
+		v[PostgresPassword] = p
+	default:
+		if !hasPassword {
+			var err error
+			if password, err = random(24); err != nil {
+				return nil, err
+			}
+			v[PostgresPassword] = password
+		}
+		v[PostgresURL] = ComposePostgresURL(password)
+	}
+	key, err := random(24)
+	if err != nil {
+		return nil, err
+	}
+	v[APIKeys] = APIKeyUser + ":" + key
+	lkKey, err := random(8)
+	if err != nil {
+		return nil, err
+	}
+	v[LiveKitAPIKey] = "API" + lkKey
+	if v[LiveKitAPISecret], err = random(32); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ComposePostgresURL is the URL the services reach the compose file's
+// postgres service at with password.
+func ComposePostgresURL(password string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword("alicia", password), Host: "postgres:5432", Path: "/alicia", RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+func urlPassword(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	p, _ := u.User.Password()
+	return p, nil
+}
+
+func describe(name string) string {
+	switch name {
+	case PostgresPassword:
+		return "Postgres password of user alicia, used when the postgres volume is first created"
+	case PostgresURL:
+		return "the services' Postgres URL with that password"
+	case APIKeys:
+		return "API key of user " + APIKeyUser
+	case LiveKitAPIKey:
+		return "LiveKit API key name"
+	case LiveKitAPISecret:
+		return "LiveKit API secret, 64 hex characters"
+	}
+	return name
+}
+
+func ensureDir(dir string, out io.Writer) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+		if err := os.Mkdir(dir, dirMode); err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+		fmt.Fprintf(out, "made   %s/ (mode %04o: only its owner lists or opens it on this host)\n", dir, dirMode)
+		return os.Chmod(dir, dirMode) // Mkdir's mode is subject to the umask
+	}
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("deploy: %s is not a directory", dir)
+	}
+	return nil
+}
+
+// writeNew creates path with content; it fails rather than replace a file
+// created meanwhile.
+func writeNew(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	_, err = f.WriteString(content + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(path, fileMode) // the umask may have taken bits away
+	}
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	return nil
+}
+
+// ensureReadable adds read permission for all to a file the containers'
+// users could not otherwise read (not world-readable, not owned by them).
+func ensureReadable(path string, out io.Writer) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o004 != 0 {
+		return nil
+	}
+	reader := ServiceUID
+	if filepath.Base(path) == PostgresPassword {
+		reader = PostgresUID
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == reader && mode&0o400 != 0 {
+		return nil
+	}
+	if err := os.Chmod(path, mode|0o444); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	fmt.Fprintf(out, "chmod  %s %04o -> %04o (uid %d in the containers must read it)\n", path, mode, mode|0o444, reader)
+	return nil
+}
