@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -101,4 +103,67 @@ func Status(ctx context.Context, db *sql.DB, w io.Writer) error {
 		return fmt.Errorf("migrations: status: write: %w", err)
 	}
 	return nil
+}
+
+// Versions returns the versions of the migrations in FS, ascending: the
+// schema this build expects.
+func Versions() ([]int64, error) {
+	names, err := fs.Glob(FS, "*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	out := make([]int64, 0, len(names))
+	for _, n := range names {
+		v, err := goose.NumericComponent(n)
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %s: %w", n, err)
+		}
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Pending returns the versions of FS not applied to db, ascending; all of
+// them when goose's version table does not exist yet. It only reads, so a
+// service with a read-only connection can ask whether the schema it needs
+// is there before it starts (goose's own status calls create the table).
+func Pending(ctx context.Context, db *sql.DB) ([]int64, error) {
+	want, err := Versions()
+	if err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("migrations: version table: %w", err)
+	}
+	if !exists {
+		return want, nil
+	}
+	// goose appends a row per up and per down; the newest row of a version says whether it is applied.
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT ON (version_id) version_id, is_applied
+		FROM goose_db_version ORDER BY version_id, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: applied versions: %w", err)
+	}
+	defer rows.Close()
+	applied := map[int64]bool{}
+	for rows.Next() {
+		var v int64
+		var ok bool
+		if err := rows.Scan(&v, &ok); err != nil {
+			return nil, fmt.Errorf("migrations: applied versions: %w", err)
+		}
+		applied[v] = ok
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("migrations: applied versions: %w", err)
+	}
+	var pending []int64
+	for _, v := range want {
+		if !applied[v] {
+			pending = append(pending, v)
+		}
+	}
+	return pending, nil
 }

@@ -273,7 +273,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 7
+const migrationCount = 8
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()

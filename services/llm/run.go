@@ -26,6 +26,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return err
 	}
 	// Reads only: persistence is the only writer.
+	if err := pgread.WaitForSchema(ctx, cfg.PostgresURL, pgread.Schema, 0, log); err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
 	pool, err := pgread.Open(ctx, cfg.PostgresURL)
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)

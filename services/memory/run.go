@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/services/memory/internal/app"
 	"github.com/alicia-voice/alicia/services/memory/internal/models"
@@ -21,6 +22,11 @@ import (
 func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	// The pgvector types are registered on every connection: wait for the
+	// migrations that create them instead of failing at the first one.
+	if err := pgread.WaitForSchema(ctx, cfg.PostgresURL, pgread.Schema, 0, log); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	pool, err := store.Open(ctx, cfg.PostgresURL, 0)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/alicia-voice/alicia/migrations"
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
 	"github.com/alicia-voice/alicia/services/persistence/internal/store"
@@ -23,6 +24,15 @@ import (
 func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	// With Migrate this service brings the schema; otherwise (a migration
+	// job runs first) it waits for it, as the reading services do.
+	need := pgread.Schema
+	if cfg.Migrate {
+		need = pgread.Reachable
+	}
+	if err := pgread.WaitForSchema(ctx, cfg.PostgresURL, need, 0, log); err != nil {
+		return fmt.Errorf("persistence: %w", err)
 	}
 	pool, err := pgxpool.New(ctx, cfg.PostgresURL)
 	if err != nil {
@@ -89,11 +99,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 // AckAll of the newer ones would acknowledge them unapplied. Hence one active
 // persistence instance at a time.
 func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *bus.DeadLetters, cfg Config, stream, filter string, shards int, log zerolog.Logger) (*consume.Loop, error) {
-	stored, err := st.Offsets(ctx, stream, cfg.Consumer)
+	claim, err := claimStream(ctx, js, st, stream, cfg.Consumer, log)
 	if err != nil {
 		return nil, err
 	}
-	parts := shardOffsets(cfg.Consumer, shards, stored)
+	parts := shardOffsets(cfg.Consumer, shards, claim.Offsets)
 	resume := parts[0].Offset
 	for _, p := range parts {
 		resume = min(resume, p.Offset)
@@ -128,6 +138,50 @@ func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *
 		Watermark: consume.NewWatermark(resume), Log: log.With().Str("stream", stream).Logger(),
 		BatchSize: cfg.BatchSize, Linger: cfg.Linger, Shards: parts, OnApplied: cfg.OnApplied,
 	}, nil
+}
+
+// claimStream binds the stored offsets to the stream JetStream has now. When
+// they were read from another stream of that name (a new store, a new NATS
+// cluster: its sequences start at 1 again), skipping to them would drop
+// every envelope up to the old offset unapplied; the stream is applied from
+// its start instead (writes are idempotent) and the reset is logged and
+// counted.
+func claimStream(ctx context.Context, js jetstream.JetStream, st *store.Store, stream, consumer string, log zerolog.Logger) (store.Claim, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return store.Claim{}, fmt.Errorf("persistence: stream %s: %w", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return store.Claim{}, fmt.Errorf("persistence: stream %s: %w", stream, err)
+	}
+	claim, err := st.ClaimOffsets(ctx, store.Stream{Name: stream, Created: info.Created.UTC().Format(time.RFC3339Nano), LastSeq: info.State.LastSeq}, consumer)
+	if err != nil {
+		return store.Claim{}, err
+	}
+	m := defaultMetrics()
+	m.StreamEpoch.WithLabelValues(stream).Set(float64(claim.Epoch))
+	if claim.Reset {
+		m.StreamResets.WithLabelValues(stream).Inc()
+		ev := log.Error().Str("stream", stream).Str("stream_created", claim.Stream.Created).Uint64("stream_last_seq", info.State.LastSeq).
+			Int("epoch", claim.Epoch)
+		if claim.Previous != "" {
+			ev = ev.Str("offsets_stream_created", claim.Previous)
+		}
+		for name, off := range claim.Stale {
+			ev = ev.Uint64("discarded_offset."+name, off)
+		}
+		ev.Msg("the stored offsets belong to another stream of this name (new JetStream store or cluster?): applying this stream from its first message")
+	}
+	if first := info.State.FirstSeq; first > 1 {
+		for name, off := range claim.Offsets {
+			if off+1 < first {
+				log.Warn().Str("stream", stream).Str("shard", name).Uint64("offset", off).Uint64("first_seq", first).
+					Msg("messages after the stored offset are no longer in the stream (expired before they were applied)")
+			}
+		}
+	}
+	return claim, nil
 }
 
 // shardOffsets names the shards (the consumer itself when there is one,

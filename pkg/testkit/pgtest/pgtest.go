@@ -59,6 +59,19 @@ func New(t testing.TB) *pgxpool.Pool {
 // its URL. The database is dropped WITH (FORCE) when t ends.
 func NewURL(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, true)
+}
+
+// NewEmptyURL creates a fresh database with nothing in it — no migrations,
+// no pgvector extension, as a newly installed server has — and returns its
+// URL. The database is dropped WITH (FORCE) when t ends.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, false)
+}
+
+func newDatabase(t testing.TB, migrated bool) string {
+	t.Helper()
 	srv := server()
 	if srv.err != nil {
 		msg := fmt.Sprintf("pgtest: no PostgreSQL server: %v (set %s, or run as root with debootstrap installed)", srv.err, localpg.EnvURL)
@@ -66,9 +79,12 @@ func NewURL(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tpl, err := template(ctx, srv.admin)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+	tpl := "template0"
+	if migrated {
+		var err error
+		if tpl, err = template(ctx, srv.admin); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
 	}
 	name := "alicia_test_" + slug(t.Name()) + "_" + randomHex(6)
 	if err := exec(ctx, srv.admin, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(tpl)); err != nil {

@@ -20,9 +20,12 @@ import (
 // accumulated and written once at the end of the batch.
 type writer struct {
 	b *pgx.Batch
-	// stream and seq are the stream and sequence of the envelope being
-	// written (rows that record the last change they saw, see system.go).
+	// stream and seq are the stream and the ordering sequence (epoch<<44 |
+	// stream sequence) of the envelope being written: rows that record the
+	// last change they saw (see system.go) compare it, so a new stream's
+	// changes win over an old stream's.
 	stream    string
+	epoch     uint64
 	seq       uint64
 	convs     map[string]*convState
 	convOrder []string
@@ -60,8 +63,8 @@ type metaRow struct {
 	id, value string
 }
 
-func newWriter(b *pgx.Batch, stream string) *writer {
-	return &writer{b: b, stream: stream, convs: map[string]*convState{}, meta: map[metaKey]metaRow{}, sentences: newSentenceRows()}
+func newWriter(b *pgx.Batch, stream string, epoch int) *writer {
+	return &writer{b: b, stream: stream, epoch: uint64(epoch) << EpochShift, convs: map[string]*convState{}, meta: map[metaKey]metaRow{}, sentences: newSentenceRows()}
 }
 
 // conversations queues, first in the batch, one statement that creates every
@@ -105,7 +108,7 @@ func (w *writer) q(sql string, args ...any) { w.b.Queue(sql, args...) }
 func (w *writer) envelope(it *consume.Item) error {
 	env := &it.Env
 	at := itemTime(it)
-	w.seq = it.Delivery.Sequence
+	w.seq = w.epoch | it.Delivery.Sequence
 	cid := env.ConversationID
 	p, perr := subjects.Parse(it.Delivery.Subject)
 	if err := placed(env.Type, p.Origin, perr == nil); err != nil {
@@ -136,7 +139,7 @@ func (w *writer) envelope(it *consume.Item) error {
 			format = "amt_sys_%012d_%03d"
 		}
 		for i, k := range keys {
-			w.addMeta(ref, k, fmt.Sprintf(format, it.Delivery.Sequence, i), env.Meta[k])
+			w.addMeta(ref, k, fmt.Sprintf(format, w.seq, i), env.Meta[k])
 		}
 	}
 	return nil

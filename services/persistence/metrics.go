@@ -1,0 +1,42 @@
+package persistence
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics of the persistence service, registered once on the default
+// registry (the dev launcher and the tests run several instances in one
+// process).
+type metrics struct {
+	// StreamResets counts the stored offsets found to belong to another
+	// stream (a new JetStream store or cluster), by stream: the stream was
+	// then applied from its first message instead of skipping to the offset.
+	StreamResets *prometheus.CounterVec
+	// StreamEpoch is the epoch of the stream being applied, by stream: how
+	// many different streams of that name this database has consumed before.
+	StreamEpoch *prometheus.GaugeVec
+}
+
+var (
+	metricsOnce sync.Once
+	defMetrics  *metrics
+)
+
+func defaultMetrics() *metrics {
+	metricsOnce.Do(func() {
+		defMetrics = &metrics{
+			StreamResets: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "stream_resets_total",
+				Help: "Stored offsets that belonged to another stream of the same name (a new JetStream store or cluster); the stream was applied from its first message.",
+			}, []string{"stream"}),
+			StreamEpoch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "stream_epoch",
+				Help: "How many different streams of this name the database had consumed before the one being applied.",
+			}, []string{"stream"}),
+		}
+		prometheus.MustRegister(defMetrics.StreamResets, defMetrics.StreamEpoch)
+	})
+	return defMetrics
+}
