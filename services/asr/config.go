@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
 
@@ -63,8 +64,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		NATSURL:       "nats://127.0.0.1:4222",
-		URL:           "http://127.0.0.1:8000/v1",
-		Model:         "whisper-large-v3",
+		URL:           engines.DefaultASRURL,
+		Model:         engines.DefaultASRModel,
 		Timeout:       15 * time.Second,
 		Attempts:      3,
 		RetryBackoff:  150 * time.Millisecond,
@@ -104,13 +105,7 @@ func ConfigFromEnv() (Config, error) {
 }
 
 // BaseURL is URL ending in /v1, as go-openai wants it.
-func (c Config) BaseURL() string {
-	u := strings.TrimRight(c.URL, "/")
-	if !strings.HasSuffix(u, "/v1") {
-		u += "/v1"
-	}
-	return u
-}
+func (c Config) BaseURL() string { return engines.V1(c.URL) }
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {

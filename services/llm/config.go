@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 )
 
@@ -81,8 +82,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		NATSURL:           "nats://127.0.0.1:4222",
-		LLMURL:            "http://127.0.0.1:8000/v1",
-		Model:             "Qwen/Qwen2.5-7B-Instruct-AWQ",
+		LLMURL:            engines.DefaultLLMURL,
+		Model:             engines.DefaultLLMModel,
 		SystemPrompt:      DefaultSystemPrompt,
 		Timeout:           60 * time.Second,
 		Attempts:          3,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/engines"
 )
 
 // Config of the memory service. Defaults in code, overridden by ALICIA_* env vars.
@@ -65,9 +66,9 @@ const Dimensions = 1024
 func DefaultConfig() Config {
 	return Config{
 		NATSURL:            "nats://127.0.0.1:4222",
-		EmbeddingModel:     "BAAI/bge-m3",
+		EmbeddingModel:     engines.DefaultEmbeddingModel,
 		EmbeddingTimeout:   5 * time.Second,
-		LLMModel:           "Qwen/Qwen2.5-7B-Instruct-AWQ",
+		LLMModel:           engines.DefaultLLMModel,
 		LLMTimeout:         60 * time.Second,
 		TopK:               5,
 		MaxTopK:            50,

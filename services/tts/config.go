@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/engines"
 )
 
 // Engines.
 const (
-	EngineOpenAI = "openai"
-	EngineEspeak = "espeak"
+	EngineOpenAI = engines.OpenAI
+	EngineEspeak = engines.Espeak
 )
 
 // Config of the tts service. Defaults in code, overridden by ALICIA_* env vars.
@@ -80,10 +81,10 @@ func DefaultConfig() Config {
 	return Config{
 		NATSURL:        "nats://127.0.0.1:4222",
 		Engine:         EngineOpenAI,
-		URL:            "http://127.0.0.1:8000",
-		Model:          "kokoro",
+		URL:            engines.DefaultTTSURL,
+		Model:          engines.DefaultTTSModel,
 		ResponseFormat: "pcm",
-		EspeakPath:     "espeak-ng",
+		EspeakPath:     engines.DefaultEspeakPath,
 		Timeout:        30 * time.Second,
 		RetryDelay:     100 * time.Millisecond,
 		Chunk:          100 * time.Millisecond,
@@ -97,12 +98,7 @@ func DefaultConfig() Config {
 }
 
 // DefaultVoice is the voice of an engine when ALICIA_TTS_VOICE is not set.
-func DefaultVoice(engine string) string {
-	if engine == EngineEspeak {
-		return "en-us"
-	}
-	return "af_sarah"
-}
+func DefaultVoice(engine string) string { return engines.DefaultVoice(engine) }
 
 // ConfigFromEnv returns DefaultConfig overridden by the environment.
 func ConfigFromEnv() (Config, error) {
