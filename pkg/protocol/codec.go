@@ -78,6 +78,9 @@ func decodeWith(set *schemaSet, data []byte) (Envelope, error) {
 		seen |= bit
 		switch k {
 		case "stanzaId":
+			if nilNext(r) {
+				continue
+			}
 			v, err := headerInt(st.dec, k, math.MinInt32, math.MaxInt32)
 			if err != nil {
 				return env, err
@@ -91,6 +94,9 @@ func decodeWith(set *schemaSet, data []byte) (Envelope, error) {
 			env.Type = MessageType(v)
 		case "conversationId":
 			v, err := r.value(k, 1)
+			if err == nil && v == nil {
+				continue // nil: absent
+			}
 			s, ok := v.(string)
 			if err != nil || !ok {
 				return env, errorf(CodeMalformed, "conversationId must be a UTF-8 string")
@@ -177,6 +183,14 @@ func headerBit(k string) uint8 {
 		return bitBody
 	}
 	return 0
+}
+
+// nilNext consumes the next value if it is nil and reports whether it was.
+func nilNext(r *reader) bool {
+	if c, err := r.dec.PeekCode(); err != nil || c != msgpcode.Nil {
+		return false
+	}
+	return r.dec.Skip() == nil
 }
 
 func headerInt(dec *msgpack.Decoder, k string, lo, hi int64) (int64, error) {
@@ -301,6 +315,7 @@ func (st *decodeState) validateBody(set *schemaSet, t MessageType, raw []byte) e
 	if err != nil {
 		return bodyError(err)
 	}
+	dropNullOptionals(set.bodies[t], body, 0)
 	bytesFields := set.bytesFields[t]
 	for _, k := range r.binKeys {
 		if !slices.Contains(bytesFields, k) {

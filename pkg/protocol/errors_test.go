@@ -82,7 +82,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"below_minimum", mp(t, envWith(sentenceBody(), withBody("sequence", 0))), protocol.CodeInvalidBody, "body/sequence"},
 		{"over_int32", mp(t, envWith(sentenceBody(), withBody("sequence", int64(math.MaxInt32)+1))), protocol.CodeInvalidBody, "body/sequence"},
 		{"float_in_integer", mp(t, envWith(sentenceBody(), withBody("sequence", 2.5))), protocol.CodeInvalidBody, "body/sequence"},
-		{"null_optional", mp(t, envWith(sentenceBody(), withBody("id", nil))), protocol.CodeInvalidBody, "body/id"},
+		{"null_required", mp(t, envWith(sentenceBody(), withBody("text", nil))), protocol.CodeInvalidBody, "body/text"},
 		{"bytes_as_str", mp(t, envWith(sentenceBody(), withBody("audio", "AAAA"))), protocol.CodeInvalidBody, "body/audio"},
 		{"bin_in_string_field", mp(t, envWith(sentenceBody(), withBody("text", []byte("hi")))), protocol.CodeInvalidBody, "body/text"},
 		{"bin_in_unknown_field", mp(t, envWith(sentenceBody(), withBody("extra", []byte("hi")))), protocol.CodeInvalidBody, "body/extra"},
@@ -117,6 +117,7 @@ func TestDecodeAccepts(t *testing.T) {
 		{"unknown_fields_ignored", envWith(sentenceBody(), withBody("futureField", map[string]any{"a": []any{1, "b"}}), func(e map[string]any) { e["futureHeader"] = true })},
 		{"no_stanza_no_conversation", envWith(sentenceBody(), func(e map[string]any) { delete(e, "stanzaId"); delete(e, "conversationId") })},
 		{"nil_meta", envWith(sentenceBody(), func(e map[string]any) { e["meta"] = nil })},
+		{"nil_optional", envWith(sentenceBody(), withBody("id", nil))},
 		{"wide_ints", envWith(sentenceBody(), withBody("sequence", uint64(5)))},
 	}
 	for _, tc := range cases {

@@ -40,6 +40,9 @@ type node struct {
 	enum       []string
 	min, max   *float64
 	bytes      bool // contentEncoding base64: bin in MessagePack
+	// optional marks a declared, not required property: nil there means
+	// absent (JavaScript and Kotlin clients send null for unset fields).
+	optional bool
 }
 
 // anyNode accepts any JSON value.
@@ -152,6 +155,9 @@ func compileNode(s map[string]any, defs map[string]any, depth int) (*node, error
 	if len(n.required) > 64 {
 		return nil, fmt.Errorf("more than 64 required properties")
 	}
+	for name, c := range n.props {
+		c.optional = !slices.Contains(n.required, name)
+	}
 	if n.bytes && n.types != tString {
 		return nil, fmt.Errorf("contentEncoding needs type string")
 	}
@@ -217,6 +223,9 @@ func (r *reader) check(n *node, depth int) error {
 	var got uint8
 	switch {
 	case c == msgpcode.Nil:
+		if n.optional {
+			return r.wrap("", r.dec.Skip())
+		}
 		got = tNull
 	case c == msgpcode.True || c == msgpcode.False:
 		got = tBool

@@ -33,7 +33,12 @@ func FuzzDecode(f *testing.F) {
 	if err != nil || len(files) == 0 {
 		f.Fatalf("no golden vectors: %v", err)
 	}
-	for _, name := range files {
+	// Optional fields sent as nil, as JavaScript clients do.
+	nils, err := fs.Glob(protoschemas.FS, "golden/nil/*.nil.msgpack")
+	if err != nil || len(nils) == 0 {
+		f.Fatalf("no nil vectors: %v", err)
+	}
+	for _, name := range append(files, nils...) {
 		data, err := protoschemas.FS.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

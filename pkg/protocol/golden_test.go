@@ -125,3 +125,61 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenNil: every nil vector (golden/nil/<name>.json in JSON and
+// <name>.nil.msgpack in MessagePack, optional fields sent as nil) decodes to
+// the envelope of <name>.msgpack, the same message without those fields, and
+// re-encodes to exactly those canonical bytes.
+func TestGoldenNil(t *testing.T) {
+	bases, err := fs.Glob(protoschemas.FS, "golden/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bases {
+		name := strings.TrimSuffix(path.Base(b), ".json")
+		t.Run(name, func(t *testing.T) {
+			read := func(suffix string) []byte {
+				data, err := protoschemas.FS.ReadFile("golden/nil/" + name + suffix)
+				if err != nil {
+					t.Fatalf("%v (run go generate ./pkg/protocol/...)", err)
+				}
+				return data
+			}
+			js, nilMsgpack, canonical := read(".json"), read(".nil.msgpack"), read(".msgpack")
+			if !bytes.Contains(js, []byte(": null")) || bytes.Equal(nilMsgpack, canonical) {
+				t.Fatal("the vector sends no optional field as nil")
+			}
+			want, err := protocol.Decode(canonical)
+			if err != nil {
+				t.Fatalf("Decode %s.msgpack: %v", name, err)
+			}
+			if out, err := protocol.Encode(want); err != nil || !bytes.Equal(out, canonical) {
+				t.Fatalf("%s.msgpack is not canonical: %v", name, err)
+			}
+			for _, d := range []struct {
+				name   string
+				decode func() (protocol.Envelope, error)
+			}{
+				{"msgpack", func() (protocol.Envelope, error) { return protocol.Decode(nilMsgpack) }},
+				{"json", func() (protocol.Envelope, error) { return protocol.DecodeJSON(js) }},
+			} {
+				t.Run(d.name, func(t *testing.T) {
+					env, err := d.decode()
+					if err != nil {
+						t.Fatalf("decode: %v", err)
+					}
+					if !reflect.DeepEqual(env, want) {
+						t.Errorf("decoded\n%#v\nwant\n%#v", env, want)
+					}
+					out, err := protocol.Encode(env)
+					if err != nil {
+						t.Fatalf("Encode: %v", err)
+					}
+					if !bytes.Equal(out, canonical) {
+						t.Errorf("re-encoded bytes differ\n got %x\nwant %x", out, canonical)
+					}
+				})
+			}
+		})
+	}
+}

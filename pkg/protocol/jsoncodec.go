@@ -27,6 +27,11 @@ func DecodeJSON(data []byte) (Envelope, error) {
 	if err := json.Unmarshal(data, &header); err != nil || header == nil {
 		return env, errorf(CodeMalformed, "envelope is not a JSON object")
 	}
+	for k, raw := range header {
+		if k != "type" && k != "body" && string(bytes.TrimSpace(raw)) == "null" {
+			delete(header, k) // an optional header field sent as null is absent
+		}
+	}
 	if raw, ok := header["stanzaId"]; ok {
 		v, err := jsonInt(raw, "stanzaId", math.MinInt32, math.MaxInt32)
 		if err != nil {
@@ -81,6 +86,7 @@ func DecodeJSON(data []byte) (Envelope, error) {
 	if !ok {
 		return env, errorf(CodeUnknownType, "unknown message type %d", env.Type)
 	}
+	dropNullOptionals(schema, generic, 0)
 	if err := schema.Validate(generic); err != nil {
 		return env, &Error{Code: CodeInvalidBody, Reason: schemaReason("body", err)}
 	}
