@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 )
 
@@ -29,12 +30,18 @@ type Config struct {
 	QueueSize int
 	// AllowedOrigins are extra browser origins (host patterns) allowed to open /v1/ws (ALICIA_ALLOWED_ORIGINS, comma-separated).
 	AllowedOrigins []string
-	// Model backends (OpenAI-compatible base URLs ending in /v1) whose
-	// reachability GET /v1/server-info reports; an empty URL is "not configured".
-	LLM        Backend // ALICIA_LLM_URL, ALICIA_LLM_MODEL, ALICIA_LLM_API_KEY (+ _FILE)
-	ASR        Backend // ALICIA_ASR_URL, ALICIA_ASR_MODEL, ALICIA_ASR_API_KEY (+ _FILE)
-	TTS        Backend // ALICIA_TTS_URL, ALICIA_TTS_MODEL, ALICIA_TTS_API_KEY (+ _FILE)
-	Embeddings Backend // ALICIA_EMBEDDING_URL, ALICIA_EMBEDDING_MODEL, ALICIA_EMBEDDING_API_KEY (+ _FILE)
+	// The model engines server-info describes and probes, read from the
+	// variables (and with the defaults) of the services that use them, so
+	// it describes the engines actually running. URLs are OpenAI-compatible
+	// base URLs ending in /v1; an empty one is "not configured".
+	LLM engines.Engine // ALICIA_LLM_URL, ALICIA_LLM_MODEL, ALICIA_LLM_API_KEY (+ _FILE): as the llm
+	ASR engines.Engine // ALICIA_ASR_URL (/v1 added as the asr does), ALICIA_ASR_MODEL, ALICIA_ASR_API_KEY (+ _FILE)
+	// TTS is as the tts reads it: ALICIA_TTS_ENGINE (openai or espeak),
+	// ALICIA_TTS_URL (/v1 added), ALICIA_TTS_MODEL, ALICIA_TTS_VOICE (the
+	// engine's default voice unless set), ALICIA_TTS_API_KEY (+ _FILE),
+	// ALICIA_ESPEAK_PATH.
+	TTS        engines.Engine
+	Embeddings engines.Engine // ALICIA_EMBEDDING_URL, ALICIA_EMBEDDING_MODEL, ALICIA_EMBEDDING_API_KEY (+ _FILE): as the memory
 	// WriteTimeout bounds a REST write: publish, then wait until persistence
 	// has applied it (ALICIA_WRITE_TIMEOUT, default 10s; 504 beyond).
 	WriteTimeout time.Duration
@@ -104,38 +111,52 @@ func (l LiveKit) validate() error {
 	return errors.Join(errs...)
 }
 
-// Backend is an OpenAI-compatible model endpoint.
-type Backend struct {
-	URL    string
-	Model  string
-	APIKey string
-}
-
-// ModelsFromEnv sets the model backends from ALICIA_{LLM,ASR,TTS,EMBEDDING}_{URL,MODEL,API_KEY}
-// (keys also from _FILE); a launcher that builds its Config in code (alicia up) calls it too.
+// ModelsFromEnv sets the model engines from ALICIA_{LLM,ASR,TTS,EMBEDDING}_{URL,MODEL,API_KEY}
+// (keys also from _FILE) and ALICIA_TTS_ENGINE, ALICIA_TTS_VOICE and
+// ALICIA_ESPEAK_PATH; a launcher that builds its Config in code calls it too.
 func (c *Config) ModelsFromEnv() error {
-	return errors.Join(
-		backendFromEnv("LLM", &c.LLM),
-		backendFromEnv("ASR", &c.ASR),
-		backendFromEnv("TTS", &c.TTS),
-		backendFromEnv("EMBEDDING", &c.Embeddings),
+	config.String("ALICIA_TTS_ENGINE", &c.TTS.Kind)
+	config.String("ALICIA_ESPEAK_PATH", &c.TTS.Path)
+	c.TTS.Voice = "" // the default follows the engine
+	config.String("ALICIA_TTS_VOICE", &c.TTS.Voice)
+	if c.TTS.Voice == "" {
+		c.TTS.Voice = engines.DefaultVoice(c.TTS.Kind)
+	}
+	err := errors.Join(
+		engineFromEnv("LLM", &c.LLM),
+		engineFromEnv("ASR", &c.ASR),
+		engineFromEnv("TTS", &c.TTS),
+		engineFromEnv("EMBEDDING", &c.Embeddings),
 	)
+	// The asr and tts services call …/v1 whether or not the URL ends in it.
+	c.ASR.URL, c.TTS.URL = engines.V1(c.ASR.URL), engines.V1(c.TTS.URL)
+	return err
 }
 
-// backendFromEnv reads ALICIA_{prefix}_URL, _MODEL and _API_KEY (+ _FILE).
-func backendFromEnv(prefix string, b *Backend) error {
-	config.String("ALICIA_"+prefix+"_URL", &b.URL)
-	config.String("ALICIA_"+prefix+"_MODEL", &b.Model)
-	return config.Secret("ALICIA_"+prefix+"_API_KEY", &b.APIKey)
+// engineFromEnv reads ALICIA_{prefix}_URL, _MODEL and _API_KEY (+ _FILE).
+func engineFromEnv(prefix string, e *engines.Engine) error {
+	config.String("ALICIA_"+prefix+"_URL", &e.URL)
+	config.String("ALICIA_"+prefix+"_MODEL", &e.Model)
+	return config.Secret("ALICIA_"+prefix+"_API_KEY", &e.APIKey)
 }
 
-func (b Backend) validate(prefix string) error {
-	if b.URL == "" {
+func validateEngine(prefix string, e engines.Engine) error {
+	switch {
+	case e.Kind == engines.Espeak && prefix == "TTS":
+		if e.Path == "" {
+			return errors.New("espeak-ng path is empty (ALICIA_ESPEAK_PATH)")
+		}
+		return nil
+	case e.Kind != engines.OpenAI && e.Kind != "" && prefix == "TTS":
+		return fmt.Errorf("ALICIA_TTS_ENGINE %q is neither %s nor %s", e.Kind, engines.OpenAI, engines.Espeak)
+	case e.Kind != engines.OpenAI && e.Kind != "":
+		return fmt.Errorf("%s engine %q: only %s is supported", prefix, e.Kind, engines.OpenAI)
+	case e.URL == "":
 		return nil
 	}
-	u, err := url.Parse(b.URL)
+	u, err := url.Parse(e.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("ALICIA_%s_URL %q: want an http(s) URL such as http://host:8000/v1", prefix, b.URL)
+		return fmt.Errorf("ALICIA_%s_URL %q: want an http(s) URL such as http://host:8000/v1", prefix, e.URL)
 	}
 	return nil
 }
@@ -143,7 +164,12 @@ func (b Backend) validate(prefix string) error {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
-		LiveKit: LiveKit{TokenTTL: time.Hour}}
+		LiveKit:    LiveKit{TokenTTL: time.Hour},
+		LLM:        engines.Engine{Kind: engines.OpenAI, URL: engines.DefaultLLMURL, Model: engines.DefaultLLMModel},
+		ASR:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultASRURL), Model: engines.DefaultASRModel},
+		TTS:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultTTSURL), Model: engines.DefaultTTSModel, Voice: engines.DefaultVoice(engines.OpenAI), Path: engines.DefaultEspeakPath},
+		Embeddings: engines.Engine{Kind: engines.OpenAI, Model: engines.DefaultEmbeddingModel}, // memory search is off without a URL
+	}
 }
 
 // ConfigFromEnv returns DefaultConfig overridden by the environment.
@@ -197,7 +223,7 @@ func (c Config) Validate() error {
 	if c.WriteTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))
 	}
-	errs = append(errs, c.LLM.validate("LLM"), c.ASR.validate("ASR"), c.TTS.validate("TTS"), c.Embeddings.validate("EMBEDDING"),
-		c.LiveKit.validate())
+	errs = append(errs, validateEngine("LLM", c.LLM), validateEngine("ASR", c.ASR), validateEngine("TTS", c.TTS),
+		validateEngine("EMBEDDING", c.Embeddings), c.LiveKit.validate())
 	return errors.Join(errs...)
 }

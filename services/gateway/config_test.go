@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/gateway"
+	"github.com/alicia-voice/alicia/services/tts"
 )
 
 func TestConfigFromEnv(t *testing.T) {
@@ -23,13 +25,72 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("ALICIA_EMBEDDING_URL", "https://emb.example/v1")
 	t.Setenv("ALICIA_EMBEDDING_API_KEY_FILE", keyFile)
 	t.Setenv("ALICIA_WRITE_TIMEOUT", "3s")
+	for _, k := range []string{"ALICIA_ASR_URL", "ALICIA_ASR_MODEL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_URL", "ALICIA_TTS_MODEL", "ALICIA_TTS_VOICE", "ALICIA_ESPEAK_PATH"} {
+		t.Setenv(k, "")
+	}
 	c, err := gateway.ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.LLM != (gateway.Backend{URL: "http://vllm:8000/v1", Model: "qwen", APIKey: "llm-secret"}) ||
-		c.Embeddings.APIKey != "emb-secret" || c.ASR.URL != "" || c.WriteTimeout != 3*time.Second {
+	if c.LLM != (engines.Engine{Kind: engines.OpenAI, URL: "http://vllm:8000/v1", Model: "qwen", APIKey: "llm-secret"}) ||
+		c.Embeddings.APIKey != "emb-secret" || c.Embeddings.Model != "BAAI/bge-m3" || c.WriteTimeout != 3*time.Second {
 		t.Fatalf("config %+v", c)
+	}
+}
+
+// TestModelsAsTheServicesReadThem: the gateway reads the asr's and the
+// tts's variables with their defaults, so server-info describes the
+// engines they run.
+func TestModelsAsTheServicesReadThem(t *testing.T) {
+	t.Setenv("ALICIA_POSTGRES_URL", "postgres://x@127.0.0.1/db")
+	t.Setenv("ALICIA_API_KEYS", "me:0123456789abcdef")
+	vars := []string{"ALICIA_ASR_URL", "ALICIA_ASR_MODEL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_URL", "ALICIA_TTS_MODEL", "ALICIA_TTS_VOICE", "ALICIA_ESPEAK_PATH"}
+	for _, c := range []struct {
+		name     string
+		env      map[string]string
+		asr, tts engines.Engine
+		ttsName  string
+	}{
+		{name: "defaults",
+			asr:     engines.Engine{Kind: engines.OpenAI, URL: "http://127.0.0.1:8000/v1", Model: "whisper-large-v3"},
+			tts:     engines.Engine{Kind: engines.OpenAI, URL: "http://127.0.0.1:8000/v1", Model: "kokoro", Voice: "af_sarah", Path: "espeak-ng"},
+			ttsName: "kokoro (voice af_sarah)"},
+		{name: "espeak-ng",
+			env:     map[string]string{"ALICIA_TTS_ENGINE": "espeak", "ALICIA_ESPEAK_PATH": "/opt/espeak-ng"},
+			asr:     engines.Engine{Kind: engines.OpenAI, URL: "http://127.0.0.1:8000/v1", Model: "whisper-large-v3"},
+			tts:     engines.Engine{Kind: engines.Espeak, URL: "http://127.0.0.1:8000/v1", Model: "kokoro", Voice: "en-us", Path: "/opt/espeak-ng"},
+			ttsName: "espeak-ng (voice en-us)"},
+		{name: "servers without /v1",
+			env: map[string]string{"ALICIA_ASR_URL": "http://speaches:8000", "ALICIA_ASR_MODEL": "Systran/faster-whisper-large-v3",
+				"ALICIA_TTS_URL": "http://speaches:8000/", "ALICIA_TTS_MODEL": "speaches-ai/Kokoro-82M-v1.0-ONNX", "ALICIA_TTS_VOICE": "bf_emma"},
+			asr:     engines.Engine{Kind: engines.OpenAI, URL: "http://speaches:8000/v1", Model: "Systran/faster-whisper-large-v3"},
+			tts:     engines.Engine{Kind: engines.OpenAI, URL: "http://speaches:8000/v1", Model: "speaches-ai/Kokoro-82M-v1.0-ONNX", Voice: "bf_emma", Path: "espeak-ng"},
+			ttsName: "speaches-ai/Kokoro-82M-v1.0-ONNX (voice bf_emma)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, k := range vars {
+				t.Setenv(k, c.env[k])
+			}
+			g, err := gateway.ConfigFromEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.ASR != c.asr || g.TTS != c.tts || g.TTS.Name() != c.ttsName {
+				t.Fatalf("asr %+v tts %+v (%s), want %+v %+v (%s)", g.ASR, g.TTS, g.TTS.Name(), c.asr, c.tts, c.ttsName)
+			}
+			// The tts reads the same engine, model and voice.
+			s, err := tts.ConfigFromEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			voice := s.Voice
+			if voice == "" {
+				voice = tts.DefaultVoice(s.Engine)
+			}
+			if s.Engine != g.TTS.Kind || s.Model != g.TTS.Model || voice != g.TTS.Voice || engines.V1(s.URL) != g.TTS.URL {
+				t.Fatalf("tts service reads %+v", s)
+			}
+		})
 	}
 }
 
@@ -48,6 +109,9 @@ func TestConfigValidate(t *testing.T) {
 		{"tts URL not http", func(c *gateway.Config) { c.TTS.URL = "ftp://tts/v1" }, "ALICIA_TTS_URL"},
 		{"asr URL without host", func(c *gateway.Config) { c.ASR.URL = "http:///v1" }, "ALICIA_ASR_URL"},
 		{"write timeout", func(c *gateway.Config) { c.WriteTimeout = 0 }, "ALICIA_WRITE_TIMEOUT"},
+		{"unknown tts engine", func(c *gateway.Config) { c.TTS.Kind = "piper" }, "ALICIA_TTS_ENGINE"},
+		{"espeak without a path", func(c *gateway.Config) { c.TTS.Kind, c.TTS.Path = engines.Espeak, "" }, "ALICIA_ESPEAK_PATH"},
+		{"espeak for the llm", func(c *gateway.Config) { c.LLM.Kind = engines.Espeak }, "LLM engine"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := base

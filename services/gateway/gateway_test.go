@@ -137,6 +137,7 @@ type wsClient struct {
 	t    *testing.T
 	c    *websocket.Conn
 	next int32
+	info protocol.Envelope // the ServerInfo that opens every connection
 }
 
 func (s *stack) dial(t *testing.T, key string) *wsClient {
@@ -147,7 +148,11 @@ func (s *stack) dial(t *testing.T, key string) *wsClient {
 	}
 	c.SetReadLimit(2 << 20)
 	t.Cleanup(func() { c.CloseNow() })
-	return &wsClient{t: t, c: c, next: 1}
+	w := &wsClient{t: t, c: c, next: 1}
+	if w.info = w.recv(); w.info.Type != protocol.TypeServerInfo {
+		t.Fatalf("first frame %+v, want ServerInfo", w.info)
+	}
+	return w
 }
 
 func (w *wsClient) send(cid string, body protocol.Body) {

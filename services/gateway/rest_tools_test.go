@@ -1,13 +1,11 @@
 package gateway_test
 
 import (
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/services/gateway"
 )
 
@@ -123,65 +121,6 @@ func TestToolsAndMCPServers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { s.call(t, aliceKey, c.method, c.path, c.body).wantError(c.status) })
 	}
-}
-
-type serverInfoJSON struct {
-	Connection struct {
-		Status    string `json:"status"`
-		LatencyMs *int64 `json:"latencyMs"`
-	} `json:"connection"`
-	Models map[string]struct {
-		Name      string `json:"name"`
-		Reachable bool   `json:"reachable"`
-		URL       string `json:"url"`
-		Error     string `json:"error"`
-	} `json:"models"`
-	MCPServers []struct {
-		Name   string `json:"name"`
-		Status string `json:"status"`
-	} `json:"mcpServers"`
-}
-
-func TestServerInfo(t *testing.T) {
-	llm := fakeopenai.New(t, fakeopenai.WithAPIKey("llm-key-123"))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String() + "/v1"
-	ln.Close()
-	s := newStack(t, func(o *stackOptions) {
-		o.gateway = func(c *gateway.Config) {
-			c.LLM = gateway.Backend{URL: llm.URL(), Model: "qwen2.5-7b", APIKey: "llm-key-123"}
-			c.ASR = gateway.Backend{URL: down, Model: "whisper"}
-			c.Embeddings = gateway.Backend{URL: llm.URL(), Model: "bge-m3", APIKey: "wrong-key-456"}
-		}
-	})
-	var info serverInfoJSON
-	s.call(t, aliceKey, "GET", "/v1/server-info", nil).want(http.StatusOK, &info)
-	if info.Connection.Status != "connected" || info.Connection.LatencyMs == nil || *info.Connection.LatencyMs < 0 {
-		t.Fatalf("connection %+v", info.Connection)
-	}
-	m := info.Models
-	if len(m) != 4 {
-		t.Fatalf("models %+v", m)
-	}
-	if l := m["llm"]; !l.Reachable || l.Name != "qwen2.5-7b" || l.URL != llm.URL() || l.Error != "" {
-		t.Fatalf("llm %+v", l)
-	}
-	if a := m["asr"]; a.Reachable || a.Name != "whisper" || !strings.Contains(a.Error, "refused") {
-		t.Fatalf("asr %+v", a)
-	}
-	if tts := m["tts"]; tts.Reachable || tts.Error != "not configured" || tts.URL != "" {
-		t.Fatalf("tts %+v", tts)
-	}
-	if e := m["embeddings"]; e.Reachable || !strings.Contains(e.Error, "401") {
-		t.Fatalf("embeddings %+v", e)
-	}
-	if info.MCPServers == nil || len(info.MCPServers) != 0 {
-		t.Fatalf("mcpServers %+v", info.MCPServers)
-	}
-	s.call(t, "", "GET", "/v1/server-info", nil).wantError(http.StatusUnauthorized)
 }
 
 func TestRateLimitAnswersJSON(t *testing.T) {

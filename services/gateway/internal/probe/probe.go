@@ -1,39 +1,21 @@
-// Package probe tells whether the model backends answer: GET {url}/models on
-// each OpenAI-compatible endpoint, with its API key, all at once, each
-// answer kept for a few seconds so a busy server-info page does not hammer
-// the backends.
+// Package probe tells server-info whether the model engines are usable
+// (engines.Probe: the server lists the configured model, espeak-ng runs with
+// the voice), all at once, each answer kept for a few seconds so a busy
+// server-info page or many WebSocket connections do not hammer the backends.
 package probe
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/alicia-voice/alicia/pkg/engines"
 )
 
-// Backend is one OpenAI-compatible endpoint; an empty URL is "not configured".
-type Backend struct {
-	URL    string // base URL, e.g. http://vllm:8000/v1
-	Model  string
-	APIKey string
-}
-
-// Status is what server-info says about a backend.
-type Status struct {
-	Name      string `json:"name"`
-	Reachable bool   `json:"reachable"`
-	URL       string `json:"url,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-// NotConfigured is the error of a backend without a URL.
-const NotConfigured = "not configured"
+// Backend is one engine; a server without a URL is "not configured".
+type Backend = engines.Engine
 
 // Options tune a Prober; zero values take the defaults.
 type Options struct {
@@ -42,7 +24,7 @@ type Options struct {
 	Client  *http.Client
 }
 
-// Prober probes a fixed set of backends by name (llm, asr, …).
+// Prober probes a fixed set of engines by name (llm, asr, …).
 type Prober struct {
 	backends map[string]Backend
 	opts     Options
@@ -54,7 +36,7 @@ type Prober struct {
 // entry is one probe, in flight until done is closed.
 type entry struct {
 	done chan struct{}
-	st   Status
+	st   engines.Status
 	at   time.Time
 }
 
@@ -77,10 +59,10 @@ func New(backends map[string]Backend, opts Options) *Prober {
 	return &Prober{backends: backends, opts: opts, entries: map[string]*entry{}}
 }
 
-// Check returns the status of every backend, probing those whose last
+// Check returns the status of every engine, probing those whose last
 // answer is older than the TTL, concurrently.
-func (p *Prober) Check(ctx context.Context) map[string]Status {
-	out := make(map[string]Status, len(p.backends))
+func (p *Prober) Check(ctx context.Context) map[string]engines.Status {
+	out := make(map[string]engines.Status, len(p.backends))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for name := range p.backends {
@@ -95,10 +77,10 @@ func (p *Prober) Check(ctx context.Context) map[string]Status {
 	return out
 }
 
-func (p *Prober) status(ctx context.Context, name string) Status {
+func (p *Prober) status(ctx context.Context, name string) engines.Status {
 	b := p.backends[name]
-	if b.URL == "" {
-		return Status{Name: b.Model, Error: NotConfigured}
+	if !b.Local() && b.URL == "" {
+		return engines.Probe(ctx, p.opts.Client, b, p.opts.Timeout) // not configured: nothing to ask
 	}
 	p.mu.Lock()
 	e := p.entries[name]
@@ -117,7 +99,7 @@ func (p *Prober) status(ctx context.Context, name string) Status {
 		case <-e.done:
 			return e.st
 		case <-ctx.Done():
-			return Status{Name: b.Model, URL: display(b.URL), Error: "probe abandoned: " + ctx.Err().Error()}
+			return abandoned(b, ctx.Err())
 		}
 	}
 	e = &entry{done: make(chan struct{})}
@@ -126,7 +108,7 @@ func (p *Prober) status(ctx context.Context, name string) Status {
 
 	// Not the request's context: a client that goes away must not leave a
 	// cancelled probe in the cache.
-	st := p.probe(b)
+	st := engines.Probe(context.Background(), p.opts.Client, b, p.opts.Timeout)
 	p.mu.Lock()
 	e.st, e.at = st, time.Now()
 	p.mu.Unlock()
@@ -134,62 +116,10 @@ func (p *Prober) status(ctx context.Context, name string) Status {
 	return st
 }
 
-func (p *Prober) probe(b Backend) Status {
-	st := Status{Name: b.Model, URL: display(b.URL)}
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
-	defer cancel()
-	u, err := url.Parse(b.URL)
-	if err != nil {
-		st.Error = "bad URL: " + err.Error()
-		return st
-	}
-	u.Path = strings.TrimRight(u.Path, "/") + "/models"
-	u.RawPath = ""
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		st.Error = "bad URL: " + err.Error()
-		return st
-	}
-	req.Header.Set("Accept", "application/json")
-	if b.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+b.APIKey)
-	}
-	resp, err := p.opts.Client.Do(req)
-	if err != nil {
-		st.Error = describe(err, p.opts.Timeout)
-		return st
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		st.Error = "GET /models answered " + resp.Status
-		return st
-	}
-	st.Reachable = true
+// abandoned is the status of a check whose caller gave up before a shared
+// probe answered.
+func abandoned(b Backend, err error) engines.Status {
+	st := engines.Describe(b)
+	st.Error = "probe abandoned: " + err.Error()
 	return st
-}
-
-func describe(err error, timeout time.Duration) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("no answer within %s", timeout)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Err != nil {
-		return oe.Op + ": " + oe.Err.Error()
-	}
-	return err.Error()
-}
-
-// display is the URL without credentials or query, safe to show.
-func display(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
 }

@@ -5,12 +5,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 )
@@ -42,7 +45,7 @@ func newBackend(t *testing.T, key string, hold chan struct{}) *backend {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model"}]}`))
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"chat","object":"model"},{"id":"tts","object":"model"}]}`))
 	}))
 	t.Cleanup(b.srv.Close)
 	return b
@@ -58,8 +61,18 @@ func closedPort(t *testing.T) string {
 	return "http://" + addr + "/v1"
 }
 
+// fakeEspeak is a stand-in espeak-ng that runs with the voice en-us only.
+func fakeEspeak(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "espeak-ng")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n[ \"$3\" = en-us ]\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestCheck(t *testing.T) {
 	up := newBackend(t, "secret", nil)
+	espeak := fakeEspeak(t)
 	hung := newBackend(t, "", make(chan struct{}))
 	t.Cleanup(func() { close(hung.hold) })
 	p := probe.New(map[string]probe.Backend{
@@ -69,6 +82,10 @@ func TestCheck(t *testing.T) {
 		"hung":      {URL: hung.srv.URL + "/v1", Model: "tts"},
 		"missing":   {Model: "emb"},
 		"creds":     {URL: "http://user:pw@" + strings.TrimPrefix(up.srv.URL, "http://") + "/v1?x=1", Model: "chat", APIKey: "secret"},
+		"unserved":  {URL: up.srv.URL + "/v1", Model: "whisper-large-v3", APIKey: "secret"},
+		"speech":    {Kind: engines.OpenAI, URL: up.srv.URL + "/v1", Model: "tts", Voice: "af_sarah", APIKey: "secret"},
+		"espeak":    {Kind: engines.Espeak, Path: espeak, Voice: "en-us"},
+		"bad-voice": {Kind: engines.Espeak, Path: espeak, Voice: "xx"},
 	}, probe.Options{Timeout: 300 * time.Millisecond})
 	start := time.Now()
 	got := p.Check(context.Background())
@@ -84,15 +101,20 @@ func TestCheck(t *testing.T) {
 		{"wrong-key", false, "401"},
 		{"down", false, "refused"},
 		{"hung", false, "no answer within 300ms"},
-		{"missing", false, probe.NotConfigured},
+		{"missing", false, engines.NotConfigured},
 		{"creds", true, ""},
+		{"unserved", false, "reachable, but model whisper-large-v3 is not served (serves: chat, tts)"},
+		{"speech", true, ""},
+		{"espeak", true, ""},
+		{"bad-voice", false, "espeak-ng with voice xx failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := got[c.name]
 			if st.Reachable != c.reachable || !strings.Contains(st.Error, c.errPart) || (c.errPart == "" && st.Error != "") {
 				t.Fatalf("%+v", st)
 			}
-			if c.name == "missing" && st.URL != "" || c.name != "missing" && st.URL == "" {
+			local := c.name == "espeak" || c.name == "bad-voice"
+			if (c.name == "missing" || local) != (st.URL == "") {
 				t.Fatalf("url %q", st.URL)
 			}
 			if strings.Contains(st.URL, "pw") || strings.Contains(st.URL, "x=1") {
@@ -100,15 +122,18 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
-	if got["up"].Name != "chat" || got["missing"].Name != "emb" {
-		t.Fatalf("names %+v", got)
+	for name, want := range map[string]string{"up": "chat", "missing": "emb", "speech": "tts (voice af_sarah)",
+		"espeak": "espeak-ng (voice en-us)", "bad-voice": "espeak-ng (voice xx)"} {
+		if got[name].Name != want {
+			t.Errorf("%s: name %q, want %q", name, got[name].Name, want)
+		}
 	}
 }
 
 func TestCacheAndSharedProbe(t *testing.T) {
 	hold := make(chan struct{})
 	b := newBackend(t, "", hold)
-	p := probe.New(map[string]probe.Backend{"llm": {URL: b.srv.URL + "/v1"}}, probe.Options{TTL: 200 * time.Millisecond})
+	p := probe.New(map[string]probe.Backend{"llm": {URL: b.srv.URL + "/v1", Model: "chat"}}, probe.Options{TTL: 200 * time.Millisecond})
 	// Concurrent checks while a probe is in flight share it.
 	var wg sync.WaitGroup
 	for range 8 {
@@ -138,13 +163,13 @@ func TestCacheAndSharedProbe(t *testing.T) {
 func TestAbandonedCheckDoesNotPoisonTheCache(t *testing.T) {
 	hold := make(chan struct{})
 	b := newBackend(t, "", hold)
-	p := probe.New(map[string]probe.Backend{"llm": {URL: b.srv.URL + "/v1"}}, probe.Options{})
-	first := make(chan probe.Status, 1)
+	p := probe.New(map[string]probe.Backend{"llm": {URL: b.srv.URL + "/v1", Model: "chat"}}, probe.Options{})
+	first := make(chan engines.Status, 1)
 	go func() { first <- p.Check(context.Background())["llm"] }()
 	testkit.Eventually(t, 5*time.Second, func() bool { return b.calls.Load() > 0 }, "the first probe did not reach the backend")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if st := p.Check(ctx)["llm"]; st.Reachable || !strings.Contains(st.Error, "abandoned") {
+	if st := p.Check(ctx)["llm"]; st.Reachable || !strings.Contains(st.Error, "abandoned") || st.Name != "chat" {
 		t.Fatalf("cancelled check = %+v", st)
 	}
 	close(hold)

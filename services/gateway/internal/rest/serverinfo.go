@@ -2,13 +2,15 @@ package rest
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
+	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
 // Pinger answers when Postgres does.
@@ -17,9 +19,23 @@ type Pinger interface {
 }
 
 type serverInfo struct {
-	Connection connection              `json:"connection"`
-	Models     map[string]probe.Status `json:"models"`
-	MCPServers []mcpStatus             `json:"mcpServers"`
+	Connection connection             `json:"connection"`
+	Models     map[string]modelStatus `json:"models"`
+	MCPServers []mcpStatus            `json:"mcpServers"`
+}
+
+// modelStatus describes one engine: name is what the ServerInfo envelope
+// carries too ("espeak-ng (voice en-us)", "kokoro (voice af_sarah)", the
+// model); reachable means usable (the server lists the model, espeak-ng
+// runs with the voice).
+type modelStatus struct {
+	Name      string `json:"name"`
+	Engine    string `json:"engine"`
+	Model     string `json:"model,omitempty"`
+	Voice     string `json:"voice,omitempty"`
+	Reachable bool   `json:"reachable"`
+	URL       string `json:"url,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 type connection struct {
@@ -37,30 +53,64 @@ type mcpStatus struct {
 	Status string `json:"status"`
 }
 
-// serverInfo reports what is really reachable right now: the bus, Postgres,
-// each model backend (probed) and the MCP servers' last known status.
+// serverInfo is GET /v1/server-info.
 func (a *API) serverInfo(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
+	info, err := a.info(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, info)
+}
+
+// ServerInfo is the same report as a protocol body, for the WebSocket.
+func (a *API) ServerInfo(ctx context.Context) (*protocol.ServerInfo, error) {
+	info, err := a.info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	model := func(name string) protocol.ModelStatus {
+		m := info.Models[name]
+		return protocol.ModelStatus{Name: m.Name, Reachable: m.Reachable}
+	}
+	body := &protocol.ServerInfo{
+		Connection: protocol.ServerInfoConnection{Status: info.Connection.Status, LatencyMs: int32(min(info.Connection.LatencyMs, math.MaxInt32))},
+		Models:     protocol.ServerInfoModels{LLM: model("llm"), ASR: model("asr"), TTS: model("tts"), Embeddings: model("embeddings")},
+		MCPServers: make([]protocol.ServerInfoMCPServersElem, 0, len(info.MCPServers)),
+	}
+	for _, s := range info.MCPServers {
+		body.MCPServers = append(body.MCPServers, protocol.ServerInfoMCPServersElem{Name: s.Name, Status: s.Status})
+	}
+	return body, nil
+}
+
+// info reports what is really usable right now: the bus, Postgres, each
+// model engine (probed) and the MCP servers' last known status.
+func (a *API) info(ctx context.Context) (serverInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var (
 		wg     sync.WaitGroup
-		models map[string]probe.Status
+		models map[string]engines.Status
 		conn   connection
 	)
 	wg.Go(func() { models = a.Probe.Check(ctx) })
 	wg.Go(func() { conn = a.connection(ctx) })
 	wg.Wait()
-	info := serverInfo{Connection: conn, Models: models, MCPServers: []mcpStatus{}}
+	info := serverInfo{Connection: conn, Models: make(map[string]modelStatus, len(models)), MCPServers: []mcpStatus{}}
+	for name, st := range models {
+		info.Models[name] = modelStatus{Name: st.Name, Engine: st.Kind, Model: st.Model, Voice: st.Voice,
+			Reachable: st.Reachable, URL: st.URL, Error: st.Error}
+	}
 	if conn.Status != "degraded" {
 		servers, err := a.Store.MCPServers(ctx)
 		if err != nil {
-			return err
+			return info, err
 		}
 		for _, s := range servers {
 			info.MCPServers = append(info.MCPServers, mcpStatus{Name: s.Name, Status: s.Status})
 		}
 	}
-	return c.JSON(http.StatusOK, info)
+	return info, nil
 }
 
 func (a *API) connection(ctx context.Context) connection {

@@ -1,5 +1,6 @@
 // Package ws serves /v1/ws: binary msgpack envelopes over a WebSocket, one
-// conversation per connection, through the shared edge session.
+// conversation per connection, through the shared edge session. The first
+// frame of every connection is a ServerInfo (not stored, no stanza id).
 package ws
 
 import (
@@ -25,12 +26,24 @@ type Handler struct {
 	QueueSize int
 	// OriginPatterns allowed for browsers (host patterns); same-origin always is.
 	OriginPatterns []string
+	// ServerInfo, when set, reports the server's status (the body of
+	// GET /v1/server-info), sent to each connection first.
+	ServerInfo func(ctx context.Context) (*protocol.ServerInfo, error)
 }
 
-// transport writes frames as binary WebSocket messages.
-type transport struct{ c *websocket.Conn }
+// transport writes frames as binary WebSocket messages once ready is closed
+// (the ServerInfo is out), so the ServerInfo is always the first frame.
+type transport struct {
+	c     *websocket.Conn
+	ready <-chan struct{}
+}
 
 func (t transport) Send(ctx context.Context, frame []byte) error {
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return t.c.Write(ctx, websocket.MessageBinary, frame)
@@ -45,10 +58,16 @@ func (h *Handler) Serve(c echo.Context) error {
 	conn.SetReadLimit(int64(protocol.MaxEnvelopeSize) + 1024)
 	user := auth.UserOf(c)
 	log := h.Log.With().Str("user", user).Logger()
-	s := edge.NewSession(h.JS, h.Auth, transport{conn}, edge.Options{User: user, QueueSize: h.QueueSize, Log: log})
-
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
+	ready := make(chan struct{})
+	// Probing takes up to the probe timeout; the client's input is read and
+	// published meanwhile, only what goes out waits.
+	go func() {
+		defer close(ready)
+		h.sendServerInfo(ctx, conn, log)
+	}()
+	s := edge.NewSession(h.JS, h.Auth, transport{c: conn, ready: ready}, edge.Options{User: user, QueueSize: h.QueueSize, Log: log})
 	runErr := make(chan error, 1)
 	go func() { runErr <- s.Run(ctx) }()
 	go func() {
@@ -76,4 +95,26 @@ func (h *Handler) Serve(c echo.Context) error {
 		conn.Close(websocket.StatusNormalClosure, "")
 	}
 	return nil
+}
+
+// sendServerInfo writes the ServerInfo frame.
+func (h *Handler) sendServerInfo(ctx context.Context, conn *websocket.Conn, log zerolog.Logger) {
+	if h.ServerInfo == nil {
+		return
+	}
+	info, err := h.ServerInfo(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn().Err(err).Msg("server info")
+		}
+		return
+	}
+	frame, err := protocol.Encode(protocol.New("", info))
+	if err != nil {
+		log.Error().Err(err).Msg("encode ServerInfo")
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = conn.Write(wctx, websocket.MessageBinary, frame) // a failed write ends the connection's reads too
 }
