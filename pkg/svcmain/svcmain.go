@@ -5,6 +5,7 @@ package svcmain
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,9 +30,10 @@ func Main[C any](name string, load func() (C, error), run func(context.Context, 
 
 // Serve is Main without the exit: it returns the exit code.
 func Serve[C any](name string, load func() (C, error), run func(context.Context, C, zerolog.Logger) error) int {
-	log := telemetry.NewLogger(name)
+	lc, lerr := telemetry.LogConfigFromEnv()
+	log := telemetry.NewLogger(name, lc)
 	cfg, err := load()
-	if err != nil {
+	if err = errors.Join(lerr, err); err != nil {
 		log.Error().Err(err).Msg("configuration")
 		return ExitConfig
 	}

@@ -32,6 +32,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	}
 	keys, _ := auth.ParseKeys(cfg.APIKeys)
 	// Reads only: writes go through JetStream and the persistence service.
+	if err := pgread.WaitForSchema(ctx, cfg.PostgresURL, pgread.Schema, 0, log); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
 	pool, err := pgread.Open(ctx, cfg.PostgresURL)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -80,6 +83,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		api.Agents = livekit.Dispatcher{JS: js}
 	}
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
+	wsh.ServerInfo = api.ServerInfo
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,12 @@ type options struct {
 	llm    func(*llm.Config)
 	memory func(*memory.Config)
 	log    zerolog.Logger
+	// reverse starts the services against an empty database (no schema, no
+	// pgvector) in the opposite order of their dependencies — gateway, llm,
+	// memory, and persistence (which applies the migrations) last — after
+	// waitingFor has seen each of the first three wait for the schema.
+	reverse    bool
+	waitingFor func(services ...string)
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -57,6 +64,9 @@ func newStack(t testing.TB, o options) *stack {
 	nc := natstest.Connect(t, ns)
 	js := natstest.JetStream(t, nc)
 	pgURL := pgtest.NewURL(t)
+	if o.reverse {
+		pgURL = pgtest.NewEmptyURL(t)
+	}
 	pool, err := pgxpool.New(context.Background(), pgURL)
 	if err != nil {
 		t.Fatal(err)
@@ -64,11 +74,15 @@ func newStack(t testing.TB, o options) *stack {
 	t.Cleanup(pool.Close)
 	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("I have nothing scripted for that.")))
 	mem := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))
-	log := testkit.Log()
-	persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after the services below
+	log := o.log
+	if !o.reverse {
+		log = testkit.Log()
+		persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped after the services below
+	}
 
 	// Each service runs until the test ends; the ones started last stop first.
 	run := func(name string, f func(context.Context) error) { testkit.Go(t, name, f) }
+	var services []func()
 
 	mcfg := memory.DefaultConfig()
 	mcfg.NATSURL, mcfg.PostgresURL = ns.ClientURL(), pgURL
@@ -77,8 +91,10 @@ func newStack(t testing.TB, o options) *stack {
 	if o.memory != nil {
 		o.memory(&mcfg)
 	}
-	run("memory", func(ctx context.Context) error {
-		return memory.Run(ctx, mcfg, log.With().Str("service", "memory").Logger())
+	services = append(services, func() {
+		run("memory", func(ctx context.Context) error {
+			return memory.Run(ctx, mcfg, log.With().Str("service", "memory").Logger())
+		})
 	})
 
 	lcfg := llm.DefaultConfig()
@@ -89,16 +105,30 @@ func newStack(t testing.TB, o options) *stack {
 	if o.llm != nil {
 		o.llm(&lcfg)
 	}
-	run("llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
+	services = append(services, func() {
+		run("llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
+	})
 
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
 	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey
 	gcfg.RateLimit = 10000
 	addr := make(chan string, 1)
-	run("gateway", func(ctx context.Context) error {
-		return gateway.Run(ctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
+	services = append(services, func() {
+		run("gateway", func(ctx context.Context) error {
+			return gateway.Run(ctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
+		})
 	})
+	if o.reverse {
+		slices.Reverse(services)
+	}
+	for _, start := range services {
+		start()
+	}
+	if o.reverse {
+		o.waitingFor("gateway", "llm", "memory")
+		persistencetest.Start(t, ns.ClientURL(), pgURL) // stopped first
+	}
 	var a string
 	select {
 	case a = <-addr:

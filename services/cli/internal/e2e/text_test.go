@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -281,4 +282,36 @@ func TestToolCallTurn(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestServicesStartedInReverseOrderConverge starts gateway, llm and memory
+// before persistence, against an empty database: each waits for the schema
+// (saying so in its log) instead of exiting, persistence applies the
+// migrations, and then a turn goes through as usual.
+func TestServicesStartedInReverseOrderConverge(t *testing.T) {
+	logs := &testkit.SyncBuffer{}
+	waiting := func(services ...string) {
+		for _, svc := range services {
+			testkit.Eventually(t, 30*time.Second, func() bool {
+				for _, line := range strings.Split(logs.String(), "\n") {
+					if strings.Contains(line, `"service":"`+svc+`"`) && strings.Contains(line, "waiting for the database") &&
+						strings.Contains(line, "migrations not applied yet") {
+						return true
+					}
+				}
+				return false
+			}, "%s did not log that it waits for the schema:\n%s", svc, logs)
+		}
+	}
+	s := newStack(t, options{reverse: true, waitingFor: waiting, log: zerolog.New(logs)})
+	s.chat.On(fakeopenai.LastUserContains("order"), fakeopenai.Text("Everything started in the end."))
+	c := s.open(t, aliceKey, "", 0)
+	uid := c.say("Did the start order matter?")
+	_, sentences, _ := c.answer(uid)
+	if len(sentences) == 0 || sentences[0].Text != "Everything started in the end." {
+		t.Fatalf("sentences %+v", sentences)
+	}
+	if !strings.Contains(logs.String(), "database schema ready") {
+		t.Fatalf("no service logged that the schema became ready:\n%s", logs)
+	}
 }

@@ -4,6 +4,7 @@ package upcmd
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,13 +13,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for goose
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/alicia-voice/alicia/migrations"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/natsserver"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/memory"
@@ -30,8 +36,14 @@ type Config struct {
 	NATSURL  string // ALICIA_NATS_URL, default nats://127.0.0.1:4222
 	DataDir  string // ALICIA_DATA_DIR, default ~/.local/share/alicia
 	HTTPAddr string // ALICIA_HTTP_ADDR, default 127.0.0.1:8080
-	// APIKeys (ALICIA_API_KEYS); when empty a development key is generated and printed.
+	// APIKeys (ALICIA_API_KEYS or ALICIA_API_KEYS_FILE); when empty a
+	// development key is generated and printed.
 	APIKeys string
+	// PostgresURL (ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE); when
+	// empty the private cluster of pkg/localpg is started.
+	PostgresURL string
+	// Log is how up and its services log (ALICIA_LOG_FORMAT, ALICIA_LOG_LEVEL).
+	Log telemetry.LogConfig
 	// LiveKit is the voice server: ALICIA_LIVEKIT_URL's, else a
 	// livekit-server up starts (see LiveKit). Its URL, key and secret reach
 	// the services (gateway's room tokens, the room-agent) as ALICIA_LIVEKIT_URL,
@@ -41,7 +53,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults (DataDir excepted).
 func DefaultConfig() Config {
-	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", LiveKit: defaultLiveKit()}
+	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", LiveKit: defaultLiveKit(),
+		Log: telemetry.LogConfig{Format: telemetry.LogConsole, Level: zerolog.InfoLevel}}
 }
 
 // ConfigFromEnv reads the environment.
@@ -50,7 +63,13 @@ func ConfigFromEnv() (Config, error) {
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
 	config.String("ALICIA_DATA_DIR", &c.DataDir)
 	config.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
-	config.String("ALICIA_API_KEYS", &c.APIKeys)
+	lc, lerr := telemetry.LogConfigFromEnv()
+	c.Log = lc
+	if err := errors.Join(lerr,
+		config.Secret("ALICIA_API_KEYS", &c.APIKeys),
+		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL)); err != nil {
+		return c, err
+	}
 	if c.DataDir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -84,14 +103,21 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
+	log := cfg.Log.Logger(stderr)
 	ns, err := natsserver.Start(natsserver.Options{URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "jetstream")})
 	if err != nil {
 		return err
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	pgURL, err := localpg.Ensure(ctx, localpg.Options{Log: stderr})
-	if err != nil {
+	pgURL := cfg.PostgresURL
+	if pgURL == "" {
+		if pgURL, err = localpg.Ensure(ctx, localpg.Options{Log: stderr}); err != nil {
+			return err
+		}
+	}
+	// The schema comes before any service: the services would otherwise
+	// wait for persistence to apply it.
+	if err := migrate(ctx, pgURL, log); err != nil {
 		return err
 	}
 	lk, err := startLiveKit(ctx, cfg.LiveKit, cfg.DataDir, stderr)
@@ -169,6 +195,23 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// migrate applies the migrations to pgURL, waiting for the server first.
+func migrate(ctx context.Context, pgURL string, log zerolog.Logger) error {
+	if err := pgread.WaitForSchema(ctx, pgURL, pgread.Reachable, time.Minute, log); err != nil {
+		return err
+	}
+	db, err := sql.Open("pgx", pgURL)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer db.Close()
+	if err := migrations.Up(ctx, db); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	log.Info().Msg("database schema up to date")
+	return nil
 }
 
 // redact hides the password of a postgres:// URL.

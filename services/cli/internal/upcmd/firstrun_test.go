@@ -1,0 +1,154 @@
+package upcmd_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
+)
+
+// buildAlicia builds the alicia command as a user runs it.
+func buildAlicia(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "alicia")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/alicia-voice/alicia/services/cli/cmd/alicia").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build alicia: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// userEnv is this process's environment without any ALICIA_* setting, plus env.
+func userEnv(env map[string]string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ALICIA_") {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// TestFirstRunOnEmptyDatabase runs the real `alicia up` binary the way a new
+// user does: against a database with nothing in it (not even the pgvector
+// extension), a JetStream store that does not exist yet and output to a
+// pipe. Every service must come up (memory registers the pgvector types,
+// which only exist once the migrations ran), and a text conversation of two
+// turns with `alicia chat` must be answered and stored. Its log is plain
+// text at the info level: no colour codes in a pipe, no debug lines.
+func TestFirstRunOnEmptyDatabase(t *testing.T) {
+	if _, err := livekitserver.Find(); err != nil {
+		testkit.Missing(t, "%v", err)
+	}
+	if _, err := exec.LookPath("espeak-ng"); err != nil {
+		testkit.Missing(t, "%v", err)
+	}
+	pgURL := pgtest.NewEmptyURL(t)
+	bin := buildAlicia(t)
+	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from a fresh install.")))
+	embeddings := fakeopenai.New(t)
+	up := exec.Command(bin, "up")
+	up.Env = userEnv(map[string]string{
+		"ALICIA_POSTGRES_URL":  pgURL,
+		"ALICIA_DATA_DIR":      filepath.Join(t.TempDir(), "new-data-dir"),
+		"ALICIA_NATS_URL":      "nats://" + freePort(t),
+		"ALICIA_HTTP_ADDR":     "127.0.0.1:0",
+		"ALICIA_LLM_URL":       model.URL(),
+		"ALICIA_LLM_MODEL":     "fake-chat",
+		"ALICIA_EMBEDDING_URL": embeddings.URL(), // memory search on: the pgvector types are used
+		"ALICIA_ASR_URL":       "http://" + freePort(t) + "/v1",
+		"ALICIA_LIVEKIT_PORT":  "0", "ALICIA_LIVEKIT_RTC_TCP_PORT": "0", "ALICIA_LIVEKIT_RTC_UDP_PORT": "0",
+	})
+	out, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
+	up.Stdout, up.Stderr = out, logs
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- up.Wait() }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = up.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("alicia up's output:\n%s\nits log:\n%s", out.String(), logs.String())
+		}
+	}()
+	err := testkit.CheckFor(2*time.Minute, testkit.PollInterval, func() error {
+		select {
+		case err := <-exited:
+			stopped = true
+			t.Fatalf("alicia up exited before it was up: %v", err)
+		default:
+		}
+		if !strings.Contains(out.String(), "Alicia is up") {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal("alicia up did not print \"Alicia is up\"")
+	}
+	base, key := field(out.String(), "HTTP:"), field(out.String(), "API key:")
+
+	chat := exec.Command(bin, "chat", "--url", base)
+	chat.Env = userEnv(map[string]string{"ALICIA_API_KEY": key})
+	chat.Stdin = strings.NewReader("Hello?\nAnd once more?\n")
+	var chatOut, chatErr bytes.Buffer
+	chat.Stdout, chat.Stderr = &chatOut, &chatErr
+	if err := chat.Run(); err != nil {
+		t.Fatalf("alicia chat: %v\n%s\n%s", err, chatOut.String(), chatErr.String())
+	}
+	if n := strings.Count(chatOut.String(), "Hello from a fresh install."); n != 2 {
+		t.Fatalf("chat printed the answer %d times, want 2:\n%s\n%s", n, chatOut.String(), chatErr.String())
+	}
+
+	pool, err := pgxpool.New(context.Background(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		var users, answers int
+		_ = pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE message_role = 'user'),
+			count(*) FILTER (WHERE message_role = 'assistant' AND completion_status = 'completed')
+			FROM alicia_messages`).Scan(&users, &answers)
+		return users == 2 && answers == 2
+	}, "the conversation's two turns were not stored")
+
+	if err := up.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("alicia up after Ctrl-C: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("alicia up did not stop")
+	}
+	if !strings.Contains(out.String(), "Alicia stopped") {
+		t.Fatalf("output = %q", out.String())
+	}
+	if l := logs.String(); strings.Contains(l, "\x1b[") || strings.Contains(l, " DBG ") {
+		t.Fatalf("the log written to a pipe has colour codes or debug lines:\n%s", l)
+	}
+}
