@@ -1,6 +1,6 @@
 // Package subjects is the only place NATS subject strings are built or parsed.
 //
-// Layout (ARCHITECTURE.md §2):
+// Layout (see ARCHITECTURE.md, Subjects):
 //
 //	alicia.conv.{cid}.client.{type}   envelopes from a client
 //	alicia.conv.{cid}.server.{type}   envelopes for the client

@@ -1,6 +1,6 @@
 // Package persistence is the only writer to PostgreSQL: it consumes every
 // protocol envelope of the CONVERSATIONS and SYSTEM streams durably and maps
-// it to rows as seeds/protocol-database-alignment.md describes, and answers
+// it to rows as the Mapping table of its README.md describes, and answers
 // history.get and persistence.applied with read-your-writes.
 package persistence
 
