@@ -79,7 +79,7 @@ CREATE TABLE alicia_messages (
     CONSTRAINT alicia_messages_duration_check CHECK (processing_duration_ms IS NULL OR processing_duration_ms >= 0)
 ) WITH (fillfactor = 70); -- contents grow while an answer streams: room for HOT updates
 
--- History of a conversation in order (the seeds' main read path).
+-- History of a conversation in order (the main read path).
 CREATE INDEX idx_messages_conversation_history ON alicia_messages (conversation_id, sequence_number, created_at)
     WHERE deleted_at IS NULL;
 -- Children / siblings of a message (branch navigation, BranchUpdate.siblingIds).
@@ -121,7 +121,7 @@ ALTER TABLE alicia_messages
         REFERENCES alicia_audio (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED;
 CREATE INDEX idx_messages_audio ON alicia_messages (audio_id) WHERE audio_id IS NOT NULL;
 
--- As specified in seeds/sentences-table.md, plus the UNIQUE key and the
+-- One row per sentence of an answer, with the UNIQUE key and the
 -- playout columns used on barge-in.
 CREATE TABLE alicia_sentences (
     id TEXT PRIMARY KEY DEFAULT generate_random_id('ams'),

@@ -52,7 +52,7 @@ CREATE TABLE alicia_memory_used (
     CONSTRAINT alicia_memory_used_position_check CHECK (position_in_results IS NULL OR position_in_results >= 0)
 );
 
--- "Which memories influenced this answer" (traceability path in the seeds).
+-- "Which memories influenced this answer" (traceability).
 CREATE INDEX idx_memory_used_message ON alicia_memory_used (message_id) WHERE deleted_at IS NULL;
 -- Usage statistics per memory.
 CREATE INDEX idx_memory_used_memory ON alicia_memory_used (memory_id, created_at) WHERE deleted_at IS NULL;

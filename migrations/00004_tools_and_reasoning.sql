@@ -73,7 +73,7 @@ CREATE TABLE alicia_tool_uses (
 
 -- Tool calls of a message in order (interleaved with reasoning steps).
 CREATE INDEX idx_tool_uses_message ON alicia_tool_uses (message_id, sequence_number) WHERE deleted_at IS NULL;
--- Failed / still running calls, newest first (debugging query in the seeds).
+-- Failed / still running calls, newest first (debugging).
 CREATE INDEX idx_tool_uses_status ON alicia_tool_uses (status, created_at DESC) WHERE deleted_at IS NULL;
 CREATE INDEX idx_tool_uses_conversation ON alicia_tool_uses (conversation_id, created_at);
 CREATE INDEX idx_tool_uses_tool_name ON alicia_tool_uses (tool_name, created_at);
