@@ -304,3 +304,29 @@ func TestResentConfigurationIsIgnored(t *testing.T) {
 		t.Fatalf("%d Configuration answers in the stream, want 1", n)
 	}
 }
+
+// TestResumeFromAnotherStream: a client whose last sequence lies beyond the
+// stream's end read it from another stream of this name (a new JetStream
+// store starts at 1 again); it gets the conversation from the start of this
+// stream instead of nothing.
+func TestResumeFromAnotherStream(t *testing.T) {
+	js, pub := setup(t)
+	ctx := context.Background()
+	const cid = "ac_new_stream"
+	for i := int32(1); i <= 2; i++ {
+		if _, err := pub.PublishServer(ctx, protocol.New(cid, &protocol.AssistantSentence{PreviousID: "am_a", ConversationID: cid, Sequence: i, Text: "s"}), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &client{}
+	s := start(t, js, owners{cid: "u"}, c, "u", 64)
+	last := int32(-500) // seen on the old stream
+	s.HandleClient(ctx, encode(t, protocol.Envelope{StanzaID: 9, Type: protocol.TypeConfiguration,
+		Body: &protocol.Configuration{ConversationID: protocol.Ptr(cid), LastSequenceSeen: &last}}))
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(c.got()) == 3 }, "want the stream's 2 sentences + the Configuration reply")
+	for i, f := range c.got()[:2] {
+		if b, ok := f.Body.(*protocol.AssistantSentence); !ok || b.Sequence != int32(i+1) {
+			t.Fatalf("frame %d = %+v, want sentence %d", i, f, i+1)
+		}
+	}
+}

@@ -21,7 +21,21 @@ func (s *Session) startForwarding(ctx context.Context, cid string, fresh bool, l
 	case fresh:
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
 	case lastSeen < 0:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, bus.SequenceOfStanza(lastSeen)+1
+		start := bus.SequenceOfStanza(lastSeen) + 1
+		beyond, err := s.beyondStreamEnd(ctx, start)
+		if err != nil {
+			return err
+		}
+		if beyond {
+			// The client's position was read from another stream of this
+			// name (a new JetStream store or cluster numbers from 1 again):
+			// starting there would skip what this stream holds for it.
+			s.logger().Warn().Int32("last_sequence_seen", lastSeen).
+				Msg("the client's last sequence lies beyond the stream's end (a new stream?): delivering the conversation from its start")
+			cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+		} else {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+		}
 	default:
 		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
 	}
@@ -39,6 +53,20 @@ func (s *Session) startForwarding(ctx context.Context, cid string, fresh bool, l
 	s.cancel = func() { cancel(); cc.Stop() }
 	s.mu.Unlock()
 	return nil
+}
+
+// beyondStreamEnd reports whether start lies past the next sequence the
+// conversations stream will assign.
+func (s *Session) beyondStreamEnd(ctx context.Context, start uint64) (bool, error) {
+	st, err := s.js.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		return false, fmt.Errorf("edge: stream %s: %w", bus.StreamConversations, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("edge: stream %s: %w", bus.StreamConversations, err)
+	}
+	return start > info.State.LastSeq+1, nil
 }
 
 func (s *Session) forward(ctx context.Context, m jetstream.Msg) {
