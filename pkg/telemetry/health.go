@@ -58,3 +58,14 @@ func healthHandler(checks []HealthCheck) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 }
+
+// ConsumerExists checks, with one request to JetStream, that the durable
+// consumer name on stream still exists: the service consumes through it,
+// and a JetStream that lost its state (or an operator's delete) would leave
+// the service connected but idle. lookup is jetstream.JetStream's Consumer.
+func ConsumerExists[C any](stream, name string, lookup func(ctx context.Context, stream, name string) (C, error)) HealthCheck {
+	return HealthCheck{Name: "consumer " + stream + "/" + name, Check: func(ctx context.Context) error {
+		_, err := lookup(ctx, stream, name)
+		return err
+	}}
+}

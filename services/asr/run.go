@@ -48,7 +48,8 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("asr: consumer %s: %w", cfg.Consumer, err)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log)
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log,
+			telemetry.NATSConnected(nc), telemetry.ConsumerExists(bus.StreamASRJobs, cfg.Consumer, js.Consumer))
 		if err != nil {
 			return err
 		}

@@ -86,7 +86,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	defer unsubscribe()
 	if cfg.MetricsAddr != "" {
-		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log)
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log, telemetry.NATSConnected(nc),
+			telemetry.HealthCheck{Name: "postgres", Check: pool.Ping},
+			// One partition stands for all: each check is a request to JetStream.
+			telemetry.ConsumerExists(queue.Stream, queue.ConsumerName(0), js.Consumer))
 		if err != nil {
 			return err
 		}

@@ -57,6 +57,9 @@ type Config struct {
 	// ExtractionConsumer is the durable consumer of final answers
 	// (ALICIA_MEMORY_EXTRACTION_CONSUMER, default "memory-extraction").
 	ExtractionConsumer string
+
+	// MetricsAddr serves /metrics and /healthz when set (ALICIA_MEMORY_METRICS_ADDR).
+	MetricsAddr string
 }
 
 // Dimensions is the size of every embedding (the alicia_memory.embeddings column).
@@ -91,6 +94,7 @@ func ConfigFromEnv() (Config, error) {
 	config.String("ALICIA_LLM_MODEL", &c.LLMModel)
 	config.String("ALICIA_MEMORY_ACTION_CONSUMER", &c.ActionConsumer)
 	config.String("ALICIA_MEMORY_EXTRACTION_CONSUMER", &c.ExtractionConsumer)
+	config.String("ALICIA_MEMORY_METRICS_ADDR", &c.MetricsAddr)
 	err := errors.Join(
 		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		config.Secret("ALICIA_EMBEDDING_API_KEY", &c.EmbeddingAPIKey),

@@ -83,6 +83,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("memory: service: %w", err)
 	}
 	defer stopService()
+	stopHealth, err := serveHealth(cfg, nc, js, pool.Ping, a.Extractor != nil, log)
+	if err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	defer stopHealth()
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range runners {
 		g.Go(func() error { return r(gctx) })

@@ -33,6 +33,8 @@ type Config struct {
 	// for a sequence to be applied before answering 504
 	// (ALICIA_PERSISTENCE_WAIT, default 5s).
 	HistoryWait time.Duration
+	// MetricsAddr serves /metrics and /healthz when set (ALICIA_PERSISTENCE_METRICS_ADDR).
+	MetricsAddr string
 	// OnApplied, when set, is called after each committed batch with the
 	// highest stream sequence it covered (measurements, tests).
 	OnApplied func(stream string, upTo uint64)
@@ -56,6 +58,7 @@ func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
 	config.String("ALICIA_PERSISTENCE_CONSUMER", &c.Consumer)
+	config.String("ALICIA_PERSISTENCE_METRICS_ADDR", &c.MetricsAddr)
 	err := errors.Join(
 		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		config.Int("ALICIA_PERSISTENCE_BATCH", &c.BatchSize),

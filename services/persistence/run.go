@@ -80,6 +80,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("persistence: micro service: %w", err)
 	}
 	defer stopService()
+	stopHealth, err := serveHealth(cfg, nc, js, pool.Ping, log)
+	if err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	defer stopHealth()
 	for _, loop := range loops {
 		g.Go(func() error { return loop.Run(gctx) })
 	}

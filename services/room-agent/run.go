@@ -27,7 +27,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("room-agent: %w", err)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, true, log)
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, true, log,
+			// The dispatch consumer exists once the agent runs (below).
+			telemetry.NATSConnected(nc), telemetry.ConsumerExists(bus.StreamDispatch, agent.DispatchConsumer, js.Consumer))
 		if err != nil {
 			return fmt.Errorf("room-agent: %w", err)
 		}

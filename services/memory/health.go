@@ -1,0 +1,30 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
+)
+
+// serveHealth serves /metrics and /healthz at cfg.MetricsAddr when it is
+// set: healthy while NATS is connected, Postgres answers and the durable
+// consumers the service reads exist. stop is a no-op without an address.
+func serveHealth(cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(context.Context) error, extraction bool, log zerolog.Logger) (stop func(), err error) {
+	if cfg.MetricsAddr == "" {
+		return func() {}, nil
+	}
+	checks := []telemetry.HealthCheck{
+		telemetry.NATSConnected(nc),
+		{Name: "postgres", Check: pg},
+		telemetry.ConsumerExists(bus.StreamConversations, cfg.ActionConsumer, js.Consumer),
+	}
+	if extraction {
+		checks = append(checks, telemetry.ConsumerExists(bus.StreamConversations, cfg.ExtractionConsumer, js.Consumer))
+	}
+	return telemetry.ServeMetrics(cfg.MetricsAddr, false, log, checks...)
+}

@@ -1,0 +1,27 @@
+package persistence
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
+)
+
+// serveHealth serves /metrics and /healthz at cfg.MetricsAddr when it is
+// set: healthy while NATS is connected, Postgres answers and the consumers
+// of both streams exist. stop is a no-op without an address.
+func serveHealth(cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(context.Context) error, log zerolog.Logger) (stop func(), err error) {
+	if cfg.MetricsAddr == "" {
+		return func() {}, nil
+	}
+	return telemetry.ServeMetrics(cfg.MetricsAddr, false, log,
+		telemetry.NATSConnected(nc),
+		telemetry.HealthCheck{Name: "postgres", Check: pg},
+		telemetry.ConsumerExists(bus.StreamConversations, cfg.Consumer, js.Consumer),
+		telemetry.ConsumerExists(bus.StreamSystem, cfg.Consumer, js.Consumer),
+	)
+}
