@@ -113,6 +113,7 @@ func TestUpRunsTheStack(t *testing.T) {
 		t.Fatalf("the printed key was not accepted: %v %v", resp, err)
 	}
 	checkLiveKit(t, out.String(), httpBase, key, cfg.DataDir)
+	checkServerInfo(t, httpBase, key, model.URL(), asrURL)
 
 	nc, err := nats.Connect(cfg.NATSURL)
 	if err != nil {

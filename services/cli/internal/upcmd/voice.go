@@ -3,12 +3,11 @@ package upcmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/tts"
 )
@@ -23,10 +22,26 @@ func TTSConfigFromEnv() (tts.Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if os.Getenv("ALICIA_TTS_ENGINE") == "" && os.Getenv("ALICIA_TTS_URL") == "" {
+	if localSpeech() {
 		c.Engine = tts.EngineEspeak
 	}
 	return c, c.Validate()
+}
+
+// localSpeech: neither ALICIA_TTS_ENGINE nor ALICIA_TTS_URL is set, so up
+// speaks with espeak-ng.
+func localSpeech() bool {
+	return os.Getenv("ALICIA_TTS_ENGINE") == "" && os.Getenv("ALICIA_TTS_URL") == ""
+}
+
+// chooseSpeechEngine sets ALICIA_TTS_ENGINE=espeak when up speaks with
+// espeak-ng, before any configuration is read: the gateway up runs reads
+// that variable too, and its server-info must name the engine the tts runs.
+func chooseSpeechEngine() error {
+	if !localSpeech() {
+		return nil
+	}
+	return os.Setenv("ALICIA_TTS_ENGINE", tts.EngineEspeak)
 }
 
 // service is one service up runs in its process.
@@ -72,26 +87,28 @@ func (v voiceServices) services() []service {
 	return s
 }
 
-// backends are the voice lines of the banner: the ASR backend, and the
-// speech engine (probed when it is a server).
+// backends are the voice lines of the banner: the ASR server and the
+// speech engine, described and probed as the gateway's server-info does.
 func (v voiceServices) backends() []backend {
-	a := backend{label: "ASR:", url: v.asr.BaseURL(), model: v.asr.Model, key: v.asr.APIKey,
-		down: "spoken turns get ErrorMessage 503 until it answers"}
+	a := backend{label: "ASR:", engine: engines.Engine{Kind: engines.OpenAI, URL: v.asr.BaseURL(), Model: v.asr.Model, APIKey: v.asr.APIKey},
+		down: "spoken turns get ErrorMessage 503"}
 	if os.Getenv("ALICIA_ASR_URL") == "" {
 		a.down += " (the default URL: set ALICIA_ASR_URL)"
 	}
-	t := v.tts
+	return []backend{a, speechBackend(v.tts)}
+}
+
+// speechBackend is the tts's engine: espeak-ng, or an OpenAI-compatible server.
+func speechBackend(t tts.Config) backend {
 	voice := t.Voice
 	if voice == "" {
 		voice = tts.DefaultVoice(t.Engine)
 	}
-	if t.Engine != tts.EngineEspeak {
-		return []backend{a, {label: "TTS:", url: v1(t.URL), model: t.Model + ", voice " + voice, key: t.APIKey,
-			down: "voice answers get ErrorMessage 503 until it answers"}}
+	if t.Engine == tts.EngineEspeak {
+		return backend{label: "TTS:", engine: engines.Engine{Kind: engines.Espeak, Voice: voice, Path: t.EspeakPath},
+			hint: " (local; set ALICIA_TTS_URL for Kokoro on an OpenAI-compatible server)",
+			down: "install espeak-ng, or set ALICIA_TTS_URL"}
 	}
-	line := "espeak-ng (voice " + voice + ", local; set ALICIA_TTS_URL for Kokoro on an OpenAI-compatible server)"
-	if _, err := exec.LookPath(t.EspeakPath); err != nil {
-		line = fmt.Sprintf("espeak-ng NOT FOUND (%v): install espeak-ng, or set ALICIA_TTS_URL", err)
-	}
-	return []backend{a, {label: "TTS:", fixed: line}}
+	return backend{label: "TTS:", engine: engines.Engine{Kind: engines.OpenAI, URL: engines.V1(t.URL), Model: t.Model, APIKey: t.APIKey, Voice: voice},
+		down: "voice answers get ErrorMessage 503"}
 }

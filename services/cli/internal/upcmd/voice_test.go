@@ -45,8 +45,8 @@ func checkVoice(t *testing.T, out string, nc *nats.Conn, js jetstream.JetStream,
 	if l := line(out, "ASR:"); !strings.Contains(l, asrURL+" (whisper-large-v3) UNREACHABLE") || !strings.Contains(l, "ErrorMessage 503") {
 		t.Errorf("ASR line %q: want %s reported unreachable", l, asrURL)
 	}
-	if l := line(out, "TTS:"); !strings.Contains(l, "espeak-ng (voice en-us") || !strings.Contains(l, "ALICIA_TTS_URL") {
-		t.Errorf("TTS line %q: want espeak-ng without ALICIA_TTS_URL", l)
+	if l := line(out, "TTS:"); !strings.Contains(l, "espeak-ng (voice en-us) reachable (local;") || !strings.Contains(l, "ALICIA_TTS_URL") {
+		t.Errorf("TTS line %q: want espeak-ng, reachable, without ALICIA_TTS_URL", l)
 	}
 	ctx := context.Background()
 	for _, c := range []struct{ stream, consumer string }{
