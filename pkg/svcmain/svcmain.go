@@ -23,8 +23,11 @@ const (
 
 // Main loads the service's configuration, runs it until SIGINT or SIGTERM
 // and exits: 0 after a clean stop, ExitConfig or ExitFailed with the error
-// logged.
+// logged. `<binary> healthcheck URL` probes a running instance instead.
 func Main[C any](name string, load func() (C, error), run func(context.Context, C, zerolog.Logger) error) {
+	if len(os.Args) > 1 && os.Args[1] == HealthcheckCommand { // health.go
+		os.Exit(Healthcheck(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(Serve(name, load, run))
 }
 
