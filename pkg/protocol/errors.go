@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Protocol error codes (PROTOCOL.md "Error codes").
+// Protocol error codes (proto-schemas/PROTOCOL.md, "Error codes").
 const (
 	CodeMalformed          int32 = 101 // malformed envelope
 	CodeUnknownType        int32 = 102 // unknown message type

@@ -5,7 +5,7 @@ import "strconv"
 // MessageType is the envelope's type field (uint16 on the wire).
 type MessageType uint16
 
-// Message types (PROTOCOL.md). 19 and 32-49 are unassigned; 29-31 are reserved
+// Message types (proto-schemas/PROTOCOL.md). 19 and 32-49 are unassigned; 29-31 are reserved
 // for DimensionPreference, EliteSelect and EliteOptions and are not types.
 const (
 	TypeErrorMessage         MessageType = 1

@@ -56,7 +56,7 @@ func TestRegistryMatchesSchemas(t *testing.T) {
 			t.Errorf("%s has no schema file", mt)
 		}
 	}
-	// PROTOCOL.md lists 28; 60-68 are the internal ones (proto-schemas/README.md).
+	// proto-schemas/PROTOCOL.md lists 28; 60-68 are the internal ones (proto-schemas/README.md).
 	if len(protocol.Types()) != 37 {
 		t.Errorf("%d types, want 28 of PROTOCOL.md + 9 internal", len(protocol.Types()))
 	}

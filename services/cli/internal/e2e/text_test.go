@@ -48,7 +48,7 @@ func TestTextTurnEndToEnd(t *testing.T) {
 		t.Fatalf("StartAnswer.previousId %s, want %s", start.PreviousID, uid)
 	}
 
-	// The rows match the seeds: the user message, the assistant message
+	// The rows are persistence's mapping: the user message, the assistant message
 	// chained to it and completed with the assembled contents, one sentence
 	// row per sentence, the branch head on the answer, the owner alice.
 	s.eventually("rows", func(ctx context.Context) error {
