@@ -147,6 +147,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE"} {
 		_ = os.Unsetenv(k)
 	}
+	if err := chooseSpeechEngine(); err != nil {
+		return err
+	}
 	pcfg, perr := persistence.ConfigFromEnv()
 	gcfg, gerr := gateway.ConfigFromEnv()
 	lcfg, lerr := llm.ConfigFromEnv()
