@@ -1,0 +1,520 @@
+package composecheck_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/svcmain"
+	"github.com/alicia-voice/alicia/services/asr"
+	"github.com/alicia-voice/alicia/services/cli/internal/composecheck"
+	"github.com/alicia-voice/alicia/services/cli/internal/deploycmd"
+	"github.com/alicia-voice/alicia/services/gateway"
+	"github.com/alicia-voice/alicia/services/llm"
+	"github.com/alicia-voice/alicia/services/memory"
+	"github.com/alicia-voice/alicia/services/persistence"
+	roomagent "github.com/alicia-voice/alicia/services/room-agent"
+	"github.com/alicia-voice/alicia/services/tts"
+)
+
+// loaders are the services' own configuration loaders, by the SERVICE
+// build arg of their image: what a service reads is found by their effect.
+var loaders = map[string]func() (any, error){
+	"gateway":     func() (any, error) { c, err := gateway.ConfigFromEnv(); return c, err },
+	"llm":         func() (any, error) { c, err := llm.ConfigFromEnv(); return c, err },
+	"asr":         func() (any, error) { c, err := asr.ConfigFromEnv(); return c, err },
+	"tts":         func() (any, error) { c, err := tts.ConfigFromEnv(); return c, err },
+	"memory":      func() (any, error) { c, err := memory.ConfigFromEnv(); return c, err },
+	"persistence": func() (any, error) { c, err := persistence.ConfigFromEnv(); return c, err },
+	"room-agent":  func() (any, error) { c, err := roomagent.ConfigFromEnv(); return c, err },
+}
+
+// mainPackage is the package the image of SERVICE is built from (deploy/Dockerfile).
+func mainPackage(service string) string {
+	if service == "cli" {
+		return "./services/cli/cmd/alicia"
+	}
+	return "./services/" + service + "/cmd/" + service
+}
+
+// ExampleNodeIP is an address of the documentation range (RFC 5737): the
+// compose file needs one to interpolate.
+const exampleNodeIP = "192.0.2.10"
+
+// composeEnv is the environment the compose file is read with.
+var composeEnv = map[string]string{"ALICIA_LIVEKIT_NODE_IP": exampleNodeIP}
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.work above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// repo is what the checks know about this repository, built once.
+type repo struct {
+	root       string
+	secretsDir string // secret files made by init-secrets, standing in for /run/secrets
+	cli        string // the alicia binary
+
+	mu     sync.Mutex
+	static map[string]map[string]bool
+}
+
+var (
+	repoOnce sync.Once
+	theRepo  *repo
+	repoErr  error
+)
+
+func loadRepo(t *testing.T) *repo {
+	t.Helper()
+	repoOnce.Do(func() {
+		root := repoRoot(t)
+		tmp, err := os.MkdirTemp("", "composecheck-")
+		if err != nil {
+			repoErr = err
+			return
+		}
+		r := &repo{root: root, secretsDir: filepath.Join(tmp, "secrets"), static: map[string]map[string]bool{}}
+		if err := deploycmd.InitSecrets(deploycmd.Options{Dir: r.secretsDir, Out: io.Discard}); err != nil {
+			repoErr = err
+			return
+		}
+		r.cli = filepath.Join(tmp, "alicia")
+		build := exec.Command("go", "build", "-o", r.cli, "./services/cli/cmd/alicia")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			repoErr = fmt.Errorf("go build alicia: %v\n%s", err, out)
+			return
+		}
+		theRepo = r
+	})
+	if repoErr != nil {
+		t.Fatal(repoErr)
+	}
+	return theRepo
+}
+
+func (r *repo) file(t *testing.T) *composecheck.File {
+	t.Helper()
+	f, err := composecheck.Load(filepath.Join(r.root, "docker-compose.yml"), composeEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// contract builds the checks' knowledge of the repository.
+func (r *repo) contract(t *testing.T) composecheck.Contract {
+	t.Helper()
+	dockerfile, err := os.ReadFile(filepath.Join(r.root, "deploy", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var froms []string
+	for _, m := range regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(string(dockerfile), -1) {
+		froms = append(froms, m[1])
+	}
+	entry := regexp.MustCompile(`(?m)^ENTRYPOINT \["([^"]+)"\]`).FindStringSubmatch(string(dockerfile))
+	if entry == nil {
+		t.Fatal("deploy/Dockerfile has no ENTRYPOINT [\"…\"]")
+	}
+	return composecheck.Contract{
+		Dockerfile:         "deploy/Dockerfile",
+		Binary:             entry[1],
+		HealthcheckCommand: svcmain.HealthcheckCommand,
+		DockerfileFrom:     froms,
+		Reads:              func(service string, env map[string]string) (map[string]bool, error) { return r.reads(t, service, env) },
+		CLI:                r.usage,
+		MustBeHealthy:      []string{"nats", "postgres"},
+		SecretsDir:         "./deploy/secrets",
+		SecretNames:        deploycmd.SecretNames,
+		Images:             composecheck.Images,
+	}
+}
+
+// reads returns the variables the binary of service reads among those env
+// sets: what its source names (composecheck.SourceReads), and what changes
+// its configuration (ConfigFromEnv) when the value changes.
+func (r *repo) reads(t *testing.T, service string, env map[string]string) (map[string]bool, error) {
+	r.mu.Lock()
+	static, ok := r.static[service]
+	r.mu.Unlock()
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var err error
+		if static, err = composecheck.SourceReads(ctx, r.root, mainPackage(service)); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		r.static[service] = static
+		r.mu.Unlock()
+	}
+	reads := map[string]bool{}
+	for k := range static {
+		reads[k] = true
+	}
+	load := loaders[service]
+	if load == nil {
+		return reads, nil
+	}
+	base, err := r.loadWith(t, load, env, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("ConfigFromEnv with the compose environment: %w", err)
+	}
+	for name, v := range env {
+		if reads[name] {
+			continue
+		}
+		changed, err := r.loadWith(t, load, env, name, v+"-changed")
+		if err != nil || !reflect.DeepEqual(base, changed) {
+			reads[name] = true
+		}
+	}
+	return reads, nil
+}
+
+// loadWith runs load with exactly env set (the secret files redirected to
+// init-secrets' output), name set to value when name is not empty.
+func (r *repo) loadWith(t *testing.T, load func() (any, error), env map[string]string, name, value string) (any, error) {
+	t.Helper()
+	set := map[string]string{}
+	for k, v := range env {
+		set[k] = v
+	}
+	if name != "" {
+		set[name] = value
+	}
+	for k, v := range set {
+		if p, ok := strings.CutPrefix(v, "/run/secrets/"); ok && strings.HasSuffix(k, "_FILE") {
+			v = filepath.Join(r.secretsDir, p)
+			if k == name { // a changed secret: the same file with other content
+				b, err := os.ReadFile(filepath.Join(r.secretsDir, strings.TrimSuffix(p, "-changed")))
+				if err != nil {
+					return nil, err
+				}
+				v = filepath.Join(t.TempDir(), "changed")
+				if err := os.WriteFile(v, append([]byte("changed"), b...), 0o600); err != nil {
+					return nil, err
+				}
+			}
+		}
+		set[k] = v
+	}
+	clearAliciaEnv(t)
+	for k, v := range set {
+		os.Setenv(k, v)
+	}
+	defer func() {
+		for k := range set {
+			os.Unsetenv(k)
+		}
+	}()
+	return load()
+}
+
+// clearAliciaEnv unsets the test process's ALICIA_* and Go runtime
+// variables (restored when the test ends), so only what the compose file
+// sets is seen.
+func clearAliciaEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ALICIA_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+var usageLine = regexp.MustCompile(`(?m)^Usage:\n\s+alicia((?: [a-z][a-z0-9-]*)*)`)
+var flagName = regexp.MustCompile(`--[a-z][a-z0-9-]*`)
+
+// usage runs `alicia <args> --help` and reads the command path and flags
+// it printed.
+func (r *repo) usage(args []string) ([]string, map[string]bool, error) {
+	var words []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			break
+		}
+		words = append(words, a)
+	}
+	cmd := exec.Command(r.cli, append(words, "--help")...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%v: %s", err, out)
+	}
+	m := usageLine.FindSubmatch(out)
+	if m == nil {
+		return nil, nil, fmt.Errorf("no usage line in:\n%s", out)
+	}
+	flags := map[string]bool{}
+	if _, after, ok := bytes.Cut(out, []byte("Flags:")); ok {
+		for _, f := range flagName.FindAll(after, -1) {
+			flags[string(f)] = true
+		}
+	}
+	return strings.Fields(string(m[1])), flags, nil
+}
+
+// TestComposeFile: the repository's docker-compose.yml keeps its contract.
+func TestComposeFile(t *testing.T) {
+	r := loadRepo(t)
+	f := r.file(t)
+	c := r.contract(t)
+	for _, p := range composecheck.Check(f, c) {
+		t.Error(p)
+	}
+	// Every image built from the Dockerfile is one whose variables the test knows.
+	for _, s := range f.BuiltFrom("deploy/Dockerfile") {
+		svc := s.Build.Args["SERVICE"]
+		if _, ok := loaders[svc]; !ok && svc != "cli" {
+			t.Errorf("%s: SERVICE=%s has no ConfigFromEnv in loaders", s.Name, svc)
+		}
+	}
+}
+
+// TestServiceConfigs: with exactly the compose environment (and the secret
+// files init-secrets writes), each service's configuration is valid and
+// nothing in it still points at loopback, where a container reaches only
+// itself (the models' defaults are 127.0.0.1:8000).
+func TestServiceConfigs(t *testing.T) {
+	r := loadRepo(t)
+	f := r.file(t)
+	seen := map[string]bool{}
+	for _, s := range f.BuiltFrom("deploy/Dockerfile") {
+		svc := s.Build.Args["SERVICE"]
+		load := loaders[svc]
+		if load == nil || seen[svc] {
+			continue
+		}
+		seen[svc] = true
+		t.Run(s.Name, func(t *testing.T) {
+			cfg, err := r.loadWith(t, load, s.Environment, "", "")
+			if err != nil {
+				t.Fatalf("ConfigFromEnv: %v", err)
+			}
+			for _, p := range loopbacks(reflect.ValueOf(cfg), "Config") {
+				t.Errorf("%s points at loopback: set its variable in docker-compose.yml", p)
+			}
+		})
+	}
+	if len(seen) != len(loaders) {
+		t.Errorf("services in the compose file: %v; want every one of %d", seen, len(loaders))
+	}
+}
+
+// loopbacks returns the fields under v holding a loopback URL or address.
+func loopbacks(v reflect.Value, path string) []string {
+	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return loopbacks(v.Elem(), path)
+	case reflect.Struct:
+		var out []string
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				out = append(out, loopbacks(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+			}
+		}
+		return out
+	case reflect.Slice, reflect.Array:
+		var out []string
+		for i := range v.Len() {
+			out = append(out, loopbacks(v.Index(i), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return out
+	case reflect.Map:
+		var out []string
+		for _, k := range v.MapKeys() {
+			out = append(out, loopbacks(v.MapIndex(k), fmt.Sprintf("%s[%v]", path, k))...)
+		}
+		sort.Strings(out)
+		return out
+	case reflect.String:
+		s := v.String()
+		h := s
+		if i := strings.Index(s, "://"); i >= 0 {
+			h = s[i+3:]
+			h, _, _ = strings.Cut(h, "/")
+		}
+		if host, _, err := net.SplitHostPort(h); err == nil {
+			h = host
+		}
+		if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || h == "localhost" {
+			return []string{path + " = " + s}
+		}
+	}
+	return nil
+}
+
+// Each rule fails on a broken copy of the file: the checks are not vacuous.
+func TestChecksCatch(t *testing.T) {
+	r := loadRepo(t)
+	c := r.contract(t)
+	for _, tc := range []struct {
+		name    string
+		break_  func(f *composecheck.File, c *composecheck.Contract)
+		service string
+		rule    string
+		detail  string
+	}{
+		{"a variable nobody reads", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["asr"].Environment["ALICIA_ASR_BOGUS"] = "1"
+		}, "asr", composecheck.RuleEnv, "ALICIA_ASR_BOGUS is given but never read"},
+		{"the model URLs given to every service", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["persistence"].Environment["ALICIA_LLM_URL"] = "http://vllm:8000/v1"
+		}, "persistence", composecheck.RuleEnv, "ALICIA_LLM_URL is given but never read"},
+		{"a variable only another service reads", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["gateway"].Environment["ALICIA_ASR_CONCURRENCY"] = "8"
+		}, "gateway", composecheck.RuleEnv, "ALICIA_ASR_CONCURRENCY"},
+		{"a _FILE variable the service does not read", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["asr"].Environment["ALICIA_POSTGRES_URL_FILE"] = "/run/secrets/postgres_url"
+		}, "asr", composecheck.RuleEnv, "ALICIA_POSTGRES_URL_FILE is given but never read"},
+		{"a third-party variable the image ignores", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["speaches"].Environment["WHISPER__MODEL"] = "large-v3"
+		}, "speaches", composecheck.RuleEnv, "WHISPER__MODEL"},
+		{"a reader of the schema not waiting for migrate", func(f *composecheck.File, _ *composecheck.Contract) {
+			delete(f.Services["llm"].DependsOn, "migrate")
+		}, "llm", composecheck.RuleDepends, "reaches migrate but does not depend on it"},
+		{"migrate waited for as started", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["memory"].DependsOn["migrate"] = composecheck.Dependency{Condition: composecheck.Started}
+		}, "memory", composecheck.RuleDepends, "migrate is a job"},
+		{"nats only started", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["tts"].DependsOn["nats"] = composecheck.Dependency{Condition: composecheck.Started}
+		}, "tts", composecheck.RuleDepends, "nats must be service_healthy"},
+		{"a model server not waited for", func(f *composecheck.File, _ *composecheck.Contract) {
+			delete(f.Services["asr"].DependsOn, "speaches")
+		}, "asr", composecheck.RuleDepends, "reaches speaches"},
+		{"livekit not waited for", func(f *composecheck.File, _ *composecheck.Contract) {
+			delete(f.Services["room-agent"].DependsOn, "livekit")
+		}, "room-agent", composecheck.RuleDepends, "reaches livekit"},
+		{"healthy without a healthcheck", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["vllm"].Healthcheck = nil
+		}, "llm", composecheck.RuleDepends, "vllm has no healthcheck"},
+		{"a dependency that is no service", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["llm"].DependsOn["vlm"] = composecheck.Dependency{Condition: composecheck.Healthy}
+		}, "llm", composecheck.RuleDepends, "vlm, which is not a service"},
+		{"a major.minor tag", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["nats"].Image = "nats:2.12-alpine"
+		}, "nats", composecheck.RuleImage, "nats:2.12-alpine floats"},
+		{"latest", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["speaches"].Image = "ghcr.io/speaches-ai/speaches:latest-cuda"
+		}, "speaches", composecheck.RuleImage, "floats"},
+		{"an image whose flags nobody checked", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["vllm"].Image = "vllm/vllm-openai:v0.13.0"
+		}, "vllm", composecheck.RuleImage, "not among the known images"},
+		{"a floating base image", func(_ *composecheck.File, c *composecheck.Contract) {
+			c.DockerfileFrom = append(c.DockerfileFrom, "debian:bookworm-slim")
+		}, "", composecheck.RuleImage, "FROM debian:bookworm-slim floats"},
+		{"a flag vLLM dropped", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["embeddings"].Command = composecheck.Words{"--model", "BAAI/bge-m3", "--task", "embed"}
+		}, "embeddings", composecheck.RuleCommand, "unknown flag --task"},
+		{"a value vLLM does not take", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["embeddings"].Command = composecheck.Words{"--model", "BAAI/bge-m3", "--runner", "embed"}
+		}, "embeddings", composecheck.RuleCommand, "--runner embed is not one of"},
+		{"a flag livekit-server does not have", func(f *composecheck.File, _ *composecheck.Contract) {
+			ep := f.Services["livekit"].Entrypoint
+			ep[len(ep)-1] = strings.Replace(ep[len(ep)-1], "--config", "--conf", 1)
+		}, "livekit", composecheck.RuleCommand, "unknown flag --conf"},
+		{"livekit-server not run", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["livekit"].Entrypoint = composecheck.Words{"/bin/sh", "-c", "exec /bin/livekit --config /etc/livekit.yaml"}
+		}, "livekit", composecheck.RuleCommand, "does not run /livekit-server"},
+		{"no such alicia command", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["migrate"].Command = composecheck.Words{"migrate", "upp"}
+		}, "migrate", composecheck.RuleCommand, "alicia migrate upp is not a command"},
+		{"no such alicia flag", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["init-secrets"].Command = composecheck.Words{"deploy", "init-secrets", "--directory", "/secrets"}
+		}, "init-secrets", composecheck.RuleCommand, "has no flag --directory"},
+		{"arguments to a service binary", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["gateway"].Command = composecheck.Words{"--addr", ":8080"}
+		}, "gateway", composecheck.RuleCommand, "takes no arguments"},
+		{"a secret file not mounted", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["llm"].Secrets = nil
+		}, "llm", composecheck.RuleSecrets, "ALICIA_POSTGRES_URL_FILE names /run/secrets/postgres_url, which is not mounted"},
+		{"a secret mounted for nothing", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["asr"].Secrets = []composecheck.SecretRef{{Source: "api_keys"}}
+		}, "asr", composecheck.RuleSecrets, "api_keys is mounted at /run/secrets/api_keys but nothing there reads it"},
+		{"a secret the script reads not mounted", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["livekit"].Secrets = f.Services["livekit"].Secrets[:1]
+		}, "livekit", composecheck.RuleSecrets, "/run/secrets/livekit_api_secret, which is not mounted"},
+		{"a secret init-secrets does not write", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Secrets["redis_password"] = composecheck.Secret{File: "./deploy/secrets/redis_password"}
+			f.Services["gateway"].Secrets = append(f.Services["gateway"].Secrets, composecheck.SecretRef{Source: "redis_password"})
+		}, "", composecheck.RuleSecrets, "redis_password is not one init-secrets writes"},
+		{"a secret outside deploy/secrets", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Secrets["api_keys"] = composecheck.Secret{File: "./api_keys"}
+		}, "", composecheck.RuleSecrets, "api_keys is read from ./api_keys"},
+		{"no healthcheck", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["tts"].Healthcheck = nil
+		}, "tts", composecheck.RuleHealth, "without a healthcheck"},
+		{"a healthcheck of a port the service does not serve", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["asr"].Healthcheck = &composecheck.Healthcheck{Test: composecheck.Words{"CMD", "/usr/local/bin/service", "healthcheck", "http://127.0.0.1:9091/healthz"}}
+		}, "asr", composecheck.RuleHealth, "port 9091"},
+		{"curl in an image without it", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["memory"].Healthcheck = &composecheck.Healthcheck{Test: composecheck.Words{"CMD", "curl", "-f", "http://127.0.0.1:9090/healthz"}}
+		}, "memory", composecheck.RuleHealth, "want [CMD /usr/local/bin/service healthcheck <url>]"},
+		{"a tool the third-party image lacks", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["speaches"].Healthcheck = &composecheck.Healthcheck{Test: composecheck.Words{"CMD", "wget", "-q", "http://127.0.0.1:8000/health"}}
+		}, "speaches", composecheck.RuleHealth, `runs "wget"`},
+		{"one model cache for vLLM and speaches", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["speaches"].Volumes = []composecheck.Volume{{Type: "volume", Source: "vllm-cache", Target: "/home/ubuntu/.cache/huggingface/hub"}}
+		}, "", composecheck.RuleVolumes, "volume vllm-cache is shared by"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := r.file(t)
+			cc := c
+			cc.DockerfileFrom = append([]string(nil), c.DockerfileFrom...)
+			tc.break_(f, &cc)
+			var got []string
+			found := false
+			for _, p := range composecheck.Check(f, cc) {
+				got = append(got, p.String())
+				if p.Service == tc.service && p.Rule == tc.rule && strings.Contains(p.Detail, tc.detail) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no %s problem of %q with %q; got:\n%s", tc.rule, tc.service, tc.detail, strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// TestNodeIPRequired: without ALICIA_LIVEKIT_NODE_IP the file does not
+// load (LiveKit would advertise an address the room-agent cannot reach).
+func TestNodeIPRequired(t *testing.T) {
+	r := loadRepo(t)
+	_, err := composecheck.Load(filepath.Join(r.root, "docker-compose.yml"), map[string]string{})
+	if err == nil || !strings.Contains(err.Error(), "ALICIA_LIVEKIT_NODE_IP") {
+		t.Fatalf("loaded without ALICIA_LIVEKIT_NODE_IP: %v", err)
+	}
+}

@@ -1,0 +1,104 @@
+package composecheck
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Pinned reports whether an image reference names one release: a digest,
+// or a tag carrying a full version (major.minor.patch) or a dated snapshot
+// (debian:bookworm-20251229-slim). latest, a bare name and a major or
+// major.minor tag (nats:2.12-alpine) float: the next pull can bring another
+// release than the one this file was checked against.
+func Pinned(ref string) bool {
+	if strings.Contains(ref, "@sha256:") {
+		return true
+	}
+	tag := imageTag(ref)
+	if tag == "" || strings.Contains(tag, "latest") {
+		return false
+	}
+	return fullVersion.MatchString(tag) || datedTag.MatchString(tag)
+}
+
+var (
+	fullVersion = regexp.MustCompile(`(^|[^0-9.])v?\d+\.\d+\.\d+`)
+	datedTag    = regexp.MustCompile(`(^|-)20\d{6}(-|$)`)
+)
+
+// imageTag returns the tag of ref ("" when it has none); a registry port
+// (host:5000/name) is not a tag.
+func imageTag(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return ""
+	}
+	return ref[i+1:]
+}
+
+// Image is what the checks know about a third-party image at one pinned
+// release: the flags its program accepts, the environment variables it
+// reads, and the programs a healthcheck can run in it. Each entry says
+// where the facts come from, so the next bump checks them again.
+type Image struct {
+	// Program is the path of the program a shell entrypoint execs; its
+	// flags are the words after it. Empty: the command is the arguments.
+	Program string
+	// Flags the program accepts; a non-nil value lists the values a flag
+	// accepts (a subset: the ones this file may use).
+	Flags map[string][]string
+	// Env the image reads.
+	Env []string
+	// Tools a healthcheck may run (CMD's first word, CMD-SHELL's first word).
+	Tools []string
+	// Source of these facts.
+	Source string
+}
+
+// Images are the third-party images docker-compose.yml may use, by exact
+// reference. Using another release means adding it here after checking its
+// flags, so a flag an image dropped (vLLM's --task) cannot slip through.
+var Images = map[string]Image{
+	"nats:2.12.8-alpine": {
+		Flags:  map[string][]string{"-c": nil, "--config": nil, "-js": nil, "--jetstream": nil, "-sd": nil, "--store_dir": nil, "-m": nil, "--http_port": nil},
+		Tools:  []string{"wget"}, // busybox
+		Source: "nats-server 2.12 `nats-server --help` (Server Options, JetStream Options); the image is alpine with busybox wget",
+	},
+	"pgvector/pgvector:0.8.1-pg17": {
+		Flags: map[string][]string{"postgres": nil, "-c": nil},
+		Env:   []string{"POSTGRES_USER", "POSTGRES_DB", "POSTGRES_PASSWORD", "POSTGRES_PASSWORD_FILE"},
+		Tools: []string{"pg_isready"},
+		Source: "the postgres:17 image's docker-entrypoint.sh (file_env POSTGRES_PASSWORD, POSTGRES_USER, POSTGRES_DB; " +
+			"`postgres -c name=value`), which pgvector/pgvector builds on",
+	},
+	"livekit/livekit-server:v1.13.5": {
+		Program: "/livekit-server",
+		Flags:   map[string][]string{"--config": nil, "--keys": nil, "--node-ip": nil, "--bind": nil, "--dev": nil, "--udp-port": nil},
+		Env:     []string{"LIVEKIT_KEYS", "LIVEKIT_CONFIG", "NODE_IP", "UDP_PORT", "REDIS_HOST", "REDIS_PASSWORD"},
+		Tools:   []string{"wget"}, // alpine busybox
+		Source:  "livekit-server v1.13.5 cmd/server/main.go (cli flags and their EnvVars); the image is alpine",
+	},
+	"vllm/vllm-openai:v0.11.0": {
+		Flags: map[string][]string{
+			"--model": nil, "--served-model-name": nil, "--host": nil, "--port": nil,
+			"--quantization":            {"awq", "awq_marlin", "gptq", "gptq_marlin", "fp8"},
+			"--max-model-len":           nil,
+			"--gpu-memory-utilization":  nil,
+			"--enable-auto-tool-choice": nil,
+			"--tool-call-parser":        {"hermes", "llama3_json", "mistral"},
+			// --runner and --convert replaced --task (deprecated in v0.10,
+			// removed in v0.13): --task is deliberately absent.
+			"--runner":  {"auto", "generate", "pooling", "draft"},
+			"--convert": {"auto", "none", "embed", "classify", "reward"},
+		},
+		Tools:  []string{"curl"},
+		Source: "vLLM v0.11 engine arguments (docs.vllm.ai, configuration/engine_args: ModelConfig --runner/--convert, --quantization choices) and serve arguments (--enable-auto-tool-choice, --tool-call-parser); its Dockerfile's vllm-base stage installs curl",
+	},
+	"ghcr.io/speaches-ai/speaches:0.9.0-rc.3-cuda-12.6.3": {
+		Env:   []string{"PRELOAD_MODELS", "API_KEY", "LOG_LEVEL", "ENABLE_UI", "ALLOW_ORIGINS", "UVICORN_HOST", "UVICORN_PORT"},
+		Tools: []string{"curl"},
+		Source: "speaches 0.9.0-rc.3: src/speaches/config.py (pydantic settings; PRELOAD_MODELS is a JSON list, downloaded by main.py's " +
+			"lifespan at start; a model not downloaded answers 404) and its Dockerfile (apt-get install curl)",
+	},
+}

@@ -1,0 +1,95 @@
+package composecheck_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/services/cli/internal/composecheck"
+)
+
+// composeConfig runs `docker compose -f file config -q` (no Docker engine
+// needed) with only env set, and returns its exit error and stderr.
+func composeConfig(t *testing.T, bin, file string, env map[string]string, args ...string) (error, string) {
+	t.Helper()
+	// No .env of the developer's: an empty env file.
+	envFile := filepath.Join(t.TempDir(), "env")
+	if err := os.WriteFile(envFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"--env-file", envFile, "-f", file}, append(args, "config", "-q")...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	return err, stderr.String()
+}
+
+// TestComposeConfig: the compose plugin itself accepts the file (every
+// profile), and refuses it without ALICIA_LIVEKIT_NODE_IP or with a
+// dependency on no service.
+func TestComposeConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	bin, err := composecheck.Plugin(ctx, os.Stderr)
+	if err != nil {
+		testkit.Missing(t, "docker compose %s cannot be built from its Go module: %v", composecheck.ComposeVersion, err)
+	}
+	out, err := exec.Command(bin, "version", "--short").Output()
+	if err != nil || strings.TrimSpace(string(out)) != strings.TrimPrefix(composecheck.ComposeVersion, "v") {
+		t.Fatalf("%s version: %q, %v", bin, out, err)
+	}
+	file := filepath.Join(repoRoot(t), "docker-compose.yml")
+	if err, stderr := composeConfig(t, bin, file, composeEnv, "--profile", "init"); err != nil {
+		t.Fatalf("docker compose config -q: %v\n%s", err, stderr)
+	}
+	if err, stderr := composeConfig(t, bin, file, nil); err == nil || !strings.Contains(stderr, "ALICIA_LIVEKIT_NODE_IP") {
+		t.Fatalf("accepted without ALICIA_LIVEKIT_NODE_IP: %v\n%s", err, stderr)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(t.TempDir(), "docker-compose.yml")
+	if err := os.WriteFile(broken, bytes.Replace(data, []byte("vllm: {condition: service_healthy}"), []byte("vlm: {condition: service_healthy}"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Relative paths resolve in the repository, as for the real file.
+	if err, stderr := composeConfig(t, bin, broken, composeEnv, "--project-directory", filepath.Dir(file)); err == nil || !strings.Contains(stderr, "vlm") {
+		t.Fatalf("accepted a dependency on no service: %v\n%s", err, stderr)
+	}
+}
+
+// TestNATSPayload: the server in compose accepts the largest envelope the
+// streams store (its default max_payload, 1 MiB, is below it).
+func TestNATSPayload(t *testing.T) {
+	opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(t), "deploy", "nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var largest int32
+	for _, sc := range bus.StreamConfigs(bus.StreamsConfig{}) {
+		largest = max(largest, sc.MaxMsgSize)
+	}
+	if largest <= 0 {
+		t.Fatal("the streams have no message size limit: max_payload cannot be checked against it")
+	}
+	if opts.MaxPayload < largest {
+		t.Fatalf("deploy/nats.conf max_payload %d is below the streams' MaxMsgSize %d", opts.MaxPayload, largest)
+	}
+	if !opts.JetStream || opts.StoreDir != "/data" {
+		t.Fatalf("deploy/nats.conf: JetStream %v in %q; want it on, in the nats-data volume (/data)", opts.JetStream, opts.StoreDir)
+	}
+}
