@@ -67,8 +67,7 @@ type Options struct {
 // It never changes an existing file's content. A missing postgres_password
 // or postgres_url is made from the other when only one exists, and the two
 // must agree when both do (ErrMismatch). Files the containers' users could
-// not read get read permission for all (the directory is 0700 when
-// InitSecrets creates it). It reports each file, and prints a newly made
+// not read get read permission for all, and the directory is made 0700. It reports each file, and prints a newly made
 // API key, which clients need.
 func InitSecrets(o Options) error {
 	if o.Dir == "" {
@@ -218,6 +217,15 @@ func ensureDir(dir string, out io.Writer) error {
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("deploy: %s is not a directory", dir)
+	}
+	// The files are readable by all (for the containers' users): the
+	// directory keeps the host's other users out. Docker creates a missing
+	// bind-mount source 0755 (docker compose run init-secrets).
+	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		if err := os.Chmod(dir, dirMode); err != nil {
+			return fmt.Errorf("deploy: %s is mode %04o, open to other users, and cannot be closed: %w", dir, mode, err)
+		}
+		fmt.Fprintf(out, "chmod  %s/ %04o -> %04o (only its owner lists or opens it on this host)\n", dir, mode, dirMode)
 	}
 	return nil
 }

@@ -174,6 +174,26 @@ func TestInitSecretsPartial(t *testing.T) {
 	})
 }
 
+// Docker creates a missing bind-mount source 0755: the secrets in it would
+// be open to every user of the host.
+func TestInitSecretsClosesTheDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "secrets")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := initSecrets(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 || !strings.Contains(out, "0755 -> 0700") {
+		t.Fatalf("directory mode %v, %v; output:\n%s", fi.Mode().Perm(), err, out)
+	}
+}
+
 func TestInitSecretsNotADirectory(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "secrets")
 	if err := os.WriteFile(f, nil, 0o600); err != nil {
