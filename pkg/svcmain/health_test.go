@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -31,9 +32,10 @@ const asMain = "SVCMAIN_TEST_AS_MAIN"
 // A service binary given `healthcheck URL` probes instead of starting: what
 // the compose file's healthchecks run.
 func TestMainHealthcheck(t *testing.T) {
-	healthy := true
+	var healthy atomic.Bool
+	healthy.Store(true)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !healthy {
+		if !healthy.Load() {
 			http.Error(w, "postgres: connection refused", http.StatusServiceUnavailable)
 			return
 		}
@@ -56,7 +58,7 @@ func TestMainHealthcheck(t *testing.T) {
 	if code, out := run(svcmain.HealthcheckCommand, srv.URL+"/healthz"); code != 0 || strings.TrimSpace(out) != "ok" {
 		t.Fatalf("healthy: exit %d, %q", code, out)
 	}
-	healthy = false
+	healthy.Store(false)
 	if code, out := run(svcmain.HealthcheckCommand, srv.URL+"/healthz"); code != svcmain.ExitFailed || !strings.Contains(out, "postgres: connection refused") {
 		t.Fatalf("unhealthy: exit %d, %q", code, out)
 	}
@@ -67,13 +69,13 @@ func TestMainHealthcheck(t *testing.T) {
 }
 
 func TestHealthcheck(t *testing.T) {
-	healthy := true
+	var healthy atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" {
 			http.NotFound(w, r)
 			return
 		}
-		if !healthy {
+		if !healthy.Load() {
 			http.Error(w, "nats: not connected", http.StatusServiceUnavailable)
 			return
 		}
@@ -98,7 +100,7 @@ func TestHealthcheck(t *testing.T) {
 		{"not a URL", []string{"127.0.0.1:9090"}, true, svcmain.ExitConfig, "not an http(s) URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			healthy = tc.healthy
+			healthy.Store(tc.healthy)
 			var stdout, stderr bytes.Buffer
 			code := svcmain.Healthcheck(tc.args, &stdout, &stderr)
 			if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.out) {
