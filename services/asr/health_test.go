@@ -1,0 +1,53 @@
+package asr_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+)
+
+// The container healthcheck probes /healthz on the metrics address: healthy
+// while the replica consumes ASR_JOBS (a deleted consumer is made again),
+// unhealthy (naming why) when NATS is gone.
+func TestHealthz(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	h := newHarness(t)
+	cfg := h.config(fakeopenai.New(t))
+	cfg.MetricsAddr = addr
+	h.replica(cfg)
+	healthz := func(want int, wantBody string) func() error {
+		return func() error {
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != want || !strings.Contains(string(body), wantBody) {
+				return fmt.Errorf("%d %q", resp.StatusCode, body)
+			}
+			return nil
+		}
+	}
+	testkit.EventuallyNoError(t, 10*time.Second, healthz(http.StatusOK, "ok"), "healthy")
+	if err := h.js.DeleteConsumer(context.Background(), bus.StreamASRJobs, cfg.Consumer); err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyNoError(t, 10*time.Second, healthz(http.StatusOK, "ok"), "healthy again with the consumer made again")
+	h.ns.Shutdown()
+	testkit.EventuallyNoError(t, 10*time.Second, healthz(http.StatusServiceUnavailable, "nats: not connected"), "unhealthy without NATS")
+}
