@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/telemetry"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
 type conn struct{ up atomic.Bool }
@@ -31,12 +31,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestHealthz(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	nc := &conn{}
 	var consumerGone atomic.Bool
 	consumerGone.Store(true)
@@ -72,12 +67,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestHealthzWithoutChecks(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	stop, err := telemetry.ServeMetrics(addr, false, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

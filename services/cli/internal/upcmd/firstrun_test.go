@@ -66,12 +66,12 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 	up.Env = userEnv(map[string]string{
 		"ALICIA_POSTGRES_URL":  pgURL,
 		"ALICIA_DATA_DIR":      filepath.Join(t.TempDir(), "new-data-dir"),
-		"ALICIA_NATS_URL":      "nats://" + freePort(t),
+		"ALICIA_NATS_URL":      "nats://" + testkit.FreeAddr(t),
 		"ALICIA_HTTP_ADDR":     "127.0.0.1:0",
 		"ALICIA_LLM_URL":       model.URL(),
 		"ALICIA_LLM_MODEL":     "fake-chat",
 		"ALICIA_EMBEDDING_URL": embeddings.URL(), // memory search on: the pgvector types are used
-		"ALICIA_ASR_URL":       "http://" + freePort(t) + "/v1",
+		"ALICIA_ASR_URL":       "http://" + testkit.FreeAddr(t) + "/v1",
 		"ALICIA_LIVEKIT_PORT":  "0", "ALICIA_LIVEKIT_RTC_TCP_PORT": "0", "ALICIA_LIVEKIT_RTC_UDP_PORT": "0",
 	})
 	out, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}

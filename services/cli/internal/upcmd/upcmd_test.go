@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -40,16 +39,6 @@ func field(out, label string) string {
 	return f[0]
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestUpRunsTheStack starts `alicia up`, sends an envelope through its NATS
 // and finds the row persistence wrote, checks the voice services run, then
 // stops it as Ctrl-C would.
@@ -66,7 +55,7 @@ func TestUpRunsTheStack(t *testing.T) {
 	t.Setenv("ALICIA_LLM_URL", model.URL())
 	t.Setenv("ALICIA_LLM_MODEL", "fake-chat")
 	t.Setenv("ALICIA_EMBEDDING_URL", "")
-	asrURL := "http://" + freePort(t) + "/v1" // nothing listens there
+	asrURL := "http://" + testkit.FreeAddr(t) + "/v1" // nothing listens there
 	t.Setenv("ALICIA_ASR_URL", asrURL)
 	for _, k := range []string{"ALICIA_TTS_URL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_VOICE"} {
 		t.Setenv(k, "") // espeak-ng
@@ -75,7 +64,7 @@ func TestUpRunsTheStack(t *testing.T) {
 		"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET"} {
 		t.Setenv(k, "") // Run sets them for its services; restore them afterwards
 	}
-	cfg := upcmd.Config{NATSURL: "nats://" + freePort(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"}
+	cfg := upcmd.Config{NATSURL: "nats://" + testkit.FreeAddr(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &testkit.SyncBuffer{}
