@@ -73,14 +73,14 @@ func BinDir() (string, error) {
 // ErrNotInstalled when there is none.
 func Find() (string, error) {
 	if p := os.Getenv(EnvBin); p != "" {
-		if err := executable(p); err != nil {
+		if err := Executable(p); err != nil {
 			return "", fmt.Errorf("livekitserver: %s=%s: %w", EnvBin, p, err)
 		}
 		return filepath.Abs(p)
 	}
 	if dir, err := BinDir(); err == nil {
 		p := filepath.Join(dir, BinaryName)
-		if executable(p) == nil {
+		if Executable(p) == nil {
 			return p, nil
 		}
 	}
@@ -90,7 +90,8 @@ func Find() (string, error) {
 	return "", fmt.Errorf("%w: %s", ErrNotInstalled, InstallHint)
 }
 
-func executable(p string) error {
+// Executable reports why p is not an executable file (nil when it is).
+func Executable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return err
@@ -125,13 +126,13 @@ func Install(ctx context.Context, log io.Writer) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("livekitserver: %w", err)
 	}
-	unlock, err := lock(ctx, filepath.Join(dir, ".livekit-server.lock"))
+	unlock, err := LockFile(ctx, filepath.Join(dir, ".livekit-server.lock"))
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
 	final := filepath.Join(dir, BinaryName)
-	if executable(final) == nil {
+	if Executable(final) == nil {
 		return final, nil // installed while we waited
 	}
 	goBin, err := goTool()
@@ -156,7 +157,7 @@ func Install(ctx context.Context, log io.Writer) (string, error) {
 		return "", fmt.Errorf("livekitserver: go install %s@%s: %w", Module, Version, err)
 	}
 	built := filepath.Join(tmp, "server")
-	if err := executable(built); err != nil {
+	if err := Executable(built); err != nil {
 		return "", fmt.Errorf("livekitserver: go install produced no binary: %w", err)
 	}
 	if err := os.Rename(built, final); err != nil {
@@ -173,15 +174,16 @@ func goTool() (string, error) {
 		return p, nil
 	}
 	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if executable(p) == nil {
+	if Executable(p) == nil {
 		return p, nil
 	}
 	return "", errors.New("livekitserver: the go command is needed to build livekit-server and is not on PATH")
 }
 
-// lock takes an exclusive flock on path, waiting (and honouring ctx) while
-// another process holds it.
-func lock(ctx context.Context, path string) (func(), error) {
+// LockFile takes an exclusive flock on path, waiting (and honouring ctx)
+// while another process holds it: one build into BinDir at a time. The
+// returned function releases it.
+func LockFile(ctx context.Context, path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("livekitserver: lock file: %w", err)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
@@ -36,18 +35,18 @@ func Plugin(ctx context.Context, log io.Writer) (string, error) {
 		return "", err
 	}
 	final := filepath.Join(dir, "docker-compose-"+ComposeVersion)
-	if isExecutable(final) {
+	if livekitserver.Executable(final) == nil {
 		return final, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("composecheck: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, ".docker-compose.lock"))
+	unlock, err := livekitserver.LockFile(ctx, filepath.Join(dir, ".docker-compose.lock"))
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	if isExecutable(final) {
+	if livekitserver.Executable(final) == nil {
 		return final, nil // built while we waited
 	}
 	fmt.Fprintf(log, "composecheck: building %s@%s into %s (minutes the first time)\n", ComposeModule, ComposeVersion, dir)
@@ -99,34 +98,4 @@ func download(ctx context.Context) (string, error) {
 		return "", errors.New("composecheck: go mod download gave no directory")
 	}
 	return info.Dir, nil
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
-}
-
-// lockFile takes an exclusive flock on path, waiting while another process
-// holds it, until ctx ends.
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("composecheck: lock: %w", err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("composecheck: flock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
