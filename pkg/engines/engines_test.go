@@ -2,7 +2,6 @@ package engines_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,13 +51,7 @@ func TestV1(t *testing.T) {
 }
 
 func closedURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
+	return "http://" + testkit.FreeAddr(t) + "/v1" // nothing listens there
 }
 
 func TestProbeServer(t *testing.T) {

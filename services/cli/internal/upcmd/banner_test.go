@@ -3,12 +3,12 @@ package upcmd
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/gateway"
@@ -27,13 +27,7 @@ func fakeEspeak(t *testing.T) string {
 }
 
 func closedURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
+	return "http://" + testkit.FreeAddr(t) + "/v1" // nothing listens there
 }
 
 // TestBanner: each engine's line says what it is and whether it can be

@@ -2,7 +2,6 @@ package probe_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -52,13 +51,7 @@ func newBackend(t *testing.T, key string, hold chan struct{}) *backend {
 }
 
 func closedPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
+	return "http://" + testkit.FreeAddr(t) + "/v1" // nothing listens there
 }
 
 // fakeEspeak is a stand-in espeak-ng that runs with the voice en-us only.
