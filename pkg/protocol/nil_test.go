@@ -31,7 +31,7 @@ func nilCases() []nilCase {
 	syncItem := map[string]any{"localId": "l1", "sequenceNumber": 1, "role": "user", "contents": "hi", "createdAt": 5}
 	return []nilCase{
 		{
-			// The issue: @msgpack/msgpack writes an unset previousId as nil.
+			// A JavaScript client: @msgpack/msgpack writes an unset previousId as nil.
 			name: "first_user_message_previous_id",
 			env:  map[string]any{"type": 2, "stanzaId": 1, "body": with(first, "previousId", nil)},
 			want: map[string]any{"type": 2, "stanzaId": 1, "body": first},

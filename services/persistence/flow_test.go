@@ -9,7 +9,8 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
-// flow publishes the seed's "Message Flow Example" as envelopes. The answer
+// flow publishes a whole text exchange (configuration, question, streamed
+// answer, feedback) as envelopes. The answer
 // is published in two halves so the streaming state can be observed.
 type flow struct {
 	cid                string
