@@ -9,9 +9,10 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
-// flow publishes a whole text exchange (configuration, question, streamed
-// answer, feedback) as envelopes. The answer
-// is published in two halves so the streaming state can be observed.
+// flow publishes one whole exchange as envelopes: configuration,
+// transcriptions, the question, a memory and its use, the streamed answer
+// with a tool use and a reasoning step, feedback and a note. The answer is
+// published in two halves so the streaming state can be observed.
 type flow struct {
 	cid                string
 	user, answer       string
