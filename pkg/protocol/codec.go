@@ -45,6 +45,11 @@ func decodeWith(set *schemaSet, data []byte) (Envelope, error) {
 	if len(data) > MaxEnvelopeSize {
 		return env, errorf(CodeTooLarge, "envelope is %d bytes, limit %d", len(data), MaxEnvelopeSize)
 	}
+	if len(data) > 0 { // empty: "not a MessagePack map" below
+		if err := checkWellFormed(data); err != nil {
+			return env, errorf(CodeMalformed, "%v", err)
+		}
+	}
 	st := decodePool.Get().(*decodeState)
 	defer func() {
 		st.dec.ResetReader(nil)
