@@ -50,8 +50,15 @@ func (s *Session) startForwarding(ctx context.Context, cid string, fresh bool, l
 		return fmt.Errorf("edge: consume %s: %w", cid, err)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		// The session ended while this Configuration was being handled:
+		// nobody would ever stop this consumer.
+		cancel()
+		cc.Stop()
+		return ErrStopped
+	}
 	s.cancel = func() { cancel(); cc.Stop() }
-	s.mu.Unlock()
 	return nil
 }
 
@@ -94,10 +101,12 @@ func (s *Session) forward(ctx context.Context, m jetstream.Msg) {
 	s.enqueue(frame)
 }
 
+// stopForwarding stops the consumer and marks the session stopped, so a
+// Configuration still being handled never starts one after it.
 func (s *Session) stopForwarding() {
 	s.mu.Lock()
 	stop := s.cancel
-	s.cancel = nil
+	s.cancel, s.stopped = nil, true
 	s.mu.Unlock()
 	if stop != nil {
 		stop()

@@ -43,6 +43,10 @@ var (
 	ErrForbidden = errors.New("conversation belongs to another user")
 )
 
+// ErrStopped is why a Configuration handled after the session ended does
+// not start forwarding.
+var ErrStopped = errors.New("edge: session stopped")
+
 // ErrSlowClient ends a session whose client does not keep up.
 var ErrSlowClient = errors.New("edge: client too slow, send queue full")
 
@@ -76,6 +80,7 @@ type Session struct {
 	cid       string
 	cfgStanza int32              // stanza id of the Configuration that bound the session
 	cancel    context.CancelFunc // stops forwarding
+	stopped   bool               // Run ended: no forwarding may start
 	done      chan struct{}
 	err       error
 	once      sync.Once
