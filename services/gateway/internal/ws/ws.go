@@ -26,6 +26,9 @@ type Handler struct {
 	QueueSize int
 	// OriginPatterns allowed for browsers (host patterns); same-origin always is.
 	OriginPatterns []string
+	// PingInterval is how often an idle-looking connection is pinged; a
+	// client that does not answer within it is disconnected (default 30s).
+	PingInterval time.Duration
 	// ServerInfo, when set, reports the server's status (the body of
 	// GET /v1/server-info), sent to each connection first.
 	ServerInfo func(ctx context.Context) (*protocol.ServerInfo, error)
@@ -70,7 +73,10 @@ func (h *Handler) Serve(c echo.Context) error {
 	s := edge.NewSession(h.JS, h.Auth, transport{c: conn, ready: ready}, edge.Options{User: user, QueueSize: h.QueueSize, Log: log})
 	runErr := make(chan error, 1)
 	go func() { runErr <- s.Run(ctx) }()
+	go h.keepAlive(ctx, cancel, conn, log)
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		defer cancel()
 		for {
 			typ, frame, err := conn.Read(ctx)
@@ -94,7 +100,41 @@ func (h *Handler) Serve(c echo.Context) error {
 	default:
 		conn.Close(websocket.StatusNormalClosure, "")
 	}
+	// The reader may be handling a frame still (a Configuration, say): the
+	// session is only over once it has returned.
+	cancel()
+	<-readerDone
 	return nil
+}
+
+// keepAlive pings the client every PingInterval and ends the connection
+// (cancel) when a ping is not answered within the interval: a peer that
+// vanished without closing would otherwise hold its session, consumer and
+// connection slot until the TCP connection times out.
+func (h *Handler) keepAlive(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, log zerolog.Logger) {
+	every := h.PingInterval
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, pcancel := context.WithTimeout(ctx, every)
+		err := conn.Ping(pctx)
+		pcancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Info().Err(err).Msg("client did not answer a ping; disconnecting")
+			}
+			cancel()
+			return
+		}
+	}
 }
 
 // sendServerInfo writes the ServerInfo frame.
