@@ -29,6 +29,10 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		s.sendError(protocol.CodeUnknownType, fmt.Sprintf("message type %d is internal to the server", env.Type), nil)
 		return
 	}
+	if why := refuse(&env); why != "" {
+		s.sendError(protocol.CodeForbidden, why, nil)
+		return
+	}
 	if env.Type == protocol.TypeConfiguration {
 		s.configure(ctx, env)
 		return
@@ -51,12 +55,7 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 }
 
 func (s *Session) publish(ctx context.Context, env protocol.Envelope) {
-	meta := make(map[string]any, len(env.Meta)+1)
-	for k, v := range env.Meta {
-		meta[k] = v
-	}
-	meta[MetaUserID] = s.opts.User // set by the edge, never trusted from the client
-	env.Meta = meta
+	env.Meta = clientMeta(env.Meta, s.opts.User) // alicia.* keys are set by the edge and services, never trusted from the client
 	if _, err := s.pub.PublishClient(ctx, env); err != nil {
 		s.logger().Error().Err(err).Str("type", env.Type.String()).Msg("publish client envelope")
 		s.sendError(protocol.CodeInternal, "could not store the envelope; send it again", nil)

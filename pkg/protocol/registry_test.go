@@ -101,3 +101,31 @@ func TestNewID(t *testing.T) {
 		t.Error("duplicate ids")
 	}
 }
+
+func TestSendersFromSchemas(t *testing.T) {
+	client := map[protocol.MessageType]bool{}
+	for _, typ := range protocol.Types() {
+		if len(typ.Senders()) == 0 {
+			t.Errorf("%s: no senders", typ)
+		}
+		if typ.ClientMaySend() {
+			client[typ] = true
+		}
+		if typ.Internal() && typ.ClientMaySend() {
+			t.Errorf("%s is internal but a client may send it", typ)
+		}
+	}
+	for _, typ := range []protocol.MessageType{protocol.TypeUserMessage, protocol.TypeConfiguration, protocol.TypeToolUseResult,
+		protocol.TypeFeedback, protocol.TypeUserNote, protocol.TypeMemoryAction, protocol.TypeControlStop, protocol.TypeControlVariation} {
+		if !client[typ] {
+			t.Errorf("%s: a client may not send it", typ)
+		}
+	}
+	for _, typ := range []protocol.MessageType{protocol.TypeAssistantSentence, protocol.TypeAssistantMessage, protocol.TypeStartAnswer,
+		protocol.TypeReasoningStep, protocol.TypeMemoryTrace, protocol.TypeToolUseRequest, protocol.TypeConversationUpdate,
+		protocol.TypeErrorMessage, protocol.TypeBranchUpdate, protocol.TypeTranscription} {
+		if client[typ] {
+			t.Errorf("%s: a client may send it", typ)
+		}
+	}
+}
