@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,9 @@ func TestConversationToken(t *testing.T) {
 		if vg == nil || !vg.RoomJoin || vg.Room != "conv_"+c.ID || !vg.GetCanPublish() || !vg.GetCanSubscribe() || !vg.GetCanPublishData() ||
 			vg.RoomAdmin || vg.RoomCreate || vg.RoomList || vg.RoomRecord || vg.Hidden {
 			t.Fatalf("video grant %+v, want join/publish/subscribe/data in conv_%s only", vg, c.ID)
+		}
+		if !slices.Equal(vg.CanPublishSources, []string{"microphone"}) {
+			t.Fatalf("publishable sources %q, want the microphone only", vg.CanPublishSources)
 		}
 		if claims.Identity != "alice" {
 			t.Fatalf("identity %q", claims.Identity)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	lksdk "github.com/livekit/server-sdk-go/v2"
+	lkmedia "github.com/livekit/server-sdk-go/v2/pkg/media"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
@@ -145,5 +147,26 @@ func TestDataOnlyClient(t *testing.T) {
 	})
 	if n := s.speech.SpeechCount(); n != 0 {
 		t.Fatalf("a text-only client's answer was synthesised %d times", n)
+	}
+}
+
+// TestTokenAllowsTheMicrophoneOnly: with the gateway's room token a user
+// publishes a microphone, and livekit-server refuses any other source (a
+// screen share's audio here): each track would cost the agent a listener
+// and ASR jobs.
+func TestTokenAllowsTheMicrophoneOnly(t *testing.T) {
+	s := newStack(t, options{answer: "Hello."})
+	cid := s.conversation()
+	u := join(t, s.lk.URL, s.token(cid), true)
+	extra, err := lkmedia.NewPCMLocalTrack(16000, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if _, err := u.room.LocalParticipant.PublishTrack(extra, &lksdk.TrackPublicationOptions{Name: "screen-audio", Source: 4}); err == nil {
+		t.Fatal("published a screen share's audio with the gateway's token")
+	}
+	if n := len(u.room.LocalParticipant.TrackPublications()); n != 1 {
+		t.Fatalf("%d tracks published, want the microphone only", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/auth"
+	livekitpb "github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
@@ -35,16 +36,19 @@ type Grant struct {
 }
 
 // Issue returns a token letting identity join the room of cid — that room
-// only — publish (audio and data) and subscribe, valid for TTL from now.
+// only — publish its microphone and data (no camera, no screen share: each
+// published track costs the agent a listener and ASR jobs) and subscribe,
+// valid for TTL from now.
 func (t Tokens) Issue(cid, identity string, now time.Time) (Grant, error) {
 	room := protocol.RoomName(cid)
 	yes := true
+	grant := &auth.VideoGrant{RoomJoin: true, Room: room, CanPublish: &yes, CanSubscribe: &yes, CanPublishData: &yes}
+	grant.SetCanPublishSources([]livekitpb.TrackSource{livekitpb.TrackSource_MICROPHONE})
 	at := auth.NewAccessToken(t.APIKey, t.APISecret).
 		SetIdentity(identity).
 		SetName(identity).
 		SetValidFor(t.TTL).
-		SetVideoGrant(&auth.VideoGrant{RoomJoin: true, Room: room,
-			CanPublish: &yes, CanSubscribe: &yes, CanPublishData: &yes})
+		SetVideoGrant(grant)
 	jwt, err := at.ToJWT()
 	if err != nil {
 		return Grant{}, fmt.Errorf("livekit: sign token: %w", err)
