@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
@@ -20,10 +21,30 @@ import (
 
 // Config of the gateway. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
-	HTTPAddr    string // ALICIA_HTTP_ADDR
-	NATSURL     string // ALICIA_NATS_URL
+	HTTPAddr string // ALICIA_HTTP_ADDR
+	NATSURL  string // ALICIA_NATS_URL
+
+	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
+	NATSAuth bus.Credentials
+
 	PostgresURL string // ALICIA_POSTGRES_URL (+ _FILE)
 	APIKeys     string // ALICIA_API_KEYS (+ _FILE): "key,…" or "user:key,…"
+	// AdminUsers names the administrators, users of APIKeys
+	// (ALICIA_ADMIN_USERS + _FILE, comma-separated; default none). Only they
+	// change tools and MCP servers and see their internals.
+	AdminUsers string
+	// AuthFailuresPerMinute and AuthFailureBurst bound failed
+	// authentications per client address (ALICIA_AUTH_FAILURES_PER_MINUTE,
+	// default 10; ALICIA_AUTH_FAILURE_BURST, default 10): beyond, 429 with
+	// Retry-After. At most AuthFailureAddresses addresses are tracked
+	// (ALICIA_AUTH_FAILURE_ADDRESSES, default 10000).
+	AuthFailuresPerMinute int
+	AuthFailureBurst      int
+	AuthFailureAddresses  int
+	// MCPAllowedHosts may be used by HTTP MCP servers though they are not
+	// public addresses (ALICIA_MCP_ALLOWED_HOSTS, comma-separated host names
+	// or IPs, as the llm reads it).
+	MCPAllowedHosts []string
 	// RateLimit is requests per second per API key (ALICIA_RATE_LIMIT, default 20; burst twice that).
 	RateLimit int
 	// QueueSize bounds the envelopes waiting for one WebSocket client (ALICIA_WS_QUEUE, default 256).
@@ -164,6 +185,7 @@ func validateEngine(prefix string, e engines.Engine) error {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
+		AuthFailuresPerMinute: 10, AuthFailureBurst: 10, AuthFailureAddresses: 10000,
 		LiveKit:    LiveKit{TokenTTL: time.Hour},
 		LLM:        engines.Engine{Kind: engines.OpenAI, URL: engines.DefaultLLMURL, Model: engines.DefaultLLMModel},
 		ASR:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultASRURL), Model: engines.DefaultASRModel},
@@ -177,16 +199,22 @@ func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
+		return c, err
+	}
 	var origins string
 	config.String("ALICIA_ALLOWED_ORIGINS", &origins)
-	for _, o := range strings.Split(origins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			c.AllowedOrigins = append(c.AllowedOrigins, o)
-		}
-	}
+	c.AllowedOrigins = splitList(origins)
+	var allowed string
+	config.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
+	c.MCPAllowedHosts = splitList(allowed)
 	err := errors.Join(
 		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		config.Secret("ALICIA_API_KEYS", &c.APIKeys),
+		config.Secret("ALICIA_ADMIN_USERS", &c.AdminUsers),
+		config.Int("ALICIA_AUTH_FAILURES_PER_MINUTE", &c.AuthFailuresPerMinute),
+		config.Int("ALICIA_AUTH_FAILURE_BURST", &c.AuthFailureBurst),
+		config.Int("ALICIA_AUTH_FAILURE_ADDRESSES", &c.AuthFailureAddresses),
 		config.Int("ALICIA_RATE_LIMIT", &c.RateLimit),
 		config.Int("ALICIA_WS_QUEUE", &c.QueueSize),
 		config.Duration("ALICIA_WRITE_TIMEOUT", &c.WriteTimeout),
@@ -197,6 +225,17 @@ func ConfigFromEnv() (Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// splitList reads a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, o := range strings.Split(s, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Validate reports every problem at once.
@@ -213,6 +252,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := auth.ParseKeys(c.APIKeys); err != nil {
 		errs = append(errs, fmt.Errorf("ALICIA_API_KEYS: %w", err))
+	}
+	if c.AuthFailuresPerMinute < 1 || c.AuthFailureBurst < 1 || c.AuthFailureAddresses < 1 {
+		errs = append(errs, errors.New("ALICIA_AUTH_FAILURES_PER_MINUTE, ALICIA_AUTH_FAILURE_BURST and ALICIA_AUTH_FAILURE_ADDRESSES must be at least 1"))
 	}
 	if c.RateLimit < 1 {
 		errs = append(errs, fmt.Errorf("rate limit %d must be at least 1", c.RateLimit))

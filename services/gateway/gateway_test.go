@@ -27,13 +27,16 @@ import (
 const (
 	aliceKey = "alice-key-0123456789"
 	bobKey   = "bob-key-0123456789ab"
+	// adminKey is the key of root, the stack's administrator (ALICIA_ADMIN_USERS).
+	adminKey = "root-key-0123456789ab"
 )
 
 type stack struct {
-	base string
-	pool *pgxpool.Pool
-	pub  *bus.Publisher
-	nc   *nats.Conn
+	base  string
+	pgURL string
+	pool  *pgxpool.Pool
+	pub   *bus.Publisher
+	nc    *nats.Conn
 }
 
 // stackOptions choose what newStack runs besides NATS, Postgres and the gateway.
@@ -80,7 +83,8 @@ func newStack(t *testing.T, opts ...func(*stackOptions)) *stack {
 
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
-	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey
+	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey + ",root:" + adminKey
+	gcfg.AdminUsers = "root"
 	gcfg.RateLimit = 1000
 	if o.gateway != nil {
 		o.gateway(&gcfg)
@@ -104,7 +108,7 @@ func newStack(t *testing.T, opts ...func(*stackOptions)) *stack {
 	case err := <-gdone:
 		t.Fatalf("gateway: %v", err)
 	}
-	s := &stack{base: base, pool: pool, pub: bus.NewPublisher(js), nc: nc}
+	s := &stack{base: base, pgURL: pgURL, pool: pool, pub: bus.NewPublisher(js), nc: nc}
 	if o.memory {
 		s.waitService(t, rpc.MemorySearchSubject)
 	}

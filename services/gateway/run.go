@@ -31,6 +31,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		return err
 	}
 	keys, _ := auth.ParseKeys(cfg.APIKeys)
+	admins, unknown := auth.ParseAdmins(cfg.AdminUsers, keys)
+	if len(unknown) > 0 {
+		log.Warn().Strs("users", unknown).Msg("ALICIA_ADMIN_USERS names users of no API key; they are not administrators")
+	}
 	// Reads only: writes go through JetStream and the persistence service.
 	if err := pgread.WaitForSchema(ctx, cfg.PostgresURL, pgread.Schema, 0, log); err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -40,7 +44,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		return fmt.Errorf("gateway: %w", err)
 	}
 	defer pool.Close()
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "gateway")
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "gateway", cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}
@@ -50,28 +54,37 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = rest.ErrorHandler(log)
+	// The peer's address, never a header a client can write: failed
+	// authentications are throttled by it.
+	e.IPExtractor = echo.ExtractIPDirect()
 	e.Use(middleware.Recover())
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", func(c echo.Context) error {
 		pctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
+		// Anyone may ask: the answer names what is down, the log says why.
 		if !nc.IsConnected() {
 			return c.String(http.StatusServiceUnavailable, "nats: not connected")
 		}
 		if err := pool.Ping(pctx); err != nil {
-			return c.String(http.StatusServiceUnavailable, "postgres: "+err.Error())
+			log.Warn().Err(err).Msg("readyz: Postgres does not answer")
+			return c.String(http.StatusServiceUnavailable, "postgres: unavailable")
 		}
 		return c.String(http.StatusOK, "ready")
 	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
 
-	v1 := e.Group("/v1", auth.NewKeys(keys).Middleware(), middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+	verifier := auth.NewKeys(keys, admins)
+	verifier.QueryTokenPath = "/v1/ws"
+	verifier.Failures = auth.NewFailureLimiter(cfg.AuthFailuresPerMinute, cfg.AuthFailureBurst, cfg.AuthFailureAddresses)
+	v1 := e.Group("/v1", verifier.Middleware(), middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store:               middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{Rate: rate.Limit(cfg.RateLimit), Burst: 2 * cfg.RateLimit, ExpiresIn: 3 * time.Minute}),
 		IdentifierExtractor: func(c echo.Context) (string, error) { return auth.UserOf(c), nil },
 	}))
 	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins}
 	v1.GET("/ws", wsh.Serve)
 	api := &rest.API{Store: st, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
+		MCPAllowedHosts: cfg.MCPAllowedHosts,
 		Probe: probe.New(map[string]probe.Backend{
 			"llm":        probe.Backend(cfg.LLM),
 			"asr":        probe.Backend(cfg.ASR),

@@ -147,6 +147,13 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE"} {
 		_ = os.Unsetenv(k)
 	}
+	if devKey != "" {
+		// The one local developer administers the tools and MCP servers.
+		_ = os.Unsetenv("ALICIA_ADMIN_USERS_FILE")
+		if err := os.Setenv("ALICIA_ADMIN_USERS", "dev"); err != nil {
+			return err
+		}
+	}
 	if err := chooseSpeechEngine(); err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/netguard"
+	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
@@ -31,6 +33,12 @@ type API struct {
 	LiveKit *livekit.Tokens
 	// Agents asks for a room-agent when a token is handed out.
 	Agents AgentRequester
+	// MCPAllowedHosts may be HTTP MCP servers though not public
+	// (ALICIA_MCP_ALLOWED_HOSTS); other hosts must resolve to public
+	// addresses.
+	MCPAllowedHosts []string
+	// Resolver looks up MCP server hosts; nil: the system's.
+	Resolver netguard.Resolver
 }
 
 // Register adds the routes to g (the authenticated /v1 group).
@@ -55,11 +63,14 @@ func (a *API) Register(g *echo.Group) {
 	g.POST("/memories/:id/pin", a.pinMemory)
 	g.POST("/memories/:id/archive", a.archiveMemory)
 
+	// Tools and MCP servers are the installation's: everyone may list them
+	// (internals only for administrators), administrators change them.
 	g.GET("/tools", a.listTools)
-	g.PATCH("/tools/:name", a.patchTool)
+	g.PATCH("/tools/:name", a.patchTool, auth.RequireAdmin)
 	g.GET("/mcp-servers", a.listMCPServers)
-	g.PUT("/mcp-servers/:name", a.putMCPServer)
-	g.DELETE("/mcp-servers/:name", a.deleteMCPServer)
+	g.PUT("/mcp-servers/:name", a.putMCPServer, auth.RequireAdmin)
+	g.PATCH("/mcp-servers/:name", a.patchMCPServer, auth.RequireAdmin)
+	g.DELETE("/mcp-servers/:name", a.deleteMCPServer, auth.RequireAdmin)
 
 	g.GET("/server-info", a.serverInfo)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 )
 
 // Pinger answers when Postgres does.
@@ -55,16 +56,18 @@ type mcpStatus struct {
 
 // serverInfo is GET /v1/server-info.
 func (a *API) serverInfo(c echo.Context) error {
-	info, err := a.info(c.Request().Context())
+	info, err := a.info(c.Request().Context(), auth.IsAdmin(c))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
 
-// ServerInfo is the same report as a protocol body, for the WebSocket.
-func (a *API) ServerInfo(ctx context.Context) (*protocol.ServerInfo, error) {
-	info, err := a.info(ctx)
+// ServerInfo is the same report as a protocol body, for the WebSocket
+// connection of a user (an administrator when admin is true). The envelope
+// carries names and states only, whoever asks.
+func (a *API) ServerInfo(ctx context.Context, admin bool) (*protocol.ServerInfo, error) {
+	info, err := a.info(ctx, admin)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +87,9 @@ func (a *API) ServerInfo(ctx context.Context) (*protocol.ServerInfo, error) {
 }
 
 // info reports what is really usable right now: the bus, Postgres, each
-// model engine (probed) and the MCP servers' last known status.
-func (a *API) info(ctx context.Context) (serverInfo, error) {
+// model engine (probed) and the MCP servers' last known status. URLs and
+// error texts, which name internal addresses, are for administrators only.
+func (a *API) info(ctx context.Context, admin bool) (serverInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var (
@@ -98,8 +102,14 @@ func (a *API) info(ctx context.Context) (serverInfo, error) {
 	wg.Wait()
 	info := serverInfo{Connection: conn, Models: make(map[string]modelStatus, len(models)), MCPServers: []mcpStatus{}}
 	for name, st := range models {
-		info.Models[name] = modelStatus{Name: st.Name, Engine: st.Kind, Model: st.Model, Voice: st.Voice,
-			Reachable: st.Reachable, URL: st.URL, Error: st.Error}
+		m := modelStatus{Name: st.Name, Engine: st.Kind, Model: st.Model, Voice: st.Voice, Reachable: st.Reachable}
+		if admin {
+			m.URL, m.Error = st.URL, st.Error
+		}
+		info.Models[name] = m
+	}
+	if !admin {
+		info.Connection.Error = ""
 	}
 	if conn.Status != "degraded" {
 		servers, err := a.Store.MCPServers(ctx)

@@ -1,18 +1,26 @@
 package rest
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/alicia-voice/alicia/pkg/netguard"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
 
-// Tools and MCP servers are the installation's, shared by every user.
+// Tools and MCP servers are the installation's, shared by every user;
+// only administrators change them or see how servers are reached. stdio
+// servers run a command on the llm host, so they come only from the
+// operator's file (ALICIA_MCP_SERVERS_FILE on the llm): the API enables and
+// disables them, never creates, changes or removes one.
 
 type toolsAnswer struct {
 	Tools []store.Tool `json:"tools"`
@@ -64,22 +72,31 @@ func (a *API) listMCPServers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !auth.IsAdmin(c) {
+		for i := range servers {
+			servers[i] = public(servers[i])
+		}
+	}
 	return c.JSON(http.StatusOK, mcpAnswer{Servers: servers})
 }
 
-var (
-	mcpName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
+// public is what a user who is not an administrator sees of a server: its
+// name, transport, setting and status, not how it is reached (command,
+// args, URL) nor its last error, which may name internal addresses.
+func public(s store.MCPServer) store.MCPServer {
+	s.Command, s.Args, s.URL, s.LastError = nil, nil, nil, nil
+	return s
+}
 
-// MCP server input limits.
-const (
-	maxArgs     = 64
-	maxArg      = 1024
-	maxEnv      = 64
-	maxEnvValue = 4096
-	maxURL      = 2048
-)
+// errOperatorStdio answers any attempt to create or change a stdio server.
+var errOperatorStdio = fail(http.StatusBadRequest,
+	"stdio MCP servers come only from the operator's file (ALICIA_MCP_SERVERS_FILE of the llm service); "+
+		"the API can only enable or disable one (PATCH /v1/mcp-servers/{name})")
+
+var mcpName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// maxURL bounds an MCP server's URL.
+const maxURL = 2048
 
 type mcpInput struct {
 	Transport string            `json:"transport"`
@@ -93,15 +110,7 @@ type mcpInput struct {
 func (in mcpInput) validate() error {
 	switch in.Transport {
 	case "stdio":
-		if in.Command == nil || *in.Command == "" {
-			return fail(http.StatusBadRequest, "a stdio server needs a command")
-		}
-		if in.URL != nil {
-			return fail(http.StatusBadRequest, "a stdio server has no url")
-		}
-		if err := text("command", *in.Command, maxArg, true); err != nil {
-			return err
-		}
+		return errOperatorStdio
 	case "http":
 		if in.URL == nil || *in.URL == "" {
 			return fail(http.StatusBadRequest, "an http server needs a url")
@@ -116,24 +125,28 @@ func (in mcpInput) validate() error {
 	default:
 		return fail(http.StatusBadRequest, "transport must be stdio or http")
 	}
-	if len(in.Args) > maxArgs {
-		return fail(http.StatusBadRequest, "at most %d args", maxArgs)
+	if in.Env != nil {
+		return fail(http.StatusBadRequest, "env is for stdio servers (the operator's file); an http server has none")
 	}
-	for _, arg := range in.Args {
-		if err := text("an arg", arg, maxArg, false); err != nil {
-			return err
-		}
+	return nil
+}
+
+// checkHost refuses an http server's host that is not a public address,
+// unless the operator allowed it (ALICIA_MCP_ALLOWED_HOSTS). The llm checks
+// again on every address it dials; this is the early answer.
+func (a *API) checkHost(ctx context.Context, raw string) error {
+	u, _ := url.Parse(raw)
+	g := netguard.New(a.MCPAllowedHosts, a.Resolver, nil)
+	host := u.Hostname()
+	if err := g.CheckLiteral(host); err != nil {
+		return fail(http.StatusBadRequest, "url host %s is not a public address; an administrator of the deployment can allow it with ALICIA_MCP_ALLOWED_HOSTS", host)
 	}
-	if len(in.Env) > maxEnv {
-		return fail(http.StatusBadRequest, "at most %d env variables", maxEnv)
-	}
-	for k, v := range in.Env {
-		if !envName.MatchString(k) {
-			return fail(http.StatusBadRequest, "env name %q is not a variable name", k)
-		}
-		if err := text("env "+k, v, maxEnvValue, false); err != nil {
-			return err
-		}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	// A name that does not resolve here is left to the llm, which checks
+	// what it dials.
+	if _, err := g.Check(rctx, host); errors.Is(err, netguard.ErrRefused) {
+		return fail(http.StatusBadRequest, "url host %s resolves to an address that is not public; an administrator of the deployment can allow it with ALICIA_MCP_ALLOWED_HOSTS", host)
 	}
 	return nil
 }
@@ -155,14 +168,19 @@ func (a *API) putMCPServer(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	status := http.StatusOK
-	if _, err := a.Store.MCPServer(ctx, name); errors.Is(err, store.ErrNotFound) {
+	if old, err := a.Store.MCPServer(ctx, name); errors.Is(err, store.ErrNotFound) {
 		status = http.StatusCreated
 	} else if err != nil {
+		return err
+	} else if old.Transport == "stdio" {
+		return errOperatorStdio
+	}
+	if err := a.checkHost(ctx, *in.URL); err != nil {
 		return err
 	}
 	transport := protocol.MCPServerConfigTransport(in.Transport)
 	cfg := &protocol.MCPServerConfig{Action: protocol.MCPServerConfigActionUpsert, Name: name, Transport: &transport,
-		Command: in.Command, Args: in.Args, Url: in.URL, Env: in.Env, Enabled: in.Enabled}
+		Url: in.URL, Enabled: in.Enabled}
 	if err := a.write(c, asSystem(cfg)); err != nil {
 		return err
 	}
@@ -173,13 +191,51 @@ func (a *API) putMCPServer(c echo.Context) error {
 	return c.JSON(status, s)
 }
 
+// patchMCPServer enables or disables a server, the operator's stdio ones
+// included: the same configuration again with the new setting.
+func (a *API) patchMCPServer(c echo.Context) error {
+	name := c.Param("name")
+	if !mcpName.MatchString(name) {
+		return fail(http.StatusBadRequest, "server name %q: use 1 to 64 letters, digits, - and _", name)
+	}
+	var in struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := bindJSON(c, &in, false); err != nil {
+		return err
+	}
+	if in.Enabled == nil {
+		return fail(http.StatusBadRequest, "enabled (true or false) is required")
+	}
+	ctx := c.Request().Context()
+	old, err := a.Store.MCPServer(ctx, name)
+	if err != nil {
+		return lookup(err, "MCP server")
+	}
+	transport := protocol.MCPServerConfigTransport(old.Transport)
+	cfg := &protocol.MCPServerConfig{Action: protocol.MCPServerConfigActionUpsert, Name: name, Transport: &transport,
+		Command: old.Command, Args: old.Args, Url: old.URL, Enabled: in.Enabled}
+	if err := a.write(c, asSystem(cfg)); err != nil {
+		return err
+	}
+	s, err := a.Store.MCPServer(ctx, name)
+	if err != nil {
+		return lookup(err, "MCP server")
+	}
+	return c.JSON(http.StatusOK, s)
+}
+
 func (a *API) deleteMCPServer(c echo.Context) error {
 	name := c.Param("name")
 	if !mcpName.MatchString(name) {
 		return fail(http.StatusBadRequest, "server name %q: use 1 to 64 letters, digits, - and _", name)
 	}
-	if _, err := a.Store.MCPServer(c.Request().Context(), name); err != nil {
+	old, err := a.Store.MCPServer(c.Request().Context(), name)
+	if err != nil {
 		return lookup(err, "MCP server")
+	}
+	if old.Transport == "stdio" {
+		return errOperatorStdio
 	}
 	if err := a.write(c, asSystem(&protocol.MCPServerConfig{Action: protocol.MCPServerConfigActionDelete, Name: name})); err != nil {
 		return err

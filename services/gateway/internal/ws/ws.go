@@ -30,8 +30,9 @@ type Handler struct {
 	// client that does not answer within it is disconnected (default 30s).
 	PingInterval time.Duration
 	// ServerInfo, when set, reports the server's status (the body of
-	// GET /v1/server-info), sent to each connection first.
-	ServerInfo func(ctx context.Context) (*protocol.ServerInfo, error)
+	// GET /v1/server-info) as the connection's user may see it (admin: an
+	// administrator), sent to each connection first.
+	ServerInfo func(ctx context.Context, admin bool) (*protocol.ServerInfo, error)
 }
 
 // transport writes frames as binary WebSocket messages once ready is closed
@@ -68,7 +69,7 @@ func (h *Handler) Serve(c echo.Context) error {
 	// published meanwhile, only what goes out waits.
 	go func() {
 		defer close(ready)
-		h.sendServerInfo(ctx, conn, log)
+		h.sendServerInfo(ctx, conn, auth.IsAdmin(c), log)
 	}()
 	s := edge.NewSession(h.JS, h.Auth, transport{c: conn, ready: ready}, edge.Options{User: user, QueueSize: h.QueueSize, Log: log})
 	runErr := make(chan error, 1)
@@ -138,11 +139,11 @@ func (h *Handler) keepAlive(ctx context.Context, cancel context.CancelFunc, conn
 }
 
 // sendServerInfo writes the ServerInfo frame.
-func (h *Handler) sendServerInfo(ctx context.Context, conn *websocket.Conn, log zerolog.Logger) {
+func (h *Handler) sendServerInfo(ctx context.Context, conn *websocket.Conn, admin bool, log zerolog.Logger) {
 	if h.ServerInfo == nil {
 		return
 	}
-	info, err := h.ServerInfo(ctx)
+	info, err := h.ServerInfo(ctx, admin)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn().Err(err).Msg("server info")
