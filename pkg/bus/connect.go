@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -10,11 +11,12 @@ import (
 
 // Connect is how a service joins the bus: a NATS connection named after the
 // service that reconnects forever, its JetStream context, and the streams
-// created or updated. Close the connection when done.
-func Connect(ctx context.Context, url, service string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url, nats.Name("alicia-"+service), nats.MaxReconnects(-1))
+// created or updated. opts add to the connection's options, e.g. the
+// service's Credentials.Option(). Close the connection when done.
+func Connect(ctx context.Context, natsURL, service string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(natsURL, append([]nats.Option{nats.Name("alicia-" + service), nats.MaxReconnects(-1)}, opts...)...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: nats %s: %w", service, url, err)
+		return nil, nil, fmt.Errorf("%s: nats %s: %w", service, redacted(natsURL), err)
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
@@ -25,4 +27,13 @@ func Connect(ctx context.Context, url, service string) (*nats.Conn, jetstream.Je
 		return nil, nil, fmt.Errorf("%s: jetstream: %w", service, err)
 	}
 	return nc, js, nil
+}
+
+// redacted hides the password of a URL with userinfo.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -21,6 +22,9 @@ import (
 // Config of the asr service. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
 	NATSURL string // ALICIA_NATS_URL
+
+	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
+	NATSAuth bus.Credentials
 
 	// URL of the OpenAI-compatible backend (ALICIA_ASR_URL), with or without
 	// the /v1 suffix: http://speaches:8000 and http://speaches:8000/v1 both
@@ -82,6 +86,9 @@ func DefaultConfig() Config {
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
+		return c, err
+	}
 	config.String("ALICIA_ASR_URL", &c.URL)
 	config.String("ALICIA_ASR_MODEL", &c.Model)
 	config.String("ALICIA_ASR_LANGUAGE", &c.Language)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
@@ -30,7 +31,11 @@ type Toolbox interface {
 
 // Config of the llm service. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
-	NATSURL     string // ALICIA_NATS_URL
+	NATSURL string // ALICIA_NATS_URL
+
+	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
+	NATSAuth bus.Credentials
+
 	PostgresURL string // ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE (read-only use)
 
 	LLMURL       string // ALICIA_LLM_URL: OpenAI-compatible base URL, e.g. http://vllm:8000/v1
@@ -107,6 +112,9 @@ func DefaultConfig() Config {
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
+		return c, err
+	}
 	config.String("ALICIA_LLM_URL", &c.LLMURL)
 	config.String("ALICIA_LLM_MODEL", &c.Model)
 	config.String("ALICIA_LLM_SYSTEM_PROMPT", &c.SystemPrompt)

@@ -34,7 +34,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("llm: %w", err)
 	}
 	defer pool.Close()
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "llm")
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "llm", cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}

@@ -11,13 +11,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 )
 
 // Config of the memory service. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
-	NATSURL     string // ALICIA_NATS_URL
+	NATSURL string // ALICIA_NATS_URL
+
+	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
+	NATSAuth bus.Credentials
+
 	PostgresURL string // ALICIA_POSTGRES_URL (+ _FILE); read-only sessions
 
 	// EmbeddingURL is an OpenAI-compatible base URL ending in /v1
@@ -88,6 +93,9 @@ func DefaultConfig() Config {
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
+		return c, err
+	}
 	config.String("ALICIA_EMBEDDING_URL", &c.EmbeddingURL)
 	config.String("ALICIA_EMBEDDING_MODEL", &c.EmbeddingModel)
 	config.String("ALICIA_LLM_URL", &c.LLMURL)

@@ -36,7 +36,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := pool.Ping(ctx); err != nil {
 		return fmt.Errorf("memory: postgres unreachable: %w", err)
 	}
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "memory")
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "memory", cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}

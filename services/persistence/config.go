@@ -9,12 +9,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 )
 
 // Config of the persistence service. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
-	NATSURL     string // ALICIA_NATS_URL
+	NATSURL string // ALICIA_NATS_URL
+
+	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
+	NATSAuth bus.Credentials
+
 	PostgresURL string // ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE
 	// Consumer is the durable consumer name (ALICIA_PERSISTENCE_CONSUMER, default "persistence").
 	Consumer string
@@ -57,6 +62,9 @@ func DefaultConfig() Config {
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
+		return c, err
+	}
 	config.String("ALICIA_PERSISTENCE_CONSUMER", &c.Consumer)
 	config.String("ALICIA_PERSISTENCE_METRICS_ADDR", &c.MetricsAddr)
 	err := errors.Join(

@@ -50,7 +50,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return fmt.Errorf("persistence: migrate: %w", err)
 		}
 	}
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "persistence")
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "persistence", cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}

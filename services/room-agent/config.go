@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
@@ -18,6 +19,9 @@ import (
 // Config of the room-agent. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
 	NATSURL string // ALICIA_NATS_URL
+
+	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
+	NATSAuth bus.Credentials
 
 	LiveKitURL       string // ALICIA_LIVEKIT_URL (ws://…)
 	LiveKitAPIKey    string // ALICIA_LIVEKIT_API_KEY or _FILE
@@ -59,6 +63,9 @@ func DefaultConfig() Config {
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
+		return c, err
+	}
 	config.String("ALICIA_LIVEKIT_URL", &c.LiveKitURL)
 	config.String("ALICIA_ASR_LANGUAGE", &c.Language)
 	config.String("ALICIA_ROOM_AGENT_METRICS_ADDR", &c.MetricsAddr)

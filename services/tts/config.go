@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 )
@@ -26,6 +27,9 @@ const (
 // Config of the tts service. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
 	NATSURL string // ALICIA_NATS_URL
+
+	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
+	NATSAuth bus.Credentials
 
 	// Engine is openai (an OpenAI-compatible /v1/audio/speech) or espeak
 	// (a local espeak-ng) (ALICIA_TTS_ENGINE).
@@ -104,6 +108,9 @@ func DefaultVoice(engine string) string { return engines.DefaultVoice(engine) }
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
+		return c, err
+	}
 	config.String("ALICIA_TTS_ENGINE", &c.Engine)
 	config.String("ALICIA_TTS_URL", &c.URL)
 	config.String("ALICIA_TTS_MODEL", &c.Model)
