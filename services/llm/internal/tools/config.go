@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/netguard"
 )
 
 // Config tunes the registry and its tools. DefaultConfig holds the defaults;
@@ -51,6 +52,21 @@ type Config struct {
 	// this host (ALICIA_MCP_STDIO, default true). Turn it off when whoever
 	// can configure MCP servers should not be able to run programs here.
 	MCPStdio bool
+	// MCPServersFile is the operator's JSON file of stdio MCP servers, the
+	// only place they come from (ALICIA_MCP_SERVERS_FILE; empty: none). It
+	// is read at start and whenever it changes, checked every
+	// MCPServersPoll (ALICIA_MCP_SERVERS_POLL, default 5s).
+	MCPServersFile string
+	MCPServersPoll time.Duration
+	// MCPAllowedHosts may be reached by HTTP MCP servers though they are
+	// not public addresses (ALICIA_MCP_ALLOWED_HOSTS, comma-separated host
+	// names or IPs). Every other destination must resolve, when it is
+	// dialled, to public addresses only.
+	MCPAllowedHosts []string
+	// MCPResolver and MCPDial replace the system's resolver and dialer of
+	// HTTP MCP sessions (tests); nil: the system's.
+	MCPResolver netguard.Resolver
+	MCPDial     netguard.DialFunc
 }
 
 // DefaultUserAgent identifies Alicia's web searches. DuckDuckGo's HTML
@@ -71,6 +87,7 @@ func DefaultConfig() Config {
 		MCPBackoffMin:      500 * time.Millisecond,
 		MCPBackoffMax:      30 * time.Second,
 		MCPStdio:           true,
+		MCPServersPoll:     5 * time.Second,
 	}
 }
 
@@ -82,6 +99,14 @@ func ConfigFromEnv() (Config, error) {
 	config.String("ALICIA_WEB_SEARCH_URL", &c.WebSearchURL)
 	config.String("ALICIA_WEB_SEARCH_REGION", &c.WebSearchRegion)
 	config.String("ALICIA_WEB_SEARCH_USER_AGENT", &c.WebSearchUserAgent)
+	config.String("ALICIA_MCP_SERVERS_FILE", &c.MCPServersFile)
+	var allowed string
+	config.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
+	for h := range strings.SplitSeq(allowed, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c.MCPAllowedHosts = append(c.MCPAllowedHosts, h)
+		}
+	}
 	perTool, terr := ParseTimeouts(timeouts)
 	c.Timeouts = perTool
 	err := errors.Join(
@@ -95,6 +120,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_MCP_BACKOFF_MIN", &c.MCPBackoffMin),
 		config.Duration("ALICIA_MCP_BACKOFF_MAX", &c.MCPBackoffMax),
 		config.Bool("ALICIA_MCP_STDIO", &c.MCPStdio),
+		config.Duration("ALICIA_MCP_SERVERS_POLL", &c.MCPServersPoll),
 	)
 	return c, err
 }
@@ -159,6 +185,9 @@ func (c Config) Validate() error {
 	}
 	if c.MCPBackoffMin <= 0 || c.MCPBackoffMax < c.MCPBackoffMin {
 		bad("ALICIA_MCP_BACKOFF_MIN must be positive and at most ALICIA_MCP_BACKOFF_MAX")
+	}
+	if c.MCPServersPoll <= 0 {
+		bad("ALICIA_MCP_SERVERS_POLL must be positive")
 	}
 	return errors.Join(errs...)
 }

@@ -2,8 +2,10 @@ package tools_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -180,7 +182,44 @@ func testConfig() tools.Config {
 	c.MCPPingInterval = 100 * time.Millisecond
 	c.MCPBackoffMin = 20 * time.Millisecond
 	c.MCPBackoffMax = 200 * time.Millisecond
+	c.MCPServersPoll = 20 * time.Millisecond
+	// The tests' HTTP MCP servers listen on 127.0.0.1, which is not public.
+	c.MCPAllowedHosts = []string{"127.0.0.1"}
 	return c
+}
+
+// operatorFile writes an ALICIA_MCP_SERVERS_FILE listing the test binary as
+// a stdio server under each name (env added to each) and returns its path.
+func operatorFile(t *testing.T, path string, env map[string]string, names ...string) string {
+	t.Helper()
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "mcp-servers.json")
+	}
+	type entry struct {
+		Name    string            `json:"name"`
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+	}
+	var f struct {
+		Servers []entry `json:"servers"`
+	}
+	f.Servers = []entry{}
+	for _, n := range names {
+		e := map[string]string{stdioServerEnv: "1"}
+		maps.Copy(e, env)
+		f.Servers = append(f.Servers, entry{Name: n, Command: os.Args[0], Args: []string{"-test.run=^$"}, Env: e})
+	}
+	b, _ := json.Marshal(f)
+	old, _ := os.Stat(path)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if old != nil {
+		// A change within the file system's time resolution still shows.
+		_ = os.Chtimes(path, time.Time{}, old.ModTime().Add(time.Second))
+	}
+	return path
 }
 
 func (h *harness) registry(cfg tools.Config) *tools.Registry {

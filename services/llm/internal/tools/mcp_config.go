@@ -85,19 +85,19 @@ func configFromEnvelope(b *protocol.MCPServerConfig) serverConfig {
 	return c
 }
 
-// loadServers reads the enabled, not deleted MCP servers.
+// loadServers reads the MCP servers that are not deleted, enabled or not.
 func loadServers(ctx context.Context, db Querier) ([]serverConfig, error) {
-	rows, err := db.Query(ctx, `SELECT name, transport::text, coalesce(command, ''), args, coalesce(url, ''), env
-		FROM alicia_mcp_servers WHERE deleted_at IS NULL AND enabled ORDER BY name`)
+	rows, err := db.Query(ctx, `SELECT name, transport::text, coalesce(command, ''), args, coalesce(url, ''), env, enabled
+		FROM alicia_mcp_servers WHERE deleted_at IS NULL ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("tools: read alicia_mcp_servers: %w", err)
 	}
 	defer rows.Close()
 	var out []serverConfig
 	for rows.Next() {
-		c := serverConfig{Enabled: true}
+		var c serverConfig
 		var env []byte
-		if err := rows.Scan(&c.Name, &c.Transport, &c.Command, &c.Args, &c.URL, &env); err != nil {
+		if err := rows.Scan(&c.Name, &c.Transport, &c.Command, &c.Args, &c.URL, &env, &c.Enabled); err != nil {
 			return nil, fmt.Errorf("tools: read alicia_mcp_servers: %w", err)
 		}
 		if c.Env, err = envMap(env); err != nil {

@@ -182,16 +182,10 @@ func TestMCPStdio(t *testing.T) {
 	h := newHarness(t)
 	t.Setenv("ALICIA_TEST_SECRET", "not for MCP servers")
 	pids := t.TempDir()
-	r := h.registry(testConfig())
+	cfg := testConfig()
+	cfg.MCPServersFile = operatorFile(t, "", map[string]string{pidDirEnv: pids, "GREETING": "bonjour"}, "local_box")
+	r := h.registry(cfg)
 	ctx := testContext(t)
-	h.publish(&protocol.MCPServerConfig{
-		Name:      "local box",
-		Action:    protocol.MCPServerConfigActionUpsert,
-		Transport: protocol.Ptr(protocol.MCPServerConfigTransportStdio),
-		Command:   protocol.Ptr(os.Args[0]),
-		Args:      []string{"-test.run=^$"},
-		Env:       protocol.MCPServerConfigEnv{stdioServerEnv: "1", pidDirEnv: pids, "GREETING": "bonjour"},
-	})
 	testkit.Eventually(t, wait, func() bool { return available(r, "mcp_local_box_echo") }, "stdio server connected")
 	if got, err := r.Call(ctx, "mcp_local_box_echo", tools.Invocation{}, map[string]any{"text": "hi"}); err != nil || got != "echo: hi" {
 		t.Fatalf("echo: %v, %v", got, err)
@@ -216,7 +210,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatal("exit returned no error")
 	}
 	testkit.Eventually(t, wait, func() bool {
-		for _, st := range statuses(h, "local box") {
+		for _, st := range statuses(h, "local_box") {
 			if st.Status == protocol.MCPServerStatusStatusError && st.LastError != nil && strings.Contains(*st.LastError, "fatal: asked to exit") {
 				return true
 			}
@@ -224,16 +218,16 @@ func TestMCPStdio(t *testing.T) {
 		return false
 	}, "error status with the server's stderr")
 	testkit.Eventually(t, wait, func() bool {
-		return countStatus(h, "local box", protocol.MCPServerStatusStatusConnected) == 2 && available(r, "mcp_local_box_echo")
+		return countStatus(h, "local_box", protocol.MCPServerStatusStatusConnected) == 2 && available(r, "mcp_local_box_echo")
 	}, "restarted")
 	if got, err := r.Call(ctx, "mcp_local_box_echo", tools.Invocation{}, map[string]any{"text": "again"}); err != nil || got != "echo: again" {
 		t.Fatalf("echo after the restart: %v, %v", got, err)
 	}
 
-	// Deleted: the process is stopped.
-	h.publish(&protocol.MCPServerConfig{Name: "local box", Action: protocol.MCPServerConfigActionDelete})
+	// Removed from the operator's file: the process is stopped.
+	operatorFile(t, cfg.MCPServersFile, nil)
 	testkit.Eventually(t, wait, func() bool {
-		st, _ := lastStatus(h, "local box")
+		st, _ := lastStatus(h, "local_box")
 		return st.Status == protocol.MCPServerStatusStatusDisconnected && !available(r, "mcp_local_box_echo")
 	}, "disconnected after delete")
 	entries, err := os.ReadDir(pids)
@@ -298,10 +292,10 @@ func TestMCPConfigChanges(t *testing.T) {
 	testkit.Eventually(t, wait, func() bool { return available(r, "mcp_svc_echo") }, "enabled again")
 
 	// A configuration that cannot work is refused with an error status.
-	h.publish(&protocol.MCPServerConfig{Name: "broken", Action: protocol.MCPServerConfigActionUpsert, Transport: protocol.Ptr(protocol.MCPServerConfigTransportStdio)})
+	h.publish(&protocol.MCPServerConfig{Name: "broken", Action: protocol.MCPServerConfigActionUpsert, Transport: protocol.Ptr(protocol.MCPServerConfigTransportHttp), Url: protocol.Ptr("ftp://x")})
 	testkit.Eventually(t, wait, func() bool {
 		st, ok := lastStatus(h, "broken")
-		return ok && st.Status == protocol.MCPServerStatusStatusError && strings.Contains(*st.LastError, "needs a command")
+		return ok && st.Status == protocol.MCPServerStatusStatusError && strings.Contains(*st.LastError, "http(s) URL")
 	}, "refused configuration")
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/netguard"
 )
 
 // Sources of tools, as ToolRegistration and Spec.Source name them.
@@ -50,7 +51,9 @@ type Registry struct {
 	tools    map[string]*entry
 	enabled  map[string]bool // alicia_tools.enabled by name; absent = enabled
 	servers  map[string]*mcpServer
-	retiring []*mcpServer // deleted, still disconnecting
+	retiring []*mcpServer            // deleted, still disconnecting
+	operator map[string]serverConfig // the stdio servers of ALICIA_MCP_SERVERS_FILE
+	guard    *netguard.Guard         // where HTTP MCP sessions may connect
 
 	regMu   sync.Mutex
 	lastReg map[string]string // source → content hash last published
@@ -77,19 +80,37 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
+	operator := map[string]serverConfig{}
+	var stamp fileStamp
+	if cfg.MCPServersFile != "" {
+		if stamp, err = stampOf(cfg.MCPServersFile); err != nil {
+			return nil, fmt.Errorf("%w: ALICIA_MCP_SERVERS_FILE: %w", ErrInvalidConfig, err)
+		}
+		if operator, err = readOperatorFile(cfg.MCPServersFile); err != nil {
+			return nil, err
+		}
+	}
+	guard := newGuard(cfg)
+	// No proxy (it would resolve the host for us) and every connection,
+	// redirects included, through the guard.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil
+	transport.DialContext = guard.DialContext
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Registry{
-		cfg:     cfg,
-		log:     log.With().Str("component", "tools").Logger(),
-		nc:      nc,
-		pub:     bus.NewPublisher(js),
-		http:    &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		ctx:     rctx,
-		cancel:  cancel,
-		tools:   map[string]*entry{},
-		enabled: map[string]bool{},
-		servers: map[string]*mcpServer{},
-		lastReg: map[string]string{},
+		cfg:      cfg,
+		log:      log.With().Str("component", "tools").Logger(),
+		nc:       nc,
+		pub:      bus.NewPublisher(js),
+		http:     &http.Client{Transport: transport},
+		operator: map[string]serverConfig{},
+		guard:    guard,
+		ctx:      rctx,
+		cancel:   cancel,
+		tools:    map[string]*entry{},
+		enabled:  map[string]bool{},
+		servers:  map[string]*mcpServer{},
+		lastReg:  map[string]string{},
 	}
 	var builtins []Spec
 	for _, t := range []Tool{NewCalculator(), NewMemoryQuery(nc), web} {
@@ -108,8 +129,31 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		r.Close()
 		return nil, err
 	}
+	// The operator's servers keep the enabled setting stored for them.
+	stored := map[string]bool{}
 	for _, sc := range servers {
-		r.upsertServer(sc)
+		stored[sc.Name] = sc.Enabled
+	}
+	r.mu.Lock()
+	r.operator = operator
+	r.mu.Unlock()
+	for _, name := range sortedKeys(operator) {
+		c := operator[name]
+		if on, ok := stored[name]; ok {
+			c.Enabled = on
+		}
+		r.upsertServer(c)
+		r.publishOperatorServer(c)
+	}
+	for _, sc := range servers {
+		if _, ok := operator[sc.Name]; ok || !sc.Enabled {
+			continue
+		}
+		r.applyUntrusted(sc, true)
+	}
+	if cfg.MCPServersFile != "" {
+		r.wg.Add(1)
+		go r.watchOperatorFile(stamp)
 	}
 	return r, nil
 }

@@ -92,10 +92,17 @@ func (r *Registry) handleSystem(msg jetstream.Msg) {
 		r.log.Info().Str("tool", b.Name).Bool("enabled", b.Enabled).Msg("tool setting")
 	case *protocol.MCPServerConfig:
 		if b.Action == protocol.MCPServerConfigActionDelete {
+			r.mu.RLock()
+			_, isOperator := r.operator[b.Name]
+			r.mu.RUnlock()
+			if isOperator {
+				r.log.Warn().Str("mcp_server", b.Name).Msg("delete of the operator's MCP server refused: remove it from ALICIA_MCP_SERVERS_FILE")
+				return
+			}
 			r.deleteServer(b.Name)
 			return
 		}
-		r.upsertServer(configFromEnvelope(b))
+		r.applyUntrusted(configFromEnvelope(b), b.Enabled != nil)
 	}
 }
 
