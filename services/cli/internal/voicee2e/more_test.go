@@ -170,3 +170,40 @@ func TestTokenAllowsTheMicrophoneOnly(t *testing.T) {
 		t.Fatalf("%d tracks published, want the microphone only", n)
 	}
 }
+
+// TestRejoinGetsEachFrameOnce: a user leaves the room and joins again with
+// the same identity (a reloaded page). LiveKit gives the new connection a new
+// participant sid and need not report the old one gone: the agent ends the
+// first visit's session and opens a new one, so the new Configuration is
+// answered (it was refused as "already configured") and every server
+// envelope of the next turn arrives once, not once per visit.
+func TestRejoinGetsEachFrameOnce(t *testing.T) {
+	s := newStack(t, options{answer: "Hello again. Nice to see you back."})
+	cid := s.conversation()
+	streaming := []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}
+	u := join(t, s.lk.URL, s.token(cid), false)
+	u.configure(&protocol.Configuration{ConversationID: &cid, Features: streaming}, cid)
+	u.room.Disconnect()
+
+	again := join(t, s.lk.URL, s.token(cid), false)
+	again.stanza = u.stanza // the client's stanza ids go on across visits
+	again.configure(&protocol.Configuration{ConversationID: &cid, Features: streaming}, cid)
+	again.send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "I'm back"}, cid)
+	again.waitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
+		b, ok := e.Body.(*protocol.AssistantSentence)
+		return ok && b.IsFinal != nil && *b.IsFinal
+	})
+	// A second session would forward the same frames within milliseconds.
+	<-time.After(time.Second)
+	seen := map[int32]int{}
+	for _, e := range again.received() {
+		if e.StanzaID < 0 {
+			seen[e.StanzaID]++
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Fatalf("server envelope %d arrived %d times after a rejoin", id, n)
+		}
+	}
+}

@@ -43,7 +43,7 @@ type Room struct {
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
-	sessions  map[string]*edge.Session // participant identity → data-channel session
+	sessions  map[string]participantSession // participant identity → data-channel session
 	listeners map[string]*listener     // track sid → listener
 	humans    map[string]bool
 	emptyAt   time.Time
@@ -58,7 +58,7 @@ type Room struct {
 func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch) (*Room, error) {
 	cid := disp.ConversationID
 	r := &Room{cfg: cfg, d: d, cid: cid, log: d.Log.With().Str("conversation_id", cid).Logger(), pub: bus.NewPublisher(d.JS),
-		sessions: map[string]*edge.Session{}, listeners: map[string]*listener{}, humans: map[string]bool{},
+		sessions: map[string]participantSession{}, listeners: map[string]*listener{}, humans: map[string]bool{},
 		voiceCfg: map[string]bool{}, left: make(chan struct{}), emptyAt: time.Now()}
 	if disp.UserID != nil {
 		r.user = *disp.UserID
@@ -205,6 +205,16 @@ func isAgent(identity string) bool {
 	return identity == Identity || strings.HasPrefix(identity, "agent-")
 }
 
+// participantSession is one participant's data-channel session and what
+// stops it. sid tells a rejoin apart: LiveKit gives the new connection of
+// the same identity a new participant sid, and may not report the old one
+// as disconnected.
+type participantSession struct {
+	s    *edge.Session
+	sid  string
+	stop context.CancelFunc
+}
+
 func (r *Room) onParticipantConnected(p *lksdk.RemoteParticipant) {
 	id := p.Identity()
 	if isAgent(id) {
@@ -213,8 +223,11 @@ func (r *Room) onParticipantConnected(p *lksdk.RemoteParticipant) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.humans[id] = true
-	if _, ok := r.sessions[id]; ok {
-		return
+	if old, ok := r.sessions[id]; ok {
+		if old.sid == p.SID() {
+			return
+		}
+		old.stop() // the identity joined again: its old session ends
 	}
 	user := id
 	if r.user != "" {
@@ -222,11 +235,13 @@ func (r *Room) onParticipantConnected(p *lksdk.RemoteParticipant) {
 	}
 	s := edge.NewSession(r.d.JS, roomAuth{}, dataTransport{r: r, identity: id}, edge.Options{User: user, Conversation: r.cid,
 		Log: r.log, OnConfigured: func(_ string, cfg *protocol.Configuration) { r.onConfigured(id, cfg) }})
-	r.sessions[id] = s
+	ctx, stop := context.WithCancel(r.ctx)
+	r.sessions[id] = participantSession{s: s, sid: p.SID(), stop: stop}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if err := s.Run(r.ctx); err != nil {
+		defer stop()
+		if err := s.Run(ctx); err != nil {
 			r.log.Warn().Err(err).Str("participant", id).Msg("data channel session ended")
 		}
 	}()
@@ -235,8 +250,18 @@ func (r *Room) onParticipantConnected(p *lksdk.RemoteParticipant) {
 func (r *Room) onParticipantDisconnected(p *lksdk.RemoteParticipant) {
 	id := p.Identity()
 	r.mu.Lock()
+	ps, ok := r.sessions[id]
+	if ok && ps.sid != p.SID() {
+		r.mu.Unlock()
+		return // an older connection of an identity that is back
+	}
+	// The session ends with its participant: left running, it would go on
+	// forwarding to the identity, and a rejoin would get every frame twice.
+	if ok {
+		ps.stop()
+		delete(r.sessions, id)
+	}
 	delete(r.humans, id)
-	delete(r.sessions, id) // its Run ends with the room; a rejoin gets a new session
 	delete(r.voiceCfg, id)
 	if len(r.humans) == 0 {
 		r.emptyAt = time.Now()
@@ -250,14 +275,15 @@ func (r *Room) onData(pkt lksdk.DataPacket, params lksdk.DataReceiveParams) {
 		return
 	}
 	r.mu.Lock()
-	s := r.sessions[params.SenderIdentity]
+	ps, ok := r.sessions[params.SenderIdentity]
 	r.mu.Unlock()
-	if s == nil && params.Sender != nil {
-		r.onParticipantConnected(params.Sender)
+	if params.Sender != nil && (!ok || ps.sid != params.Sender.SID()) {
+		r.onParticipantConnected(params.Sender) // before (or without) its connected event
 		r.mu.Lock()
-		s = r.sessions[params.SenderIdentity]
+		ps = r.sessions[params.SenderIdentity]
 		r.mu.Unlock()
 	}
+	s := ps.s
 	if s != nil {
 		s.HandleClient(r.ctx, u.Payload)
 	}
