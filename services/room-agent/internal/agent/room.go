@@ -44,7 +44,7 @@ type Room struct {
 
 	mu        sync.Mutex
 	sessions  map[string]participantSession // participant identity → data-channel session
-	listeners map[string]*listener     // track sid → listener
+	listeners map[string]*listener          // track sid → listener
 	humans    map[string]bool
 	emptyAt   time.Time
 	voiceCfg  map[string]bool // identities whose Configuration asked for audio_output
