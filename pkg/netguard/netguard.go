@@ -127,7 +127,7 @@ func (g *Guard) CheckLiteral(host string) error {
 		return nil
 	}
 	if localName(h) {
-		return fmt.Errorf("%w: %s is this host", ErrRefused, host)
+		return fmt.Errorf("%w: %s is this host, not a public address", ErrRefused, host)
 	}
 	if ip, err := netip.ParseAddr(h); err == nil && !Public(ip) {
 		return fmt.Errorf("%w: %s is not a public address", ErrRefused, host)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"sync"
 	"testing"
@@ -140,5 +142,26 @@ func TestCheckLiteral(t *testing.T) {
 		if err := g.CheckLiteral(host); (err == nil) != ok {
 			t.Errorf("CheckLiteral(%s) = %v", host, err)
 		}
+	}
+}
+
+// TestRedirectIsChecked: a redirect from an allowed host to an internal
+// address is refused when its connection is dialled.
+func TestRedirectIsChecked(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	defer target.Close()
+	_, port, _ := net.SplitHostPort(target.Listener.Addr().String())
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.2:"+port+"/", http.StatusFound)
+	}))
+	defer redirector.Close()
+	g := netguard.New([]string{"127.0.0.1"}, fakeResolver{}, nil)
+	client := &http.Client{Transport: &http.Transport{DialContext: g.DialContext}}
+	resp, err := client.Get(redirector.URL)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, netguard.ErrRefused) {
+		t.Fatalf("redirect to 127.0.0.2: %v, want ErrRefused", err)
 	}
 }
