@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/alicia-voice/alicia/pkg/natsauth"
 )
 
 // Options of the embedded server.
@@ -23,6 +25,32 @@ type Options struct {
 	// fsync. Acknowledged writes can then be lost on an OS crash (Jepsen,
 	// NATS 2.12.1), so it exists only to measure the cost of durability.
 	SyncInterval time.Duration
+	// Users, when not empty, turn authentication on: only these users may
+	// connect, each with its permissions (pkg/natsauth). Empty, anyone
+	// may connect and do anything.
+	Users []User
+}
+
+// User is one user of the server.
+type User struct {
+	Name, Password string
+	natsauth.Permissions
+}
+
+// serverUsers converts users for server.Options.
+func serverUsers(users []User) []*server.User {
+	var out []*server.User
+	for _, u := range users {
+		p := &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: u.Publish},
+			Subscribe: &server.SubjectPermission{Allow: u.Subscribe},
+		}
+		if u.Responses {
+			p.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: 2 * time.Minute}
+		}
+		out = append(out, &server.User{Username: u.Name, Password: u.Password, Permissions: p})
+	}
+	return out
 }
 
 // Start starts the server and waits until it accepts connections.
@@ -54,6 +82,7 @@ func Start(o Options) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+		Users:      serverUsers(o.Users),
 	}
 	if ip := net.ParseIP(u.Hostname()); ip == nil && u.Hostname() != "localhost" {
 		return nil, fmt.Errorf("natsserver: listen host %q is not an IP address", u.Hostname())

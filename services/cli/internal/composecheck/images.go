@@ -61,9 +61,10 @@ type Image struct {
 // flags, so a flag an image dropped (vLLM's --task) cannot slip through.
 var Images = map[string]Image{
 	"nats:2.12.8-alpine": {
-		Flags:  map[string][]string{"-c": nil, "--config": nil, "-js": nil, "--jetstream": nil, "-sd": nil, "--store_dir": nil, "-m": nil, "--http_port": nil},
-		Tools:  []string{"wget"}, // busybox
-		Source: "nats-server 2.12 `nats-server --help` (Server Options, JetStream Options); the image is alpine with busybox wget",
+		Program: "nats-server",
+		Flags:   map[string][]string{"-c": nil, "--config": nil, "-js": nil, "--jetstream": nil, "-sd": nil, "--store_dir": nil, "-m": nil, "--http_port": nil},
+		Tools:   []string{"wget"}, // busybox
+		Source:  "nats-server 2.12 `nats-server --help` (Server Options, JetStream Options); the image is alpine with busybox wget",
 	},
 	"pgvector/pgvector:0.8.1-pg17": {
 		Flags: map[string][]string{"postgres": nil, "-c": nil},

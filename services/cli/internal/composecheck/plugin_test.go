@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/natsauth"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/cli/internal/composecheck"
 )
@@ -75,6 +76,9 @@ func TestComposeConfig(t *testing.T) {
 // TestNATSPayload: the server in compose accepts the largest envelope the
 // streams store (its default max_payload, 1 MiB, is below it).
 func TestNATSPayload(t *testing.T) {
+	for _, u := range natsauth.Users() { // the nats service's entrypoint sets them from the secret files
+		t.Setenv(natsauth.PasswordVar(u.Name), "x")
+	}
 	opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(t), "deploy", "nats.conf"))
 	if err != nil {
 		t.Fatal(err)

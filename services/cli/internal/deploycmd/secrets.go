@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/alicia-voice/alicia/pkg/natsauth"
 )
 
 // DefaultSecretsDir is where docker-compose.yml reads its secret files,
@@ -30,8 +32,18 @@ const (
 	LiveKitAPISecret = "livekit_api_secret"
 )
 
-// SecretNames lists every file InitSecrets manages, in the order it writes them.
-var SecretNames = []string{PostgresPassword, PostgresURL, APIKeys, LiveKitAPIKey, LiveKitAPISecret}
+// SecretNames lists every file InitSecrets manages, in the order it writes
+// them: then one NATS password per user of pkg/natsauth (natsauth.SecretName).
+var SecretNames = append([]string{PostgresPassword, PostgresURL, APIKeys, LiveKitAPIKey, LiveKitAPISecret}, natsSecrets()...)
+
+// natsSecrets are the NATS users' password files, nats_password_<user>.
+func natsSecrets() []string {
+	var names []string
+	for _, u := range natsauth.Users() {
+		names = append(names, natsauth.SecretName(u.Name))
+	}
+	return names
+}
 
 // Readers of the secret files inside the containers. Compose bind-mounts a
 // file secret as it is on the host (its uid, gid and mode options apply to
@@ -165,6 +177,11 @@ func newValues(existing map[string]string, r io.Reader) (map[string]string, erro
 	if v[LiveKitAPISecret], err = random(32); err != nil {
 		return nil, err
 	}
+	for _, name := range natsSecrets() {
+		if v[name], err = random(24); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
 }
 
@@ -196,6 +213,11 @@ func describe(name string) string {
 		return "LiveKit API key name"
 	case LiveKitAPISecret:
 		return "LiveKit API secret, 64 hex characters"
+	}
+	for _, u := range natsauth.Users() {
+		if name == natsauth.SecretName(u.Name) {
+			return "NATS password of user " + u.Name + " (deploy/nats.conf)"
+		}
 	}
 	return name
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/alicia-voice/alicia/migrations"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/localpg"
+	"github.com/alicia-voice/alicia/pkg/natsauth"
 	"github.com/alicia-voice/alicia/pkg/natsserver"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
@@ -104,7 +105,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	log := cfg.Log.Logger(stderr)
-	ns, err := natsserver.Start(natsserver.Options{URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "jetstream")})
+	// Every service logs in as its own NATS user, with only the
+	// permissions it needs (pkg/natsauth); the passwords change at each start.
+	users := newNATSUsers()
+	adminFile, err := users.writeAdminURL(cfg.NATSURL, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	ns, err := natsserver.Start(natsserver.Options{URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "jetstream"), Users: users.server})
 	if err != nil {
 		return err
 	}
@@ -144,7 +152,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE"} {
+	// Each service gets its own NATS user in its URL (natsUsers.url).
+	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE",
+		"ALICIA_NATS_USER", "ALICIA_NATS_PASSWORD", "ALICIA_NATS_PASSWORD_FILE"} {
 		_ = os.Unsetenv(k)
 	}
 	if devKey != "" {
@@ -161,9 +171,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	gcfg, gerr := gateway.ConfigFromEnv()
 	lcfg, lerr := llm.ConfigFromEnv()
 	mcfg, merr := memory.ConfigFromEnv()
-	voice, verr := voiceFromEnv()
+	voice, verr := voiceFromEnv(users)
 	if err := errors.Join(perr, gerr, lerr, merr, verr); err != nil {
 		return fmt.Errorf("configuration: %w", err)
+	}
+	for url, service := range map[*string]string{&pcfg.NATSURL: natsauth.Persistence, &gcfg.NATSURL: natsauth.Gateway,
+		&lcfg.NATSURL: natsauth.LLM, &mcfg.NATSURL: natsauth.Memory} {
+		if *url, err = users.url(cfg.NATSURL, service); err != nil {
+			return err
+		}
 	}
 
 	services := append([]service{
@@ -183,8 +199,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	})
 	select {
 	case a := <-addr:
-		fmt.Fprintf(stdout, "Alicia is up\n  HTTP:     http://%s  (WebSocket ws://%s/v1/ws)\n  NATS:     %s (JetStream store %s)\n  Postgres: %s\n  LiveKit:  %s\n",
-			a, a, cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), redact(pgURL), lk.describe())
+		fmt.Fprintf(stdout, "Alicia is up\n  HTTP:     http://%s  (WebSocket ws://%s/v1/ws)\n  NATS:     %s (JetStream store %s; a user per service, the admin's URL in %s)\n  Postgres: %s\n  LiveKit:  %s\n",
+			a, a, cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), adminFile, redact(pgURL), lk.describe())
 		if devKey != "" {
 			fmt.Fprintf(stdout, "  API key:  %s  (development key; set ALICIA_API_KEYS to choose your own)\n", devKey)
 		}

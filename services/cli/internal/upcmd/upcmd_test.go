@@ -104,7 +104,21 @@ func TestUpRunsTheStack(t *testing.T) {
 	checkLiveKit(t, out.String(), httpBase, key, cfg.DataDir)
 	checkServerInfo(t, httpBase, key, model.URL(), asrURL)
 
-	nc, err := nats.Connect(cfg.NATSURL)
+	// NATS has a user per service and refuses anyone else; the admin's
+	// URL is in the data directory, readable only by its owner.
+	if nc, err := nats.Connect(cfg.NATSURL); err == nil {
+		nc.Close()
+		t.Fatal("NATS accepted a connection without credentials")
+	}
+	adminFile := filepath.Join(cfg.DataDir, upcmd.AdminURLFile)
+	if fi, err := os.Stat(adminFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin URL file: %v %v", fi, err)
+	}
+	adminURL, err := os.ReadFile(adminFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(strings.TrimSpace(string(adminURL)))
 	if err != nil {
 		t.Fatal(err)
 	}

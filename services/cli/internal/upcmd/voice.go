@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/natsauth"
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/tts"
 )
@@ -67,13 +68,18 @@ type voiceServices struct {
 
 // voiceFromEnv reads their configuration once up has pointed the
 // environment at its stack.
-func voiceFromEnv() (voiceServices, error) {
+// Each logs in to NATS as its own user.
+func voiceFromEnv(users natsUsers) (voiceServices, error) {
 	var v voiceServices
 	var aerr, terr, rerr error
 	v.asr, aerr = asr.ConfigFromEnv()
 	v.tts, terr = TTSConfigFromEnv()
-	v.agent, rerr = roomAgentFromEnv()
-	return v, errors.Join(aerr, terr, rerr)
+	natsURL := v.asr.NATSURL
+	v.agent, rerr = roomAgentFromEnv(func() (string, error) { return users.url(natsURL, natsauth.RoomAgent) })
+	var uerr [2]error
+	v.asr.NATSURL, uerr[0] = users.url(natsURL, natsauth.ASR)
+	v.tts.NATSURL, uerr[1] = users.url(natsURL, natsauth.TTS)
+	return v, errors.Join(aerr, terr, rerr, uerr[0], uerr[1])
 }
 
 func (v voiceServices) services() []service {
