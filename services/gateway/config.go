@@ -69,6 +69,13 @@ type Config struct {
 	// LiveKit is the server voice clients join (GET /v1/conversations/{id}/token);
 	// unset, that route answers 503.
 	LiveKit LiveKit
+	// HTTPReadTimeout bounds reading one request, body included
+	// (ALICIA_HTTP_READ_TIMEOUT, default 30s); HTTPIdleTimeout closes a
+	// keep-alive connection idle that long (ALICIA_HTTP_IDLE_TIMEOUT,
+	// default 2m). WebSockets are not bound by either: they are pinged
+	// every WSPingInterval (ALICIA_WS_PING, default 30s) and dropped when
+	// a ping goes unanswered that long.
+	HTTPReadTimeout, HTTPIdleTimeout, WSPingInterval time.Duration
 }
 
 // LiveKit is the LiveKit server the gateway hands out tokens for.
@@ -186,6 +193,7 @@ func validateEngine(prefix string, e engines.Engine) error {
 func DefaultConfig() Config {
 	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
 		AuthFailuresPerMinute: 10, AuthFailureBurst: 10, AuthFailureAddresses: 10000,
+		HTTPReadTimeout: 30 * time.Second, HTTPIdleTimeout: 2 * time.Minute, WSPingInterval: 30 * time.Second,
 		LiveKit:    LiveKit{TokenTTL: time.Hour},
 		LLM:        engines.Engine{Kind: engines.OpenAI, URL: engines.DefaultLLMURL, Model: engines.DefaultLLMModel},
 		ASR:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultASRURL), Model: engines.DefaultASRModel},
@@ -218,6 +226,9 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_RATE_LIMIT", &c.RateLimit),
 		config.Int("ALICIA_WS_QUEUE", &c.QueueSize),
 		config.Duration("ALICIA_WRITE_TIMEOUT", &c.WriteTimeout),
+		config.Duration("ALICIA_HTTP_READ_TIMEOUT", &c.HTTPReadTimeout),
+		config.Duration("ALICIA_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout),
+		config.Duration("ALICIA_WS_PING", &c.WSPingInterval),
 		c.ModelsFromEnv(),
 		c.LiveKitFromEnv(),
 	)
@@ -261,6 +272,14 @@ func (c Config) Validate() error {
 	}
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("WebSocket queue %d must be at least 1", c.QueueSize))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"ALICIA_HTTP_READ_TIMEOUT", c.HTTPReadTimeout}, {"ALICIA_HTTP_IDLE_TIMEOUT", c.HTTPIdleTimeout}, {"ALICIA_WS_PING", c.WSPingInterval}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s must be positive", d.name, d.v))
+		}
 	}
 	if c.WriteTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))

@@ -81,7 +81,8 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		Store:               middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{Rate: rate.Limit(cfg.RateLimit), Burst: 2 * cfg.RateLimit, ExpiresIn: 3 * time.Minute}),
 		IdentifierExtractor: func(c echo.Context) (string, error) { return auth.UserOf(c), nil },
 	}))
-	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins}
+	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins,
+		PingInterval: cfg.WSPingInterval}
 	v1.GET("/ws", wsh.Serve)
 	api := &rest.API{Store: st, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
 		MCPAllowedHosts: cfg.MCPAllowedHosts,
@@ -102,7 +103,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	if err != nil {
 		return fmt.Errorf("gateway: listen: %w", err)
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	// A hijacked WebSocket connection drops these deadlines (net/http clears
+	// them); ws pings it instead.
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: min(10*time.Second, cfg.HTTPReadTimeout),
+		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Msg("gateway listening")
