@@ -33,7 +33,9 @@ func closedByServer(t *testing.T, c net.Conn, wait time.Duration) bool {
 // a connection and a goroutine for as long as the client likes).
 func TestHTTPTimeouts(t *testing.T) {
 	s := newStack(t, func(o *stackOptions) {
-		o.gateway = func(c *gateway.Config) { c.HTTPReadTimeout, c.HTTPIdleTimeout = 300*time.Millisecond, 300*time.Millisecond }
+		o.gateway = func(c *gateway.Config) {
+			c.HTTPReadTimeout, c.HTTPIdleTimeout = 300*time.Millisecond, 300*time.Millisecond
+		}
 	})
 	addr := strings.TrimPrefix(s.base, "http://")
 
