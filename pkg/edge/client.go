@@ -85,6 +85,12 @@ func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 		}
 		cid, fresh = bound, false
 	} else if fresh {
+		// The new conversation's owner is stored from this Configuration's
+		// meta: it must reach the stream, which takes a client stanza id.
+		if env.StanzaID <= 0 {
+			s.sendError(protocol.CodeMalformed, "a Configuration that starts a conversation needs a positive stanzaId", nil)
+			return
+		}
 		cid = protocol.NewID("ac")
 	} else {
 		cid = *cfg.ConversationID

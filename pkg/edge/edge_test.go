@@ -330,3 +330,25 @@ func TestResumeFromAnotherStream(t *testing.T) {
 		}
 	}
 }
+
+// TestCreatingConfigurationCarriesItsOwner: a Configuration that would start
+// a conversation without reaching the stream (stanzaId ≤ 0: the owner is
+// stored from its meta) is refused and creates nothing.
+func TestCreatingConfigurationCarriesItsOwner(t *testing.T) {
+	js, _ := setup(t)
+	ctx := context.Background()
+	c := &client{}
+	s := start(t, js, owners{}, c, "user-1", 64)
+	s.HandleClient(ctx, encode(t, protocol.Envelope{StanzaID: 0, Type: protocol.TypeConfiguration, Body: &protocol.Configuration{}}))
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(c.got()) == 1 }, "no answer")
+	if codes := errorCodes(c.got()); len(codes) != 1 || codes[0] != protocol.CodeMalformed || s.ConversationID() != "" {
+		t.Fatalf("frames %+v, conversation %q; want one 101 and no conversation", c.got(), s.ConversationID())
+	}
+	st, err := js.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("stream holds %d envelopes (%v), want none", info.State.Msgs, err)
+	}
+}
