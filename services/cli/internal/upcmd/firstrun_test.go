@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
@@ -59,6 +60,11 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 		testkit.Missing(t, "%v", err)
 	}
 	pgURL := pgtest.NewEmptyURL(t)
+	t.Cleanup(func() { // up made the database's roles
+		if err := localpg.DropRoles(context.Background(), pgURL); err != nil {
+			t.Errorf("drop roles: %v", err)
+		}
+	})
 	bin := buildAlicia(t)
 	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from a fresh install.")))
 	embeddings := fakeopenai.New(t)

@@ -123,9 +123,13 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	roles, err := databaseRoles(ctx, pgURL, log)
+	if err != nil {
+		return err
+	}
 	// The schema comes before any service: the services would otherwise
 	// wait for persistence to apply it.
-	if err := migrate(ctx, pgURL, log); err != nil {
+	if err := migrate(ctx, roles.Migrator, log); err != nil {
 		return err
 	}
 	lk, err := startLiveKit(ctx, cfg.LiveKit, cfg.DataDir, stderr)
@@ -175,6 +179,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := errors.Join(perr, gerr, lerr, merr, verr); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	// persistence alone writes; up has migrated already.
+	pcfg.PostgresURL, pcfg.Migrate = roles.Writer, false
+	gcfg.PostgresURL, lcfg.PostgresURL, mcfg.PostgresURL = roles.Reader, roles.Reader, roles.Reader
 	for url, service := range map[*string]string{&pcfg.NATSURL: natsauth.Persistence, &gcfg.NATSURL: natsauth.Gateway,
 		&lcfg.NATSURL: natsauth.LLM, &mcfg.NATSURL: natsauth.Memory} {
 		if *url, err = users.url(cfg.NATSURL, service); err != nil {
@@ -221,6 +228,24 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// databaseRoles makes the database's roles (pkg/localpg) when pgURL is a
+// superuser's, as the private cluster's is, and returns their URLs; with
+// another role's URL every service uses that one, as before.
+func databaseRoles(ctx context.Context, pgURL string, log zerolog.Logger) (localpg.RoleURLs, error) {
+	if err := pgread.WaitForSchema(ctx, pgURL, pgread.Reachable, time.Minute, log); err != nil {
+		return localpg.RoleURLs{}, err
+	}
+	super, err := localpg.IsSuperuser(ctx, pgURL)
+	if err != nil {
+		return localpg.RoleURLs{}, fmt.Errorf("postgres: %w", err)
+	}
+	if !super {
+		log.Warn().Msg("ALICIA_POSTGRES_URL is not a superuser's: every service uses it (no reader and writer roles; deploy/README.md)")
+		return localpg.RoleURLs{Migrator: pgURL, Writer: pgURL, Reader: pgURL}, nil
+	}
+	return localpg.EnsureRoles(ctx, pgURL)
 }
 
 // migrate applies the migrations to pgURL, waiting for the server first.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
@@ -51,6 +52,11 @@ func TestUpRunsTheStack(t *testing.T) {
 	}
 	pgURL := pgtest.NewURL(t)
 	t.Setenv("ALICIA_POSTGRES_URL", pgURL)
+	t.Cleanup(func() { // up made the database's roles
+		if err := localpg.DropRoles(context.Background(), pgURL); err != nil {
+			t.Errorf("drop roles: %v", err)
+		}
+	})
 	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from the stack.")))
 	t.Setenv("ALICIA_LLM_URL", model.URL())
 	t.Setenv("ALICIA_LLM_MODEL", "fake-chat")
@@ -129,6 +135,12 @@ func TestUpRunsTheStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	// The migrations ran as the database's migrator, not the superuser.
+	var owner string
+	if err := pool.QueryRow(context.Background(), `SELECT tableowner FROM pg_tables WHERE tablename = 'alicia_messages'`).Scan(&owner); err != nil ||
+		!strings.HasSuffix(owner, "_migrator") {
+		t.Fatalf("alicia_messages is owned by %q (%v), want the migrator role", owner, err)
+	}
 	testkit.EventuallyNoError(t, 30*time.Second, func() error {
 		_, err := bus.NewPublisher(js).PublishClient(context.Background(), protocol.Envelope{StanzaID: 1, ConversationID: "ac_up", Type: protocol.TypeUserMessage,
 			Body: &protocol.UserMessage{ID: "am_up", ConversationID: "ac_up", Content: "hello"}})
