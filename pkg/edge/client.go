@@ -16,6 +16,10 @@ func (s *Session) HandleClientError(code int32, message string) { s.sendError(co
 // with an ErrorMessage and the session stays open; a valid envelope is
 // published to JetStream (after Configuration has bound the conversation).
 func (s *Session) HandleClient(ctx context.Context, frame []byte) {
+	if why := s.admit(); why != "" {
+		s.overLimit(why)
+		return
+	}
 	env, err := protocol.Decode(frame)
 	if err != nil {
 		code := protocol.Code(err)
@@ -31,6 +35,10 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 	}
 	if why := refuse(&env); why != "" {
 		s.sendError(protocol.CodeForbidden, why, nil)
+		return
+	}
+	if why := s.limits.checkMeta(env.Meta); why != "" {
+		s.sendError(protocol.CodeInvalidBody, why, nil)
 		return
 	}
 	if env.Type == protocol.TypeConfiguration {
@@ -52,6 +60,21 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 	}
 	env.ConversationID = cid
 	s.publish(ctx, env)
+}
+
+// overLimit answers an envelope refused for the rate (nothing published) and
+// disconnects a client that keeps sending regardless.
+func (s *Session) overLimit(why string) {
+	s.mu.Lock()
+	s.refused++
+	flooding := s.refused >= s.limits.FloodLimit
+	s.mu.Unlock()
+	if flooding {
+		s.logger().Warn().Str("user", s.opts.User).Msg("client flooding beyond its envelope rate; disconnecting")
+		s.fail(ErrFlooding)
+		return
+	}
+	s.sendError(protocol.CodeOverloaded, why, nil)
 }
 
 func (s *Session) publish(ctx context.Context, env protocol.Envelope) {

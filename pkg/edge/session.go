@@ -64,23 +64,32 @@ type Options struct {
 	OnConfigured func(cid string, cfg *protocol.Configuration)
 	// QueueSize bounds the frames waiting for the client (default 256).
 	QueueSize int
-	Log       zerolog.Logger
+	// Limits bound the client's envelopes per second and meta (zero
+	// fields: DefaultLimits).
+	Limits Limits
+	// Users, when set, holds the per-user rates shared by the sessions of
+	// the process; without it only the per-session rate applies.
+	Users *UserRates
+	Log   zerolog.Logger
 }
 
 // Session is one client connection.
 type Session struct {
-	js    jetstream.JetStream
-	pub   *bus.Publisher
-	auth  Authorizer
-	tr    Transport
-	opts  Options
-	queue chan []byte
+	js     jetstream.JetStream
+	pub    *bus.Publisher
+	auth   Authorizer
+	tr     Transport
+	opts   Options
+	limits Limits
+	queue  chan []byte
 
 	mu        sync.Mutex
 	cid       string
 	cfgStanza int32              // stanza id of the Configuration that bound the session
 	cancel    context.CancelFunc // stops forwarding
 	stopped   bool               // Run ended: no forwarding may start
+	rate      bucket             // the session's envelopes per second
+	refused   int                // envelopes refused for the rate since the last one taken
 	done      chan struct{}
 	err       error
 	once      sync.Once
@@ -91,7 +100,7 @@ func NewSession(js jetstream.JetStream, auth Authorizer, tr Transport, opts Opti
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 256
 	}
-	return &Session{js: js, pub: bus.NewPublisher(js), auth: auth, tr: tr, opts: opts,
+	return &Session{js: js, pub: bus.NewPublisher(js), auth: auth, tr: tr, opts: opts, limits: opts.Limits.withDefaults(),
 		queue: make(chan []byte, opts.QueueSize), done: make(chan struct{})}
 }
 
@@ -111,8 +120,12 @@ func (s *Session) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-s.done:
-			if errors.Is(s.Err(), ErrSlowClient) {
-				s.sayGoodbye(ctx)
+			switch err := s.Err(); {
+			case errors.Is(err, ErrSlowClient):
+				s.sayGoodbye(ctx, "client too slow: disconnecting; reconnect with lastSequenceSeen")
+			case errors.Is(err, ErrFlooding):
+				s.drain(ctx) // the refusals queued before
+				s.sayGoodbye(ctx, "too many envelopes beyond the rate limit: disconnecting")
 			}
 			return s.Err()
 		case frame := <-s.queue:
@@ -145,16 +158,32 @@ func (s *Session) fail(err error) {
 
 // sayGoodbye tells a client that is dropped for being slow why, bypassing the
 // full queue, with a short deadline.
-func (s *Session) sayGoodbye(ctx context.Context) {
+func (s *Session) sayGoodbye(ctx context.Context, why string) {
 	cid := s.ConversationID()
 	frame, err := protocol.Encode(protocol.New(cid, &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid,
-		Code: protocol.CodeOverloaded, Message: "client too slow: disconnecting; reconnect with lastSequenceSeen", Severity: 3, Recoverable: true}))
+		Code: protocol.CodeOverloaded, Message: why, Severity: 3, Recoverable: true}))
 	if err != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_ = s.tr.Send(ctx, frame)
+}
+
+// drain writes what is queued, with a short deadline.
+func (s *Session) drain(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for {
+		select {
+		case frame := <-s.queue:
+			if s.tr.Send(ctx, frame) != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
 }
 
 // enqueue hands a frame to the writer, failing the session when the client
@@ -173,7 +202,7 @@ func (s *Session) enqueue(frame []byte) {
 func (s *Session) sendError(code int32, msg string, originating *string) {
 	cid := s.ConversationID()
 	env := protocol.New(cid, &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid, Code: code, Message: msg,
-		Severity: 2, Recoverable: code < 500 || code == protocol.CodeBackendUnavailable, OriginatingID: originating})
+		Severity: 2, Recoverable: code < 500 || code == protocol.CodeBackendUnavailable || code == protocol.CodeOverloaded, OriginatingID: originating})
 	frame, err := protocol.Encode(env)
 	if err != nil {
 		s.opts.Log.Error().Err(err).Msg("encode ErrorMessage")
