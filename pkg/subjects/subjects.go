@@ -8,13 +8,15 @@
 //	alicia.sys.{type}                 envelopes not tied to one conversation
 //	alicia.dlq.{consumer}             dead letters, with the reason in headers
 //	alicia.asr.jobs.{cid}             ASR work queue
-//	alicia.agent.dispatch.{cid}       room-agent dispatch work queue
+//	alicia.agent.dispatch.{user}.{cid} room-agent dispatch work queue ({user}: DispatchUser)
 //	alicia.audio.{cid}.out            playout audio (core NATS)
 //	alicia.ctl.{cid}                  immediate control (core NATS)
 //	alicia.turns.{k}.{cid}.{type}     llm turn queue, partition k (turns.go)
 package subjects
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -123,16 +125,33 @@ func ASRJob[C ~string](cid C) string { return root + ".asr.jobs." + string(cid) 
 // AudioOut carries playout audio for one conversation on core NATS.
 func AudioOut[C ~string](cid C) string { return root + ".audio." + string(cid) + ".out" }
 
-// Dispatch is the work-queue subject asking a room-agent to join the room of cid.
-func Dispatch[C ~string](cid C) string { return root + ".agent.dispatch." + string(cid) }
+// Dispatch is the work-queue subject asking a room-agent to join the room
+// of cid for user. The user is a token of it (DispatchUser), so the rooms a
+// user has requested or holds are counted with a subject filter
+// (UserDispatches) by any gateway replica.
+func Dispatch[C ~string](user string, cid C) string {
+	return root + ".agent.dispatch." + DispatchUser(user) + "." + string(cid)
+}
+
+// UserDispatches matches the dispatch subjects of user's rooms.
+func UserDispatches(user string) string { return root + ".agent.dispatch." + DispatchUser(user) + ".*" }
+
+// DispatchUser is the subject token of a user in dispatch subjects: the
+// first 16 hex digits of the SHA-256 of the user id (user ids may hold
+// dots or spaces; a token of fixed length keeps subjects short).
+func DispatchUser(user string) string {
+	sum := sha256.Sum256([]byte(user))
+	return hex.EncodeToString(sum[:8])
+}
 
 // DispatchConversation returns the conversation id of a Dispatch subject.
 func DispatchConversation(subject string) (string, error) {
 	rest, ok := strings.CutPrefix(subject, root+".agent.dispatch.")
-	if !ok || !ValidToken(rest) {
+	_, cid, two := strings.Cut(rest, ".")
+	if !ok || !two || !ValidToken(cid) {
 		return "", fmt.Errorf("%w: %q is not a dispatch subject", ErrInvalid, subject)
 	}
-	return rest, nil
+	return cid, nil
 }
 
 // Control carries immediate control (stop, barge-in) for one conversation on core NATS.

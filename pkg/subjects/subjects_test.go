@@ -29,7 +29,8 @@ func TestBuild(t *testing.T) {
 		{"audio", subjects.AudioOut("ac_1"), "alicia.audio.ac_1.out"},
 		{"control", subjects.Control("ac_1"), "alicia.ctl.ac_1"},
 		{"agent", subjects.Agent("ac_1", tok("sentence_playout")), "alicia.conv.ac_1.agent.sentence_playout"},
-		{"dispatch", subjects.Dispatch("ac_1"), "alicia.agent.dispatch.ac_1"},
+		{"dispatch", subjects.Dispatch("user-1", "ac_1"), "alicia.agent.dispatch." + subjects.DispatchUser("user-1") + ".ac_1"},
+		{"dispatches of a user", subjects.UserDispatches("a.b c"), "alicia.agent.dispatch." + subjects.DispatchUser("a.b c") + ".*"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

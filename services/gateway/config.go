@@ -76,6 +76,9 @@ type Config struct {
 	// every WSPingInterval (ALICIA_WS_PING, default 30s) and dropped when
 	// a ping goes unanswered that long.
 	HTTPReadTimeout, HTTPIdleTimeout, WSPingInterval time.Duration
+
+	// Quotas bound envelopes, connections and voice rooms per user (quotas.go).
+	Quotas Quotas
 }
 
 // LiveKit is the LiveKit server the gateway hands out tokens for.
@@ -195,6 +198,7 @@ func DefaultConfig() Config {
 		AuthFailuresPerMinute: 10, AuthFailureBurst: 10, AuthFailureAddresses: 10000,
 		HTTPReadTimeout: 30 * time.Second, HTTPIdleTimeout: 2 * time.Minute, WSPingInterval: 30 * time.Second,
 		LiveKit:    LiveKit{TokenTTL: time.Hour},
+		Quotas:     DefaultQuotas(),
 		LLM:        engines.Engine{Kind: engines.OpenAI, URL: engines.DefaultLLMURL, Model: engines.DefaultLLMModel},
 		ASR:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultASRURL), Model: engines.DefaultASRModel},
 		TTS:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultTTSURL), Model: engines.DefaultTTSModel, Voice: engines.DefaultVoice(engines.OpenAI), Path: engines.DefaultEspeakPath},
@@ -231,6 +235,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_WS_PING", &c.WSPingInterval),
 		c.ModelsFromEnv(),
 		c.LiveKitFromEnv(),
+		c.QuotasFromEnv(),
 	)
 	if err != nil {
 		return c, err
@@ -285,6 +290,6 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))
 	}
 	errs = append(errs, validateEngine("LLM", c.LLM), validateEngine("ASR", c.ASR), validateEngine("TTS", c.TTS),
-		validateEngine("EMBEDDING", c.Embeddings), c.LiveKit.validate())
+		validateEngine("EMBEDDING", c.Embeddings), c.LiveKit.validate(), c.Quotas.validate())
 	return errors.Join(errs...)
 }

@@ -45,15 +45,15 @@ func dispatchQueue(t *testing.T, s *stack, cid string) (int, protocol.AgentDispa
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := st.Info(t.Context(), jetstream.WithSubjectFilter(subjects.Dispatch(cid)))
+	info, err := st.Info(t.Context(), jetstream.WithSubjectFilter(subjects.Dispatch("alice", cid)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := int(info.State.Subjects[subjects.Dispatch(cid)])
+	n := int(info.State.Subjects[subjects.Dispatch("alice", cid)])
 	if n == 0 {
 		return 0, protocol.AgentDispatch{}
 	}
-	m, err := st.GetLastMsgForSubject(t.Context(), subjects.Dispatch(cid))
+	m, err := st.GetLastMsgForSubject(t.Context(), subjects.Dispatch("alice", cid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestConversationToken(t *testing.T) {
 	t.Run("asks again once an agent took and finished the request", func(t *testing.T) {
 		js := natstest.JetStream(t, s.nc)
 		cons, err := js.CreateOrUpdateConsumer(t.Context(), bus.StreamDispatch, jetstream.ConsumerConfig{
-			Durable: "test-agent", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: subjects.Dispatch(c.ID)})
+			Durable: "test-agent", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: subjects.Dispatch("alice", c.ID)})
 		if err != nil {
 			t.Fatal(err)
 		}

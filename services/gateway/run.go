@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
@@ -82,7 +83,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		IdentifierExtractor: func(c echo.Context) (string, error) { return auth.UserOf(c), nil },
 	}))
 	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins,
-		PingInterval: cfg.WSPingInterval}
+		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
 	v1.GET("/ws", wsh.Serve)
 	api := &rest.API{Store: st, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
 		MCPAllowedHosts: cfg.MCPAllowedHosts,
@@ -94,7 +95,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		}, probe.Options{})}
 	if cfg.LiveKit.Enabled() {
 		api.LiveKit = &livekit.Tokens{URL: cfg.LiveKit.ClientURL(), APIKey: cfg.LiveKit.APIKey, APISecret: cfg.LiveKit.APISecret, TTL: cfg.LiveKit.TokenTTL}
-		api.Agents = livekit.Dispatcher{JS: js}
+		api.Agents = livekit.Dispatcher{JS: js, RoomsPerUser: cfg.Quotas.RoomsPerUser}
 	}
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 	wsh.ServerInfo = api.ServerInfo

@@ -13,6 +13,7 @@ import (
 	livekitpb "github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
@@ -59,7 +60,17 @@ func (t Tokens) Issue(cid, identity string, now time.Time) (Grant, error) {
 }
 
 // Dispatcher puts AgentDispatch requests on the work queue.
-type Dispatcher struct{ JS jetstream.JetStream }
+type Dispatcher struct {
+	JS jetstream.JetStream
+	// RoomsPerUser bounds the rooms a user has requested or an agent holds
+	// (0: no limit). They are counted on the work queue itself (the user is
+	// in the subject), so every gateway replica sees the same count; two
+	// replicas asked at the same instant may let one more through.
+	RoomsPerUser int
+}
+
+// ErrTooManyRooms refuses a dispatch beyond RoomsPerUser.
+var ErrTooManyRooms = errors.New("livekit: too many rooms for this user")
 
 // errCodeStreamStoreFailed is JetStream's API error code for a message the
 // stream refused to store; with DiscardNewPerSubject, its "maximum messages
@@ -70,6 +81,17 @@ const errCodeStreamStoreFailed = 10077
 // error) when a request is already pending or held by an agent in the
 // room: the work queue keeps one per conversation.
 func (d Dispatcher) Request(ctx context.Context, cid, user string, now time.Time) (bool, error) {
+	if d.RoomsPerUser > 0 {
+		n, held, err := d.rooms(ctx, cid, user)
+		switch {
+		case err != nil:
+			return false, err
+		case held:
+			return false, nil
+		case n >= d.RoomsPerUser:
+			return false, fmt.Errorf("%w: %d rooms requested or held (at most %d)", ErrTooManyRooms, n, d.RoomsPerUser)
+		}
+	}
 	env := protocol.New(cid, &protocol.AgentDispatch{
 		ConversationID: cid, Room: protocol.RoomName(cid), UserID: &user, RequestedAt: now.UnixMilli()})
 	env.Meta = telemetry.InjectMeta(ctx, env.Meta)
@@ -77,13 +99,28 @@ func (d Dispatcher) Request(ctx context.Context, cid, user string, now time.Time
 	if err != nil {
 		return false, fmt.Errorf("livekit: encode dispatch: %w", err)
 	}
-	if _, err := d.JS.Publish(ctx, subjects.Dispatch(cid), data); err != nil {
+	if _, err := d.JS.Publish(ctx, subjects.Dispatch(user, cid), data); err != nil {
 		if AlreadyDispatched(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("livekit: dispatch: %w", err)
 	}
 	return true, nil
+}
+
+// rooms counts the user's requests pending or held on the work queue and
+// says whether cid's is among them.
+func (d Dispatcher) rooms(ctx context.Context, cid, user string) (int, bool, error) {
+	st, err := d.JS.Stream(ctx, bus.StreamDispatch)
+	if err != nil {
+		return 0, false, fmt.Errorf("livekit: dispatch stream: %w", err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subjects.UserDispatches(user)))
+	if err != nil {
+		return 0, false, fmt.Errorf("livekit: count rooms: %w", err)
+	}
+	_, held := info.State.Subjects[subjects.Dispatch(user, cid)]
+	return len(info.State.Subjects), held, nil
 }
 
 // AlreadyDispatched reports whether a publish to the dispatch queue failed

@@ -2,12 +2,14 @@ package rest
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 )
 
 // AgentRequester asks for a room-agent in a conversation's room; false
@@ -34,6 +36,9 @@ func (a *API) conversationToken(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), a.WriteTimeout)
 	defer cancel()
 	asked, err := a.Agents.Request(ctx, conv.ID, user, now)
+	if errors.Is(err, livekit.ErrTooManyRooms) {
+		return fail(http.StatusTooManyRequests, "too many voice rooms open for this user; leave one first (%v)", err)
+	}
 	if err != nil {
 		a.Log.Error().Err(err).Str("conversation_id", conv.ID).Msg("agent dispatch")
 		return fail(http.StatusServiceUnavailable, "the message bus did not take the request for an agent; try again")

@@ -6,6 +6,9 @@ package ws
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -33,6 +36,38 @@ type Handler struct {
 	// GET /v1/server-info) as the connection's user may see it (admin: an
 	// administrator), sent to each connection first.
 	ServerInfo func(ctx context.Context, admin bool) (*protocol.ServerInfo, error)
+	// Limits bound each connection's envelopes and meta; Users holds the
+	// per-user rates shared by a user's connections (edge.Options).
+	Limits edge.Limits
+	Users  *edge.UserRates
+	// ConnectionsPerUser bounds a user's open connections (0: no limit);
+	// beyond, the upgrade is refused with 429.
+	ConnectionsPerUser int
+
+	mu    sync.Mutex
+	conns map[string]int // open connections per user
+}
+
+// open counts a connection of user, or reports false at the limit.
+func (h *Handler) open(user string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conns == nil {
+		h.conns = map[string]int{}
+	}
+	if h.ConnectionsPerUser > 0 && h.conns[user] >= h.ConnectionsPerUser {
+		return false
+	}
+	h.conns[user]++
+	return true
+}
+
+func (h *Handler) close(user string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conns[user]--; h.conns[user] <= 0 {
+		delete(h.conns, user) // memory is bounded by the users connected
+	}
 }
 
 // transport writes frames as binary WebSocket messages once ready is closed
@@ -55,12 +90,17 @@ func (t transport) Send(ctx context.Context, frame []byte) error {
 
 // Serve is the echo handler of /v1/ws (behind auth.Middleware).
 func (h *Handler) Serve(c echo.Context) error {
+	user := auth.UserOf(c)
+	if !h.open(user) {
+		return echo.NewHTTPError(http.StatusTooManyRequests,
+			fmt.Sprintf("too many WebSocket connections for this user (at most %d); close one first", h.ConnectionsPerUser))
+	}
+	defer h.close(user)
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: h.OriginPatterns})
 	if err != nil {
 		return nil // Accept already answered the request
 	}
 	conn.SetReadLimit(int64(protocol.MaxEnvelopeSize) + 1024)
-	user := auth.UserOf(c)
 	log := h.Log.With().Str("user", user).Logger()
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
@@ -71,7 +111,8 @@ func (h *Handler) Serve(c echo.Context) error {
 		defer close(ready)
 		h.sendServerInfo(ctx, conn, auth.IsAdmin(c), log)
 	}()
-	s := edge.NewSession(h.JS, h.Auth, transport{c: conn, ready: ready}, edge.Options{User: user, QueueSize: h.QueueSize, Log: log})
+	s := edge.NewSession(h.JS, h.Auth, transport{c: conn, ready: ready}, edge.Options{User: user, QueueSize: h.QueueSize,
+		Limits: h.Limits, Users: h.Users, Log: log})
 	runErr := make(chan error, 1)
 	go func() { runErr <- s.Run(ctx) }()
 	go h.keepAlive(ctx, cancel, conn, log)
@@ -95,6 +136,8 @@ func (h *Handler) Serve(c echo.Context) error {
 	switch {
 	case errors.Is(err, edge.ErrSlowClient):
 		conn.Close(websocket.StatusTryAgainLater, "client too slow")
+	case errors.Is(err, edge.ErrFlooding):
+		conn.Close(websocket.StatusPolicyViolation, "too many envelopes")
 	case err != nil:
 		log.Warn().Err(err).Msg("session ended")
 		conn.Close(websocket.StatusInternalError, "session ended")

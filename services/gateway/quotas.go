@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/edge"
+)
+
+// Quotas bound what one user may hold or send beyond the HTTP request
+// rate (RateLimit), which counts nothing after a WebSocket upgrade.
+type Quotas struct {
+	// Edge bounds the envelopes of a WebSocket: per connection and per
+	// user (over all of the user's connections to this replica), and the
+	// client meta (ALICIA_EDGE_*, ALICIA_CLIENT_META_*; see edge.Limits).
+	Edge edge.Limits
+	// ConnectionsPerUser bounds a user's open WebSockets on one gateway
+	// replica (ALICIA_WS_CONNECTIONS_PER_USER, default 8; 429 beyond).
+	ConnectionsPerUser int
+	// RoomsPerUser bounds the voice rooms a user has asked an agent for or
+	// an agent holds, over all replicas (ALICIA_ROOMS_PER_USER, default 3;
+	// GET /v1/conversations/{id}/token answers 429 beyond).
+	RoomsPerUser int
+}
+
+// DefaultQuotas returns the defaults.
+func DefaultQuotas() Quotas {
+	return Quotas{Edge: edge.DefaultLimits(), ConnectionsPerUser: 8, RoomsPerUser: 3}
+}
+
+// QuotasFromEnv overrides c.Quotas from the environment; a launcher that
+// builds its Config in code (alicia up) calls it too.
+func (c *Config) QuotasFromEnv() error {
+	return errors.Join(
+		c.Quotas.Edge.FromEnv(),
+		config.Int("ALICIA_WS_CONNECTIONS_PER_USER", &c.Quotas.ConnectionsPerUser),
+		config.Int("ALICIA_ROOMS_PER_USER", &c.Quotas.RoomsPerUser),
+	)
+}
+
+func (q Quotas) validate() error {
+	var errs []error
+	if err := q.Edge.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if q.ConnectionsPerUser < 1 {
+		errs = append(errs, fmt.Errorf("ALICIA_WS_CONNECTIONS_PER_USER %d: want ≥ 1", q.ConnectionsPerUser))
+	}
+	if q.RoomsPerUser < 1 {
+		errs = append(errs, fmt.Errorf("ALICIA_ROOMS_PER_USER %d: want ≥ 1", q.RoomsPerUser))
+	}
+	return errors.Join(errs...)
+}
