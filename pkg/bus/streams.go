@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,6 +48,34 @@ type StreamsConfig struct {
 	DuplicateWindow time.Duration
 	// MaxMsgSize caps one stored envelope (default 2 MiB: the protocol's 1 MiB plus headroom).
 	MaxMsgSize int32
+	// ConversationsMaxBytes bounds the CONVERSATIONS stream; beyond, its
+	// oldest envelopes are dropped (default ALICIA_CONVERSATIONS_MAX_BYTES,
+	// else DefaultConversationsMaxBytes; -1: no limit).
+	ConversationsMaxBytes int64
+}
+
+// DefaultConversationsMaxBytes bounds the CONVERSATIONS stream: 4 GiB is
+// months of a household's text and voice metadata, and small enough that
+// JetStream, which reserves a stream's MaxBytes against its storage limit
+// (by default 75% of the free disk) when the stream is created, fits it on
+// a small board's SD card.
+const DefaultConversationsMaxBytes int64 = 4 << 30
+
+// EnvConversationsMaxBytes overrides DefaultConversationsMaxBytes in every
+// service: each one ensures the streams with the same value.
+const EnvConversationsMaxBytes = "ALICIA_CONVERSATIONS_MAX_BYTES"
+
+// conversationsMaxBytes is the limit from the environment or the default.
+func conversationsMaxBytes() (int64, error) {
+	v := os.Getenv(EnvConversationsMaxBytes)
+	if v == "" {
+		return DefaultConversationsMaxBytes, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || (n < 1<<20 && n != -1) {
+		return DefaultConversationsMaxBytes, fmt.Errorf("%s %q: want bytes ≥ 1048576, or -1 for no limit", EnvConversationsMaxBytes, v)
+	}
+	return n, nil
 }
 
 func (c StreamsConfig) withDefaults() StreamsConfig {
@@ -60,6 +90,9 @@ func (c StreamsConfig) withDefaults() StreamsConfig {
 	}
 	if c.MaxMsgSize == 0 {
 		c.MaxMsgSize = 2 << 20
+	}
+	if c.ConversationsMaxBytes == 0 {
+		c.ConversationsMaxBytes, _ = conversationsMaxBytes() // EnsureStreams reports a bad value
 	}
 	return c
 }
@@ -83,12 +116,17 @@ func StreamConfigs(c StreamsConfig) []jetstream.StreamConfig {
 		}
 	}
 	return []jetstream.StreamConfig{
-		base(StreamConversations, "Protocol envelopes of every conversation, client and server", subjects.AllConversations, c.MaxAge),
+		maxBytes(base(StreamConversations, "Protocol envelopes of every conversation, client and server", subjects.AllConversations, c.MaxAge), c.ConversationsMaxBytes),
 		base(StreamSystem, "Protocol envelopes not tied to one conversation", subjects.AllSystem, c.MaxAge),
 		base(StreamDeadLetter, "Envelopes a consumer could not process, with the reason in headers", subjects.AllDeadLetters, c.DeadLetterMaxAge),
 		asrJobs(base(StreamASRJobs, "ASR jobs (ASRJob envelopes), shared by every asr replica", subjects.AllASRJobs, ASRJobsMaxAge)),
 		dispatch(base(StreamDispatch, "Room-agent dispatch requests (AgentDispatch), one pending per conversation", subjects.AllDispatch, 0)),
 	}
+}
+
+func maxBytes(c jetstream.StreamConfig, n int64) jetstream.StreamConfig {
+	c.MaxBytes = n
+	return c
 }
 
 func asrJobs(c jetstream.StreamConfig) jetstream.StreamConfig {
@@ -106,6 +144,9 @@ func dispatch(c jetstream.StreamConfig) jetstream.StreamConfig {
 
 // EnsureStreams creates or updates every Alicia stream.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
+	if _, err := conversationsMaxBytes(); err != nil && c.ConversationsMaxBytes == 0 {
+		return fmt.Errorf("bus: %w", err)
+	}
 	for _, cfg := range StreamConfigs(c) {
 		if err := EnsureStream(ctx, js, cfg); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", cfg.Name, err)
