@@ -8,10 +8,12 @@ package roomagent
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
@@ -48,7 +50,17 @@ type Config struct {
 
 	// OnVoiceToVoice, when set, is told each turn's voice-to-voice time (benchmarks).
 	OnVoiceToVoice func(time.Duration)
+
+	// Edge bounds the data channel's envelopes per participant and per
+	// user (over the rooms of this agent) and the client meta, as the
+	// gateway's WebSocket (ALICIA_EDGE_*, ALICIA_CLIENT_META_*; edge.Limits).
+	Edge edge.Limits
 }
+
+// maxUtteranceCap is the longest ALICIA_VAD_MAX_UTTERANCE: an utterance's
+// input audio (16 kHz 16-bit PCM, 32 kB/s) is stored in one AudioChunk
+// envelope of at most 1 MiB.
+const maxUtteranceCap = 30 * time.Second
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
@@ -56,6 +68,7 @@ func DefaultConfig() Config {
 		NATSURL: "nats://127.0.0.1:4222", EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
+		Edge: edge.DefaultLimits(),
 	}
 }
 
@@ -83,6 +96,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_AGENT_LEASE", &c.Lease),
 		config.Duration("ALICIA_AGENT_JOIN_TIMEOUT", &c.JoinTimeout),
 		config.Duration("ALICIA_AGENT_EMPTY_TIMEOUT", &c.EmptyTimeout),
+		c.Edge.FromEnv(),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
@@ -98,6 +112,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRooms < 1 {
 		errs = append(errs, errors.New("ALICIA_AGENT_MAX_ROOMS must be at least 1"))
+	}
+	if c.MaxUtterance > maxUtteranceCap {
+		errs = append(errs, fmt.Errorf("ALICIA_VAD_MAX_UTTERANCE %s: at most %s (an utterance's audio is one envelope of at most 1 MiB)", c.MaxUtterance, maxUtteranceCap))
+	}
+	if err := c.Edge.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.BargeInMin < 0 {
 		errs = append(errs, errors.New("ALICIA_BARGE_IN_MIN must not be negative"))
@@ -115,6 +135,6 @@ func (c Config) agent() agent.Config {
 			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB)},
 		BargeInMin: c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
-		OnVoiceToVoice: c.OnVoiceToVoice,
+		OnVoiceToVoice: c.OnVoiceToVoice, Edge: c.Edge,
 	}
 }

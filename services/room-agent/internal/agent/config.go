@@ -6,6 +6,8 @@
 package agent
 
 import (
+	"github.com/alicia-voice/alicia/pkg/edge"
+
 	"errors"
 	"time"
 
@@ -40,6 +42,8 @@ type Config struct {
 	// OnVoiceToVoice, when set, is told each turn's voice-to-voice time
 	// (benchmarks; the histogram has it too).
 	OnVoiceToVoice func(time.Duration)
+	// Edge bounds each participant's data channel (zero fields: edge defaults).
+	Edge edge.Limits
 }
 
 // WithDefaults fills zero values.

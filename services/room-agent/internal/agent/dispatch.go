@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -35,6 +36,9 @@ type Agent struct {
 func New(cfg Config, d Deps) *Agent {
 	if d.Metrics == nil {
 		d.Metrics = DefaultMetrics()
+	}
+	if d.Users == nil {
+		d.Users = edge.NewUserRates()
 	}
 	return &Agent{cfg: cfg.WithDefaults(), d: d, rooms: map[string]*Room{}}
 }
