@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -81,29 +82,55 @@ func EnsureRoles(ctx context.Context, superURL string) (RoleURLs, error) {
 		return RoleURLs{}, fmt.Errorf("localpg: roles: %w", err)
 	}
 	r := RolesFor(strings.TrimPrefix(u.Path, "/"))
-	pw := map[string]string{}
-	for _, role := range []string{r.Migrator, r.Writer, r.Reader} {
+	as := func(role string) string {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
-		pw[role] = hex.EncodeToString(b)
+		v := *u
+		v.User = url.UserPassword(role, hex.EncodeToString(b))
+		return v.String()
+	}
+	urls := RoleURLs{Migrator: as(r.Migrator), Writer: as(r.Writer), Reader: as(r.Reader)}
+	return urls, SetRoles(ctx, superURL, urls)
+}
+
+// ErrRoleURL is returned by SetRoles for a URL that does not log in as its
+// role (RolesFor the database) with a password.
+var ErrRoleURL = errors.New("localpg: a role's URL does not name the role and its password")
+
+// SetRoles runs RolesSQL in the database of superURL (a superuser's URL)
+// with the passwords urls carry, so that urls log in: what the compose
+// deployment's migrate job does with the role URLs init-secrets wrote.
+// Each URL's user must be its role's name (RolesFor superURL's database).
+func SetRoles(ctx context.Context, superURL string, urls RoleURLs) error {
+	u, err := url.Parse(superURL)
+	if err != nil {
+		return fmt.Errorf("localpg: roles: %w", err)
+	}
+	r := RolesFor(strings.TrimPrefix(u.Path, "/"))
+	pw := map[string]string{}
+	for _, c := range []struct{ role, url string }{{r.Migrator, urls.Migrator}, {r.Writer, urls.Writer}, {r.Reader, urls.Reader}} {
+		ru, err := url.Parse(c.url)
+		if err != nil || ru.User == nil {
+			return fmt.Errorf("%w: %s", ErrRoleURL, c.role)
+		}
+		p, ok := ru.User.Password()
+		if ru.User.Username() != c.role || !ok || p == "" {
+			return fmt.Errorf("%w: want user %s with a password, got %q", ErrRoleURL, c.role, ru.User.Username())
+		}
+		pw[c.role] = p
 	}
 	conn, err := pgx.Connect(ctx, superURL)
 	if err != nil {
-		return RoleURLs{}, fmt.Errorf("localpg: roles: %w", err)
+		return fmt.Errorf("localpg: roles: %w", err)
 	}
 	defer conn.Close(context.Background())
 	// One transaction: roles and grants appear together. Several starts at
 	// once (tests) serialise on the advisory lock.
 	sql := "SELECT pg_advisory_xact_lock(7240310);\n" + RolesSQL(r, func(role string) string { return literal(pw[role]) })
 	if _, err := conn.Exec(ctx, "BEGIN;\n"+sql+"COMMIT;"); err != nil {
-		return RoleURLs{}, fmt.Errorf("localpg: roles: %w", err)
+		return fmt.Errorf("localpg: roles: %w", err)
 	}
-	as := func(role string) string {
-		v := *u
-		v.User = url.UserPassword(role, pw[role])
-		return v.String()
-	}
-	return RoleURLs{Migrator: as(r.Migrator), Writer: as(r.Writer), Reader: as(r.Reader)}, nil
+	return nil
 }
 
 // IsSuperuser reports whether the role of pgURL is a superuser (who can

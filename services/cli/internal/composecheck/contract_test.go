@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -459,7 +460,7 @@ func TestChecksCatch(t *testing.T) {
 		}, "gateway", composecheck.RuleCommand, "takes no arguments"},
 		{"a secret file not mounted", func(f *composecheck.File, _ *composecheck.Contract) {
 			f.Services["llm"].Secrets = nil
-		}, "llm", composecheck.RuleSecrets, "ALICIA_POSTGRES_URL_FILE names /run/secrets/postgres_url, which is not mounted"},
+		}, "llm", composecheck.RuleSecrets, "ALICIA_POSTGRES_URL_FILE names /run/secrets/postgres_reader_url, which is not mounted"},
 		{"a secret mounted for nothing", func(f *composecheck.File, _ *composecheck.Contract) {
 			f.Services["asr"].Secrets = []composecheck.SecretRef{{Source: "api_keys"}}
 		}, "asr", composecheck.RuleSecrets, "api_keys is mounted at /run/secrets/api_keys but nothing there reads it"},
@@ -516,5 +517,56 @@ func TestNodeIPRequired(t *testing.T) {
 	_, err := composecheck.Load(filepath.Join(r.root, "docker-compose.yml"), map[string]string{})
 	if err == nil || !strings.Contains(err.Error(), "ALICIA_LIVEKIT_NODE_IP") {
 		t.Fatalf("loaded without ALICIA_LIVEKIT_NODE_IP: %v", err)
+	}
+}
+
+// TestPostgresRoles: each service logs in to Postgres as its role (least
+// privilege, deploy/README.md): persistence as the writer, the gateway, llm
+// and memory as the reader, only the migrate job as the superuser (with
+// the roles' URLs, to make them); no other service mounts a Postgres secret.
+func TestPostgresRoles(t *testing.T) {
+	f := loadRepo(t).file(t)
+	want := map[string]map[string]string{
+		"persistence": {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresWriterURL},
+		"gateway":     {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
+		"llm":         {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
+		"memory":      {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
+		"migrate": {
+			"ALICIA_POSTGRES_URL_FILE":          deploycmd.PostgresURL,
+			"ALICIA_POSTGRES_MIGRATOR_URL_FILE": deploycmd.PostgresMigratorURL,
+			"ALICIA_POSTGRES_WRITER_URL_FILE":   deploycmd.PostgresWriterURL,
+			"ALICIA_POSTGRES_READER_URL_FILE":   deploycmd.PostgresReaderURL,
+		},
+		"postgres": {
+			"POSTGRES_PASSWORD_FILE":              deploycmd.PostgresPassword,
+			deploycmd.PostgresMigratorPasswordVar: deploycmd.PostgresMigratorPassword,
+			deploycmd.PostgresWriterPasswordVar:   deploycmd.PostgresWriterPassword,
+			deploycmd.PostgresReaderPasswordVar:   deploycmd.PostgresReaderPassword,
+		},
+	}
+	for _, s := range f.Sorted() {
+		got := map[string]string{}
+		for _, r := range s.Secrets {
+			if strings.HasPrefix(r.Source, "postgres_") {
+				got[r.Source] = ""
+			}
+		}
+		for name, v := range s.Environment {
+			if secret, ok := strings.CutPrefix(v, "/run/secrets/postgres_"); ok {
+				got["postgres_"+secret] = name
+			}
+		}
+		wantSecrets := map[string]string{}
+		for name, secret := range want[s.Name] {
+			wantSecrets[secret] = name
+		}
+		if !reflect.DeepEqual(got, wantSecrets) {
+			t.Errorf("%s: Postgres secrets (secret → variable) %v; want %v", s.Name, got, wantSecrets)
+		}
+	}
+	if pg := f.Services["postgres"]; pg == nil || !slices.ContainsFunc(pg.Volumes, func(v composecheck.Volume) bool {
+		return v.Source == "./"+deploycmd.PostgresInitFile && strings.HasPrefix(v.Target, "/docker-entrypoint-initdb.d/")
+	}) {
+		t.Errorf("postgres does not run %s from /docker-entrypoint-initdb.d", deploycmd.PostgresInitFile)
 	}
 }

@@ -68,10 +68,12 @@ var Images = map[string]Image{
 	},
 	"pgvector/pgvector:0.8.1-pg17": {
 		Flags: map[string][]string{"postgres": nil, "-c": nil},
-		Env:   []string{"POSTGRES_USER", "POSTGRES_DB", "POSTGRES_PASSWORD", "POSTGRES_PASSWORD_FILE"},
+		Env: []string{"POSTGRES_USER", "POSTGRES_DB", "POSTGRES_PASSWORD", "POSTGRES_PASSWORD_FILE",
+			// Not the image's: read by deploy/postgres-init.sql, which it runs (deploycmd.PostgresInitSQL).
+			"POSTGRES_MIGRATOR_PASSWORD_FILE", "POSTGRES_WRITER_PASSWORD_FILE", "POSTGRES_READER_PASSWORD_FILE"},
 		Tools: []string{"pg_isready"},
 		Source: "the postgres:17 image's docker-entrypoint.sh (file_env POSTGRES_PASSWORD, POSTGRES_USER, POSTGRES_DB; " +
-			"`postgres -c name=value`), which pgvector/pgvector builds on",
+			"`postgres -c name=value`; runs /docker-entrypoint-initdb.d/*.sql with psql on a new volume), which pgvector/pgvector builds on",
 	},
 	"livekit/livekit-server:v1.13.5": {
 		Program: "/livekit-server",

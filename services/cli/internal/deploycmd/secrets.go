@@ -13,9 +13,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
 )
 
@@ -30,11 +32,44 @@ const (
 	APIKeys          = "api_keys"
 	LiveKitAPIKey    = "livekit_api_key"
 	LiveKitAPISecret = "livekit_api_secret"
+
+	// The database's roles (pkg/localpg): postgres_url is the superuser's,
+	// for the migrate job only. The postgres container's init script
+	// (PostgresInitSQL) reads the passwords; the services the URLs.
+	PostgresMigratorPassword = "postgres_migrator_password"
+	PostgresMigratorURL      = "postgres_migrator_url"
+	PostgresWriterPassword   = "postgres_writer_password"
+	PostgresWriterURL        = "postgres_writer_url"
+	PostgresReaderPassword   = "postgres_reader_password"
+	PostgresReaderURL        = "postgres_reader_url"
 )
 
 // SecretNames lists every file InitSecrets manages, in the order it writes
 // them: then one NATS password per user of pkg/natsauth (natsauth.SecretName).
-var SecretNames = append([]string{PostgresPassword, PostgresURL, APIKeys, LiveKitAPIKey, LiveKitAPISecret}, natsSecrets()...)
+var SecretNames = append([]string{PostgresPassword, PostgresURL,
+	PostgresMigratorPassword, PostgresMigratorURL, PostgresWriterPassword, PostgresWriterURL, PostgresReaderPassword, PostgresReaderURL,
+	APIKeys, LiveKitAPIKey, LiveKitAPISecret}, natsSecrets()...)
+
+// ComposeDatabase is the compose file's database (POSTGRES_DB), whose roles
+// are localpg.RolesFor(ComposeDatabase).
+const ComposeDatabase = "alicia"
+
+// credential is a Postgres user's password file and the URL file carrying it.
+type credential struct{ password, url, user string }
+
+// credentials are the superuser's first: the roles' URLs are made from its URL.
+func credentials(db string) []credential {
+	r := localpg.RolesFor(db)
+	return []credential{
+		{PostgresPassword, PostgresURL, ""}, // the user of postgres_url, alicia when made here
+		{PostgresMigratorPassword, PostgresMigratorURL, r.Migrator},
+		{PostgresWriterPassword, PostgresWriterURL, r.Writer},
+		{PostgresReaderPassword, PostgresReaderURL, r.Reader},
+	}
+}
+
+// readByPostgres are the files the postgres container reads (as uid 999).
+var readByPostgres = []string{PostgresPassword, PostgresMigratorPassword, PostgresWriterPassword, PostgresReaderPassword}
 
 // natsSecrets are the NATS users' password files, nats_password_<user>.
 func natsSecrets() []string {
@@ -63,8 +98,10 @@ const (
 	dirMode  fs.FileMode = 0o700
 )
 
-// ErrMismatch is returned when postgres_url does not carry postgres_password.
-var ErrMismatch = errors.New("postgres_url does not carry the password in postgres_password")
+// ErrMismatch is returned when a Postgres URL file does not carry the
+// password of its password file (postgres_url and postgres_password, or a
+// role's), or does not log in as its role.
+var ErrMismatch = errors.New("a Postgres URL does not carry the user and password of its password file")
 
 // Options of InitSecrets.
 type Options struct {
@@ -74,11 +111,13 @@ type Options struct {
 }
 
 // InitSecrets writes every missing secret file of the compose file in
-// o.Dir with strong random values: the Postgres password and the URL
-// carrying it, an API key (user alicia), a LiveKit API key and secret.
-// It never changes an existing file's content. A missing postgres_password
-// or postgres_url is made from the other when only one exists, and the two
-// must agree when both do (ErrMismatch). Files the containers' users could
+// o.Dir with strong random values: the Postgres superuser's password and
+// the URL carrying it, the same for each of the database's roles (migrator,
+// writer, reader; their URLs reach the server and database of
+// postgres_url), an API key (user alicia), a LiveKit API key and secret.
+// It never changes an existing file's content. Of a password file and its
+// URL file, a missing one is made from the other, and the two must agree
+// when both exist (ErrMismatch). Files the containers' users could
 // not read get read permission for all, and the directory is made 0700. It reports each file, and prints a newly made
 // API key, which clients need.
 func InitSecrets(o Options) error {
@@ -141,28 +180,48 @@ func newValues(existing map[string]string, r io.Reader) (map[string]string, erro
 		}
 		return hex.EncodeToString(b), nil
 	}
-	password, hasPassword := existing[PostgresPassword]
-	rawURL, hasURL := existing[PostgresURL]
-	switch {
-	case hasPassword && hasURL:
-		if p, err := urlPassword(rawURL); err != nil || p != password {
-			return nil, fmt.Errorf("deploy: %w: fix one of them (the database keeps the password it was created with)", ErrMismatch)
-		}
-	case hasURL:
-		p, err := urlPassword(rawURL)
-		if err != nil || p == "" {
-			return nil, fmt.Errorf("deploy: %s has no password to write into %s", PostgresURL, PostgresPassword)
-		}
-		v[PostgresPassword] = p
-	default:
-		if !hasPassword {
-			var err error
-			if password, err = random(24); err != nil {
-				return nil, err
+	base := ComposePostgresURL("")
+	if u, ok := existing[PostgresURL]; ok {
+		base = u
+	}
+	for _, c := range credentials(database(base)) {
+		password, hasPassword := existing[c.password]
+		rawURL, hasURL := existing[c.url]
+		switch {
+		case hasPassword && hasURL:
+			if user, p, err := urlUser(rawURL); err != nil || p != password || (c.user != "" && user != c.user) {
+				return nil, fmt.Errorf("deploy: %w: %s and %s: fix one of them (the database keeps the password it was created with)", ErrMismatch, c.password, c.url)
 			}
-			v[PostgresPassword] = password
+		case hasURL:
+			user, p, err := urlUser(rawURL)
+			if err != nil || p == "" {
+				return nil, fmt.Errorf("deploy: %s has no password to write into %s", c.url, c.password)
+			}
+			if c.user != "" && user != c.user {
+				return nil, fmt.Errorf("deploy: %w: %s logs in as %q, not %s", ErrMismatch, c.url, user, c.user)
+			}
+			v[c.password] = p
+		default:
+			if !hasPassword {
+				var err error
+				if password, err = random(24); err != nil {
+					return nil, err
+				}
+				v[c.password] = password
+			}
+			user := c.user
+			if user == "" {
+				user = "alicia"
+			}
+			u, err := withUser(base, user, password)
+			if err != nil {
+				return nil, fmt.Errorf("deploy: %s: %w", PostgresURL, err)
+			}
+			v[c.url] = u
+			if c.url == PostgresURL {
+				base = u
+			}
 		}
-		v[PostgresURL] = ComposePostgresURL(password)
 	}
 	key, err := random(24)
 	if err != nil {
@@ -185,20 +244,38 @@ func newValues(existing map[string]string, r io.Reader) (map[string]string, erro
 	return v, nil
 }
 
-// ComposePostgresURL is the URL the services reach the compose file's
-// postgres service at with password.
+// ComposePostgresURL is the superuser's URL of the compose file's postgres
+// service with password (the roles' URLs differ only in their user).
 func ComposePostgresURL(password string) string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword("alicia", password), Host: "postgres:5432", Path: "/alicia", RawQuery: "sslmode=disable"}
 	return u.String()
 }
 
-func urlPassword(raw string) (string, error) {
-	u, err := url.Parse(raw)
+// withUser is base logging in as user with password.
+func withUser(base, user, password string) (string, error) {
+	u, err := url.Parse(base)
 	if err != nil {
 		return "", err
 	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), nil
+}
+
+// database is the database a Postgres URL names.
+func database(raw string) string {
+	if u, err := url.Parse(raw); err == nil && strings.TrimPrefix(u.Path, "/") != "" {
+		return strings.TrimPrefix(u.Path, "/")
+	}
+	return ComposeDatabase
+}
+
+func urlUser(raw string) (user, password string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return "", "", err
+	}
 	p, _ := u.User.Password()
-	return p, nil
+	return u.User.Username(), p, nil
 }
 
 func describe(name string) string {
@@ -206,7 +283,15 @@ func describe(name string) string {
 	case PostgresPassword:
 		return "Postgres password of user alicia, used when the postgres volume is first created"
 	case PostgresURL:
-		return "the services' Postgres URL with that password"
+		return "the superuser's Postgres URL with that password, for the migrate job only"
+	case PostgresMigratorPassword, PostgresWriterPassword, PostgresReaderPassword:
+		return "Postgres password of role " + roleOf(name) + ", set by the migrate job"
+	case PostgresMigratorURL:
+		return "Postgres URL of role " + roleOf(name) + ": the migrations"
+	case PostgresWriterURL:
+		return "Postgres URL of role " + roleOf(name) + ": persistence"
+	case PostgresReaderURL:
+		return "Postgres URL of role " + roleOf(name) + ": gateway, llm, memory (SELECT only)"
 	case APIKeys:
 		return "API key of user " + APIKeyUser
 	case LiveKitAPIKey:
@@ -220,6 +305,15 @@ func describe(name string) string {
 		}
 	}
 	return name
+}
+
+func roleOf(name string) string {
+	for _, c := range credentials(ComposeDatabase) {
+		if name == c.password || name == c.url {
+			return c.user
+		}
+	}
+	return ""
 }
 
 func ensureDir(dir string, out io.Writer) error {
@@ -284,7 +378,7 @@ func ensureReadable(path string, out io.Writer) error {
 		return nil
 	}
 	reader := ServiceUID
-	if filepath.Base(path) == PostgresPassword {
+	if slices.Contains(readByPostgres, filepath.Base(path)) {
 		reader = PostgresUID
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == reader && mode&0o400 != 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/services/cli/internal/deploycmd"
 )
 
@@ -202,4 +203,98 @@ func TestInitSecretsNotADirectory(t *testing.T) {
 	if _, err := initSecrets(t, f); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// The roles' URLs log in as their role with their password file's
+// password, on the server and database of postgres_url.
+func TestInitSecretsRoles(t *testing.T) {
+	roles := localpg.RolesFor(deploycmd.ComposeDatabase)
+	pairs := []struct{ password, url, user string }{
+		{deploycmd.PostgresMigratorPassword, deploycmd.PostgresMigratorURL, roles.Migrator},
+		{deploycmd.PostgresWriterPassword, deploycmd.PostgresWriterURL, roles.Writer},
+		{deploycmd.PostgresReaderPassword, deploycmd.PostgresReaderURL, roles.Reader},
+	}
+	check := func(t *testing.T, got map[string]string, host string) {
+		t.Helper()
+		seen := map[string]bool{strings.TrimSpace(got[deploycmd.PostgresPassword]): true}
+		for _, p := range pairs {
+			password := strings.TrimSpace(got[p.password])
+			u, err := url.Parse(strings.TrimSpace(got[p.url]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pw, _ := u.User.Password(); pw != password || u.User.Username() != p.user || u.Host != host || u.Path != "/alicia" || u.Query().Get("sslmode") != "disable" {
+				t.Errorf("%s = %s; want user %s, the password of %s, host %s, database alicia", p.url, u.Redacted(), p.user, p.password, host)
+			}
+			if len(password) < 32 || seen[password] {
+				t.Errorf("%s: %d characters or shared with another user", p.password, len(password))
+			}
+			seen[password] = true
+		}
+	}
+	t.Run("fresh", func(t *testing.T) {
+		dir := t.TempDir()
+		if _, err := initSecrets(t, dir); err != nil {
+			t.Fatal(err)
+		}
+		check(t, readAll(t, dir), "postgres:5432")
+	})
+	t.Run("an existing deployment's superuser URL", func(t *testing.T) {
+		dir := t.TempDir()
+		super := "postgres://alicia:kept@db.internal:5433/alicia?sslmode=disable"
+		if err := os.WriteFile(filepath.Join(dir, deploycmd.PostgresURL), []byte(super+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := initSecrets(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, dir)
+		if got[deploycmd.PostgresURL] != super+"\n" || got[deploycmd.PostgresPassword] != "kept\n" {
+			t.Fatalf("superuser's files: %q, %q", got[deploycmd.PostgresURL], got[deploycmd.PostgresPassword])
+		}
+		check(t, got, "db.internal:5433")
+		if !strings.Contains(out, "wrote  "+filepath.Join(dir, deploycmd.PostgresReaderURL)) {
+			t.Errorf("output:\n%s", out)
+		}
+	})
+	t.Run("password only", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, deploycmd.PostgresWriterPassword), []byte("writer-chosen-password-0123456789\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := initSecrets(t, dir); err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, dir)
+		check(t, got, "postgres:5432")
+		if got[deploycmd.PostgresWriterPassword] != "writer-chosen-password-0123456789\n" {
+			t.Fatal("the existing password changed")
+		}
+	})
+	for _, tc := range []struct{ name, url string }{
+		{"another password", "postgres://" + roles.Reader + ":other@postgres:5432/alicia"},
+		{"another user", "postgres://alicia:same@postgres:5432/alicia"},
+	} {
+		t.Run("mismatch: "+tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range map[string]string{deploycmd.PostgresReaderPassword: "same", deploycmd.PostgresReaderURL: tc.url} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := initSecrets(t, dir); !errors.Is(err, deploycmd.ErrMismatch) {
+				t.Fatalf("err = %v, want ErrMismatch", err)
+			}
+		})
+	}
+	t.Run("role URL only, as another user", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, deploycmd.PostgresWriterURL), []byte("postgres://alicia:x@postgres:5432/alicia\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := initSecrets(t, dir); !errors.Is(err, deploycmd.ErrMismatch) {
+			t.Fatalf("err = %v, want ErrMismatch", err)
+		}
+	})
 }
