@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -231,4 +232,55 @@ func (s *Session) admit() string {
 	s.refused = 0
 	s.mu.Unlock()
 	return ""
+}
+
+// wait is how long until the bucket has an envelope to spare (0: now).
+func (b *bucket) wait(now time.Time, rate, burst float64) time.Duration {
+	tokens := burst
+	if !b.last.IsZero() {
+		tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
+	}
+	if tokens >= 1 || rate <= 0 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / rate * float64(time.Second))
+}
+
+// wait is how long until user's rate has an envelope to spare.
+func (u *UserRates) wait(user string, rate, burst float64) time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	b, ok := u.buckets[user]
+	if !ok {
+		return 0
+	}
+	return b.wait(u.now(), rate, burst)
+}
+
+// Pace waits until the session's and its user's rates have an envelope to
+// spare, without spending it. A transport that reads one frame at a time
+// calls it before each read, so a flood stays in the client's socket: TCP
+// flow control then slows the sender, and none of the flood costs the
+// server a read, a decode or an answer. HandleClient still checks the
+// rates (a transport that cannot pace, like the data channel, refuses).
+func (s *Session) Pace(ctx context.Context) error {
+	l := s.limits
+	for {
+		s.mu.Lock()
+		d := s.rate.wait(time.Now(), l.SessionRate, l.SessionBurst)
+		s.mu.Unlock()
+		if s.opts.Users != nil {
+			d = max(d, s.opts.Users.wait(s.opts.User, l.UserRate, l.UserBurst))
+		}
+		if d <= 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }

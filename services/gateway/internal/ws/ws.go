@@ -121,6 +121,11 @@ func (h *Handler) Serve(c echo.Context) error {
 		defer close(readerDone)
 		defer cancel()
 		for {
+			// Over its rate, the next frame is left unread: the flood backs
+			// up in the client's socket instead of costing this server.
+			if err := s.Pace(ctx); err != nil {
+				return
+			}
 			typ, frame, err := conn.Read(ctx)
 			if err != nil {
 				return
