@@ -34,7 +34,7 @@ func publishFlow(s *stack, cid string) *flow {
 	s.server(cid, &protocol.Transcription{ID: f.user, ConversationID: cid, Text: "What is the", Final: false}, nil)
 	s.server(cid, &protocol.Transcription{ID: f.user, ConversationID: cid, Text: "What is the weather in Paris?", Final: true, Confidence: ptr(0.93), Language: ptr("en")}, nil)
 	s.client(cid, 2, &protocol.UserMessage{ID: f.user, ConversationID: cid, Content: "What is the weather in Paris?"}, map[string]any{"source": "microphone", "messaging.trace_id": traceID, "messaging.span_id": spanID})
-	s.client(cid, 3, &protocol.MemoryAction{ID: "amem_paris_" + cid, Action: "create", Memory: &protocol.MemoryActionMemory{Content: "The user lives in Paris", Tags: []string{"location"}}, Timestamp: 1700000000000}, nil)
+	s.client(cid, 3, &protocol.MemoryAction{ID: "amem_paris_" + cid, Action: "create", Memory: &protocol.MemoryActionMemory{Content: "The user lives in Paris", Tags: []string{"location"}}, Timestamp: 1700000000000}, map[string]any{"alicia.user_id": "user-1"})
 	s.server(cid, &protocol.MemoryTrace{ID: "amu_1_" + cid, MessageID: f.user, ConversationID: cid, MemoryID: "amem_paris_" + cid, Content: "The user lives in Paris", Relevance: 0.87}, traced)
 	s.server(cid, &protocol.StartAnswer{ID: f.answer, PreviousID: f.user, ConversationID: cid, AnswerType: ptr(protocol.StartAnswerAnswerType("text"))}, traced)
 	s.server(cid, &protocol.AssistantSentence{PreviousID: f.answer, ConversationID: cid, Sequence: 1, Text: "Let me check."}, nil)

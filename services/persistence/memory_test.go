@@ -209,7 +209,9 @@ func TestMemoryUpdates(t *testing.T) {
 		id := "amem_owned"
 		create(id)
 		before := m.row(id)
-		seq := m.client(memCID, int32(m.queryInt(`SELECT last_client_stanza_id FROM alicia_conversations WHERE id = $1`, memCID))+1,
+		// Dead-lettered, so its stanza id is not recorded: one far ahead
+		// keeps the next client envelope's id from being a duplicate.
+		seq := m.client(memCID, int32(m.queryInt(`SELECT last_client_stanza_id FROM alicia_conversations WHERE id = $1`, memCID))+1000,
 			&protocol.MemoryAction{ID: "ama_x", Action: protocol.MemoryActionActionUpdate, Timestamp: 1,
 				Memory: &protocol.MemoryActionMemory{ID: &id, Content: "hijacked"}}, map[string]any{"alicia.user_id": "user-2"})
 		m.history(memCID, seq)

@@ -14,6 +14,8 @@ import (
 // body queues the rows of one envelope body and returns the id its meta
 // rows refer to ("" = the conversation).
 func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string, error) {
+	user, _ := env.Meta[MetaUserID].(string)
+	w.guard(cid, user, refsOf(env)...)
 	switch b := env.Body.(type) {
 	case *protocol.UserMessage:
 		w.insertMessage(b.ID, cid, b.PreviousID, "user", b.Content, "completed", at)
@@ -43,7 +45,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		if err != nil {
 			return "", err
 		}
-		w.tools.result(b, res, at)
+		w.tools.result(cid, b, res, at)
 		return b.RequestID, nil
 	case *protocol.ReasoningStep:
 		w.q(`INSERT INTO alicia_reasoning_steps (id, message_id, content, sequence_number, created_at, updated_at)
@@ -149,6 +151,8 @@ func (w *writer) insertMessage(id, cid string, previous *string, role, contents,
 	w.q(`WITH prev AS (
 			SELECT CASE WHEN p.id = $1 THEN (SELECT m.previous_id FROM alicia_messages m WHERE m.id = $1) ELSE p.id END AS id
 			FROM (SELECT COALESCE($3::text, (SELECT tip_message_id FROM alicia_conversations WHERE id = $2)) AS id) p
+			WHERE (SELECT max(('`+ownedMarker+`' || 'message ' || m.id)::int) FROM alicia_messages m
+				WHERE m.id = ANY(ARRAY[$1, $3::text]) AND m.conversation_id <> $2) IS NULL -- the ownership guard (owner.go)
 		), ins AS (
 			INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
 				completion_status, sync_status, audio_id, created_at, updated_at)
@@ -175,7 +179,7 @@ func (w *writer) sentence(cid string, b *protocol.AssistantSentence, at time.Tim
 	if id == "" {
 		id = derivedID("ams", cid, b.PreviousID, strconv.Itoa(int(b.Sequence)))
 	}
-	w.sentences.add(id, b, at)
+	w.sentences.add(id, cid, b, at)
 	return id
 }
 

@@ -38,7 +38,7 @@ func (w *writer) note(cid string, env *protocol.Envelope, b *protocol.UserNote, 
 	case "delete":
 		w.q(`UPDATE alicia_notes SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL`, b.ID, at)
 	case "update":
-		w.q(`UPDATE alicia_notes SET content = $2, category = $3 WHERE id = $1 AND (content, category::text) IS DISTINCT FROM ($2, $3)`,
+		w.q(`UPDATE alicia_notes SET content = $2, category = $3::note_category WHERE id = $1 AND (content, category::text) IS DISTINCT FROM ($2, $3)`,
 			b.ID, b.Content, string(b.Category))
 	default:
 		w.q(`INSERT INTO alicia_notes (id, conversation_id, message_id, content, category, user_id, created_at, updated_at)
@@ -95,7 +95,7 @@ func (w *writer) sync(cid string, b *protocol.SyncRequest, at time.Time) {
 		id := derivedID("am", cid, m.LocalID)
 		w.q(`INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
 				local_id, server_id, sync_status, synced_at, completion_status, created_at, updated_at)
-			VALUES ($1, $2, (SELECT id FROM alicia_messages WHERE id = $3 OR (conversation_id = $2 AND local_id = $3) LIMIT 1),
+			VALUES ($1, $2, (SELECT id FROM alicia_messages WHERE conversation_id = $2 AND (id = $3 OR local_id = $3) LIMIT 1),
 				$4, $5::message_role, $6, $7, $1, 'synced', $8, 'completed', $8, $8)
 			ON CONFLICT (id) DO NOTHING`, id, cid, deref(m.PreviousID), m.SequenceNumber, string(m.Role), m.Contents, m.LocalID, at)
 	}

@@ -10,11 +10,11 @@ import (
 // with one multi-row statement (a pipelined statement per row costs ~50 µs
 // on the server; a row of a multi-row insert ~15 µs).
 type sentenceRows struct {
-	ids, messages, texts []string
-	seqs                 []int32
-	audio                [][]byte
-	at                   []time.Time
-	finals               []string
+	ids, messages, convs, texts []string
+	seqs                        []int32
+	audio                       [][]byte
+	at                          []time.Time
+	finals                      []string
 	// keys are the (message, sequence) pairs accumulated: a second sentence
 	// with the same pair (the same event redelivered under a new sequence)
 	// is left out, as the row's UNIQUE key would leave it out.
@@ -28,7 +28,7 @@ type sentenceKey struct {
 
 func newSentenceRows() sentenceRows { return sentenceRows{keys: map[sentenceKey]bool{}} }
 
-func (r *sentenceRows) add(id string, b *protocol.AssistantSentence, at time.Time) {
+func (r *sentenceRows) add(id, cid string, b *protocol.AssistantSentence, at time.Time) {
 	k := sentenceKey{b.PreviousID, b.Sequence}
 	if r.keys[k] {
 		return
@@ -36,6 +36,7 @@ func (r *sentenceRows) add(id string, b *protocol.AssistantSentence, at time.Tim
 	r.keys[k] = true
 	r.ids = append(r.ids, id)
 	r.messages = append(r.messages, b.PreviousID)
+	r.convs = append(r.convs, cid)
 	r.seqs = append(r.seqs, b.Sequence)
 	r.texts = append(r.texts, b.Text)
 	r.audio = append(r.audio, nilIfEmpty(b.Audio))
@@ -60,6 +61,7 @@ func (w *writer) flushSentences() {
 	if len(r.ids) == 0 {
 		return
 	}
+	w.guardSentences(r)
 	// Contents grow by the sentences this statement actually inserted, so a
 	// redelivered sentence adds nothing (stream order is sentence order); the
 	// final one completes the message in the same row update. A row the

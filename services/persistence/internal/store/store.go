@@ -148,6 +148,9 @@ func (s *Store) Apply(ctx context.Context, stream, consumer string, items []cons
 // classify marks errors caused by the data (constraint violations, bad
 // values) so the caller isolates the culprit instead of retrying forever.
 func classify(err error) error {
+	if what, ok := notOwned(err); ok {
+		return fmt.Errorf("%w: %w", consume.ErrData, notOwnedError(what))
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		if pgErr.Code == "23503" { // foreign_key_violation

@@ -13,7 +13,7 @@ type toolRows struct {
 	reqTimeouts                                               []*int32
 	reqAt                                                     []time.Time
 
-	resIDs, resStatus              []string
+	resIDs, resConvs, resStatus    []string
 	resResult, resCode, resMessage []*string
 	resAt                          []time.Time
 }
@@ -33,7 +33,7 @@ func (r *toolRows) request(cid string, b *protocol.ToolUseRequest, args []byte, 
 	r.reqAt = append(r.reqAt, at)
 }
 
-func (r *toolRows) result(b *protocol.ToolUseResult, result []byte, at time.Time) {
+func (r *toolRows) result(cid string, b *protocol.ToolUseResult, result []byte, at time.Time) {
 	status := "success"
 	var code *string
 	if !b.Success {
@@ -49,6 +49,7 @@ func (r *toolRows) result(b *protocol.ToolUseResult, result []byte, at time.Time
 		res = &s
 	}
 	r.resIDs = append(r.resIDs, b.RequestID)
+	r.resConvs = append(r.resConvs, cid)
 	r.resStatus = append(r.resStatus, status)
 	r.resResult = append(r.resResult, res)
 	r.resCode = append(r.resCode, code)
@@ -61,6 +62,7 @@ func (r *toolRows) result(b *protocol.ToolUseResult, result []byte, at time.Time
 // numbering) and then the results.
 func (w *writer) flushTools() {
 	r := &w.tools
+	w.guardTools(r.reqMessages, r.reqConvs, refMessage)
 	if len(r.reqIDs) > 0 {
 		w.q(`INSERT INTO alicia_tool_uses (id, conversation_id, message_id, tool_name, tool_arguments, status, execution, timeout_ms,
 				sequence_number, created_at, updated_at)
@@ -74,13 +76,16 @@ func (w *writer) flushTools() {
 			ON CONFLICT (id) DO NOTHING`,
 			r.reqIDs, r.reqConvs, r.reqMessages, r.reqNames, r.reqArgs, r.reqExec, r.reqTimeouts, r.reqAt)
 	}
+	// After the requests are in: a result naming a request of another
+	// conversation written by this batch is caught too.
+	w.guardTools(append(append([]string(nil), r.reqIDs...), r.resIDs...), append(append([]string(nil), r.reqConvs...), r.resConvs...), refToolUse)
 	if len(r.resIDs) > 0 {
 		w.q(`UPDATE alicia_tool_uses u SET status = x.s::tool_use_status, tool_result = x.r::jsonb, error_code = x.ec,
 				error_message = x.em, completed_at = x.at,
 				processing_duration_ms = GREATEST(0, (EXTRACT(EPOCH FROM (x.at - u.created_at)) * 1000)::int)
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS x(id, s, r, ec, em, at)
-			WHERE u.id = x.id AND u.completed_at IS NULL`,
-			r.resIDs, r.resStatus, r.resResult, r.resCode, r.resMessage, r.resAt)
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[]) AS x(id, s, r, ec, em, at, c)
+			WHERE u.id = x.id AND u.completed_at IS NULL AND u.conversation_id = x.c`,
+			r.resIDs, r.resStatus, r.resResult, r.resCode, r.resMessage, r.resAt, r.resConvs)
 	}
 	*r = toolRows{}
 }
