@@ -159,9 +159,14 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 		byID[msgs[i].ID] = &msgs[i]
 	}
 	batch := &pgx.Batch{}
-	batch.Queue(`SELECT message_id, id, tool_name, tool_arguments, tool_result, status::text, error_code, error_message
-		FROM alicia_tool_uses WHERE message_id = ANY($1) AND deleted_at IS NULL
-		ORDER BY message_id, sequence_number, created_at`, ids).Query(func(rows pgx.Rows) error {
+	// Rows are attached only when they are of the message's own
+	// conversation, and a memory's content only when the memory is the
+	// conversation owner's: persistence refuses anything else now, but
+	// rows written before it did must not show another user's data.
+	batch.Queue(`SELECT t.message_id, t.id, t.tool_name, t.tool_arguments, t.tool_result, t.status::text, t.error_code, t.error_message
+		FROM alicia_tool_uses t JOIN alicia_messages m ON m.id = t.message_id AND m.conversation_id = t.conversation_id
+		WHERE t.message_id = ANY($1) AND t.deleted_at IS NULL
+		ORDER BY t.message_id, t.sequence_number, t.created_at`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var mid string
 			var u ToolUse
@@ -172,8 +177,12 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 		}
 		return rows.Err()
 	})
-	batch.Queue(`SELECT u.message_id, u.memory_id, COALESCE(mem.content, u.meta->>'content', ''), COALESCE(u.similarity_score, 0)
-		FROM alicia_memory_used u LEFT JOIN alicia_memory mem ON mem.id = u.memory_id
+	batch.Queue(`SELECT u.message_id, u.memory_id, CASE WHEN mem.id IS NOT NULL THEN mem.content ELSE COALESCE(u.meta->>'content', '') END,
+			COALESCE(u.similarity_score, 0)
+		FROM alicia_memory_used u
+		JOIN alicia_conversations c ON c.id = u.conversation_id
+		JOIN alicia_messages m ON m.id = u.message_id AND m.conversation_id = u.conversation_id
+		LEFT JOIN alicia_memory mem ON mem.id = u.memory_id AND mem.user_id IS NOT DISTINCT FROM c.user_id
 		WHERE u.message_id = ANY($1) AND u.deleted_at IS NULL
 		ORDER BY u.message_id, u.position_in_results NULLS LAST, u.created_at`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
