@@ -67,7 +67,11 @@ func TestClientMemoryAction(t *testing.T) {
 			Memory: &protocol.MemoryActionMemory{ID: &bobs, Content: "Bob keeps wasps."}}, bobs},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s.client(cid, "alice", int32(10+i), c.act)
+			seq := s.client(cid, "alice", int32(10+i), c.act)
+			if c.id == bobs {
+				// persistence refuses to store an action on another user's memory
+				s.refuse(seq)
+			}
 			e := next[*protocol.ErrorMessage](t, events)
 			if e.Code != protocol.CodeNotFound || !e.Recoverable || e.OriginatingID == nil || *e.OriginatingID != c.act.ID {
 				t.Fatalf("error = %+v", e)

@@ -2,7 +2,9 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,6 +36,9 @@ type stack struct {
 	pool *pgxpool.Pool // the test's own (read-write) view
 	ai   *fakeopenai.Server
 	cfg  memory.Config
+	// refused are the CONVERSATIONS sequences persistence must dead-letter
+	// (noDeadLetters checks they were, and that nothing else was).
+	refused map[uint64]bool
 }
 
 type stackOptions struct {
@@ -230,7 +235,9 @@ func testLogger(t *testing.T) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 }
 
-// noDeadLetters fails the test when a consumer gave up on an envelope.
+// noDeadLetters fails the test when a consumer gave up on an envelope other
+// than the refused ones, or did not give up on a refused one (waiting a
+// little for persistence to get to it).
 func (s *stack) noDeadLetters() {
 	ctx := context.Background()
 	st, err := s.js.Stream(ctx, bus.StreamDeadLetter)
@@ -238,14 +245,46 @@ func (s *stack) noDeadLetters() {
 		s.t.Errorf("dead letters: %v", err)
 		return
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		s.t.Errorf("dead letters: %v", err)
-		return
-	}
-	for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
-		if m, err := st.GetMsg(ctx, seq); err == nil {
-			s.t.Errorf("dead letter from %s: %s (%s)", m.Header.Get("Alicia-Dlq-Consumer"), m.Header.Get("Alicia-Dlq-Reason"), m.Header.Get("Alicia-Dlq-Subject"))
+	var unexpected []string
+	err = testkit.CheckFor(10*time.Second, testkit.PollInterval, func() error {
+		info, err := st.Info(ctx)
+		if err != nil {
+			return err
 		}
+		unexpected = unexpected[:0]
+		found := map[uint64]bool{}
+		for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
+			m, err := st.GetMsg(ctx, seq)
+			if err != nil {
+				continue
+			}
+			orig, _ := strconv.ParseUint(m.Header.Get(bus.HeaderDLQSequence), 10, 64)
+			if m.Header.Get(bus.HeaderDLQStream) == bus.StreamConversations && s.refused[orig] {
+				found[orig] = true
+				continue
+			}
+			unexpected = append(unexpected, fmt.Sprintf("dead letter from %s: %s (%s)",
+				m.Header.Get(bus.HeaderDLQConsumer), m.Header.Get(bus.HeaderDLQReason), m.Header.Get(bus.HeaderDLQSubject)))
+		}
+		for seq := range s.refused {
+			if !found[seq] {
+				return fmt.Errorf("envelope %d was not dead-lettered", seq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.t.Error(err)
 	}
+	for _, u := range unexpected {
+		s.t.Error(u)
+	}
+}
+
+// refuse says persistence must dead-letter the envelope at seq.
+func (s *stack) refuse(seq uint64) {
+	if s.refused == nil {
+		s.refused = map[uint64]bool{}
+	}
+	s.refused[seq] = true
 }
