@@ -27,8 +27,8 @@ func Conf() string {
 	b.WriteString("authorization {\n  users: [\n")
 	for _, u := range Users() {
 		fmt.Fprintf(&b, "    {\n      user: %q\n      password: $%s\n      permissions: {\n", u.Name, PasswordVar(u.Name))
-		fmt.Fprintf(&b, "        publish: {allow: %s}\n", list(u.Publish))
-		fmt.Fprintf(&b, "        subscribe: {allow: %s}\n", list(u.Subscribe))
+		fmt.Fprintf(&b, "        publish: {allow: %s%s}\n", list(u.Publish), deny(u.PublishDeny))
+		fmt.Fprintf(&b, "        subscribe: {allow: %s%s}\n", list(u.Subscribe), deny(u.SubscribeDeny))
 		if u.Responses {
 			b.WriteString("        allow_responses: {max: 1, expires: \"2m\"}\n")
 		}
@@ -36,6 +36,14 @@ func Conf() string {
 	}
 	b.WriteString("  ]\n}\n")
 	return b.String()
+}
+
+// deny is the deny list after an allow list, if any.
+func deny(subjects []string) string {
+	if len(subjects) == 0 {
+		return ""
+	}
+	return ", deny: " + list(subjects)
 }
 
 // list quotes every subject: an unquoted $JS… would be read as a variable.

@@ -9,10 +9,29 @@
 // service publishes or hears on core NATS; a JetStream publish is a publish
 // on the data subject, so this is where a service is kept from speaking for
 // the user or changing shared state. JetStream API subjects ($JS.API.…) are
-// granted per stream: a service may create and read consumers only on the
-// streams it consumes, and read single messages only from the streams it
-// looks things up in. (A consumer on a stream delivers whatever its filter
-// selects: within a stream, reading is not narrowed further.)
+// granted per stream, and on the shared streams per filter: only
+// persistence may create consumers that select anything on CONVERSATIONS and
+// SYSTEM; every other service may create consumers there only with the
+// single filter subjects it uses, named in the create subject
+// ($JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter>, which nats.go's
+// jetstream sends for a consumer with a single filter subject and the server
+// checks against the consumer's filter). The work queues it pulls from (ASR
+// jobs, dispatch requests, the llm's turns) it may consume whole.
+//
+// Pulling from, acknowledging, reading, deleting and creating a consumer
+// are granted per stream (ordered consumers have random names), so the
+// services' durable consumers (Durables) are each denied to every other
+// service that could otherwise reach them: no one but persistence can pull
+// from persistence's durable and take envelopes away from it.
+//
+// Single messages are read with direct gets. The last message on a subject
+// ($JS.API.DIRECT.GET.<stream>.<subject>, what nats.go's
+// GetLastMsgForSubject sends on streams with AllowDirect) is granted per
+// subject pattern. Reads by sequence ($JS.API.DIRECT.GET.<stream> with the
+// request in the body, bus.Replay) name no subject the server could check,
+// so they read any message of the stream: only the llm (which reads whole
+// conversations) and the tts (a turn's sentences and stops, bus.Replay) have
+// them, on CONVERSATIONS.
 package natsauth
 
 import (
@@ -39,10 +58,14 @@ const (
 
 // Permissions of one user. Responses lets the user answer requests (reply
 // subjects of the messages it received), as the request/reply services do.
+// PublishDeny and SubscribeDeny take subjects back from Publish and
+// Subscribe (nats-server's deny lists: a deny wins over an allow).
 type Permissions struct {
-	Publish   []string
-	Subscribe []string
-	Responses bool
+	Publish       []string
+	Subscribe     []string
+	PublishDeny   []string
+	SubscribeDeny []string
+	Responses     bool
 }
 
 // User is one NATS user.
@@ -63,6 +86,32 @@ func Users() []User {
 		us = append(us, User{Name: s, Permissions: For(s)})
 	}
 	return append(us, User{Name: Admin, Permissions: Permissions{Publish: []string{">"}, Subscribe: []string{">"}}})
+}
+
+// PersistenceConsumer is persistence's durable consumer on CONVERSATIONS
+// and SYSTEM, its default name (services/persistence Config.Consumer).
+const PersistenceConsumer = "persistence"
+
+// Durable is a durable consumer a service owns on a stream.
+type Durable struct{ Owner, Stream, Name string }
+
+// Durables are the services' durable consumers with their default names
+// (each service's config; persistence's is PersistenceConsumer). Each is
+// denied to the other services. A deployment that renames one (e.g.
+// ALICIA_PERSISTENCE_CONSUMER) must add it here and regenerate
+// deploy/nats.conf, or the other services are no longer kept from it. The
+// llm's turn consumers (llm-p<k>) are on LLM_TURNS, which no other service
+// may use.
+func Durables() []Durable {
+	return []Durable{
+		{Persistence, bus.StreamConversations, PersistenceConsumer},
+		{Persistence, bus.StreamSystem, PersistenceConsumer},
+		{Memory, bus.StreamConversations, "memory"},
+		{Memory, bus.StreamConversations, "memory-extraction"},
+		{TTS, bus.StreamConversations, "tts"},
+		{RoomAgent, bus.StreamDispatch, "room-agent"},
+		{ASR, bus.StreamASRJobs, "asr"},
+	}
 }
 
 // llmTurns is the llm's turn queue (services/llm/internal/queue.Stream),
@@ -92,22 +141,22 @@ func For(service string) Permissions {
 			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig),
 			subjects.AllDispatch,
 			rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryActionSubject}
-		p.Publish = append(p.Publish, consume(bus.StreamConversations)...)
-		p.Publish = append(p.Publish, lookup(bus.StreamConversations, bus.StreamDispatch)...)
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
 	case RoomAgent:
 		// The LiveKit edge: client envelopes from the data channel and on
 		// the user's behalf (ControlStop, AudioChunk, Configuration),
 		// playout records, ASR jobs; hears SpeechAudio on core NATS.
 		p.Publish = []string{clientAll, serverAll, agent(protocol.TypeSentencePlayout), subjects.AllASRJobs}
 		p.Subscribe = []string{subjects.AllAudioOut}
-		p.Publish = append(p.Publish, consume(bus.StreamConversations, bus.StreamDispatch)...)
-		p.Publish = append(p.Publish, lookup(bus.StreamConversations)...)
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
+		p.Publish = append(p.Publish, consume(bus.StreamDispatch)...)
 	case ASR:
 		// The final transcript becomes the user's UserMessage.
 		p.Publish = []string{server(protocol.TypeTranscription), server(protocol.TypeErrorMessage),
 			client(protocol.TypeUserMessage), subjects.AllDeadLetters}
 		p.Publish = append(p.Publish, consume(bus.StreamASRJobs)...)
-		p.Publish = append(p.Publish, lookup(bus.StreamConversations, bus.StreamASRJobs)...)
+		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, server(protocol.TypeTranscription), client(protocol.TypeUserMessage))...)
+		p.Publish = append(p.Publish, lastOf(bus.StreamASRJobs, subjects.ASRJob("*"))...)
 	case LLM:
 		// Answers; tool registrations and MCP server status on alicia.sys;
 		// stops and configurations heard on core NATS.
@@ -116,16 +165,25 @@ func For(service string) Permissions {
 			rpc.HistorySubject, rpc.AppliedSubject, rpc.MemorySearchSubject,
 			streamAPI("CREATE", llmTurns), streamAPI("UPDATE", llmTurns), streamAPI("INFO", llmTurns)}
 		p.Subscribe = []string{client(protocol.TypeControlStop), client(protocol.TypeConfiguration)}
-		p.Publish = append(p.Publish, consume(llmTurns, bus.StreamSystem)...)
-		p.Publish = append(p.Publish, lookup(bus.StreamConversations)...)
+		p.Publish = append(p.Publish, consume(llmTurns)...)
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamSystem,
+			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig))...)
+		// Resuming a turn replays its conversation from the turn's
+		// sequence (bus.Replay): reads by sequence.
+		p.Publish = append(p.Publish, bySequence(bus.StreamConversations))
+		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, client(protocol.TypeConfiguration),
+			client(protocol.TypeControlStop), server(protocol.TypeStartAnswer), serverAll)...)
 	case TTS:
 		// SpeechAudio on core NATS, one SentenceAudio record per sentence;
 		// hears the turn's sentences, starts, stops and errors on core NATS.
 		p.Publish = []string{subjects.AllAudioOut, agent(protocol.TypeSentenceAudio), server(protocol.TypeErrorMessage)}
 		p.Subscribe = []string{client(protocol.TypeControlStop), server(protocol.TypeAssistantSentence),
 			server(protocol.TypeStartAnswer), server(protocol.TypeErrorMessage)}
-		p.Publish = append(p.Publish, consume(bus.StreamConversations)...)
-		p.Publish = append(p.Publish, lookup(bus.StreamConversations)...)
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, server(protocol.TypeStartAnswer))...)
+		// A turn's sentences and the stop after its start are replayed
+		// (bus.Replay): reads by sequence.
+		p.Publish = append(p.Publish, bySequence(bus.StreamConversations))
+		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, server(protocol.TypeStartAnswer), agent(protocol.TypeSentenceAudio))...)
 	case Memory:
 		// The embedded MemoryAction on alicia.sys, confirmations to the
 		// client; serves memory.search and memory.action.
@@ -134,7 +192,11 @@ func For(service string) Permissions {
 			subjects.AllDeadLetters, rpc.AppliedSubject}
 		p.Subscribe = []string{rpc.MemorySearchSubject, rpc.MemoryActionSubject, "$SRV.>"}
 		p.Responses = true
-		p.Publish = append(p.Publish, consume(bus.StreamConversations)...)
+		// Client MemoryActions; final answers from the server envelopes
+		// (the extraction consumer reads them all and ignores the others;
+		// the service reads whole conversations from PostgreSQL anyway).
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations,
+			client(protocol.TypeMemoryAction), serverAll)...)
 	case Persistence:
 		// Consumes everything stored; serves history.get and
 		// persistence.applied; publishes nothing but dead letters.
@@ -154,37 +216,86 @@ func For(service string) Permissions {
 	}
 	p.Subscribe = append(p.Subscribe, "_INBOX.>")
 	p.Publish = dedupe(p.Publish)
+	for _, d := range Durables() {
+		if d.Owner != service && slices.Contains(p.Publish, "$JS.API.CONSUMER.MSG.NEXT."+d.Stream+".>") {
+			p.PublishDeny = append(p.PublishDeny, others(d.Stream, d.Name)...)
+		}
+	}
 	return p
+}
+
+// others is what using another service's durable consumer takes, denied:
+// creating or updating it, reading, deleting, pulling from it and
+// acknowledging its messages.
+func others(stream, name string) []string {
+	return []string{
+		"$JS.API.CONSUMER.CREATE." + stream + "." + name,
+		"$JS.API.CONSUMER.CREATE." + stream + "." + name + ".>",
+		"$JS.API.CONSUMER.DURABLE.CREATE." + stream + "." + name,
+		"$JS.API.CONSUMER.INFO." + stream + "." + name,
+		"$JS.API.CONSUMER.DELETE." + stream + "." + name,
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + name,
+		"$JS.ACK." + stream + "." + name + ".>",
+	}
 }
 
 func streamAPI(op, stream string) string { return "$JS.API.STREAM." + op + "." + stream }
 
 // consume is what creating, reading, pulling from and acknowledging
-// consumers (durable or ordered) on the streams takes.
+// consumers (durable or ordered) with any filter on the streams takes.
 func consume(streams ...string) []string {
 	var out []string
 	for _, s := range streams {
 		out = append(out,
 			"$JS.API.CONSUMER.CREATE."+s+".>",
 			"$JS.API.CONSUMER.DURABLE.CREATE."+s+".>",
-			"$JS.API.CONSUMER.INFO."+s+".>",
-			"$JS.API.CONSUMER.DELETE."+s+".>",
-			"$JS.API.CONSUMER.MSG.NEXT."+s+".>",
-			"$JS.ACK."+s+".>",
 		)
+		out = append(out, useConsumers(s)...)
 	}
 	return out
 }
 
-// lookup is what reading single messages (last per subject, bus.Replay's
-// batched direct gets) from the streams takes.
-func lookup(streams ...string) []string {
+// consumeFiltered is consume with creating narrowed to consumers of any name
+// whose one filter subject is one of filters: the create subject names the
+// filter ($JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter>), and the
+// server refuses a consumer whose filter differs from it. A filter granted
+// with wildcards admits any filter its wildcards match (a * in the filter
+// itself included).
+func consumeFiltered(stream string, filters ...string) []string {
 	var out []string
-	for _, s := range streams {
-		out = append(out, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s)
+	for _, f := range filters {
+		out = append(out, "$JS.API.CONSUMER.CREATE."+stream+".*."+f)
+	}
+	return append(out, useConsumers(stream)...)
+}
+
+// useConsumers is reading, deleting, pulling from and acknowledging the
+// stream's consumers.
+func useConsumers(stream string) []string {
+	return []string{
+		"$JS.API.CONSUMER.INFO." + stream + ".>",
+		"$JS.API.CONSUMER.DELETE." + stream + ".>",
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>",
+		"$JS.ACK." + stream + ".>",
+	}
+}
+
+// lastOf is reading the last message on a subject matching one of
+// patterns from the stream: nats.go's GetLastMsgForSubject sends
+// $JS.API.DIRECT.GET.<stream>.<subject> (the stream has AllowDirect), and
+// the server answers that subject only with its last message.
+func lastOf(stream string, patterns ...string) []string {
+	var out []string
+	for _, p := range patterns {
+		out = append(out, "$JS.API.DIRECT.GET."+stream+"."+p)
 	}
 	return out
 }
+
+// bySequence is reading messages of the stream by sequence
+// (bus.Replay's batched direct gets): any message, the request's subject
+// filter is in its body.
+func bySequence(stream string) string { return "$JS.API.DIRECT.GET." + stream }
 
 func dedupe(s []string) []string {
 	var out []string

@@ -230,11 +230,290 @@ func TestDeployConf(t *testing.T) {
 			t.Fatalf("user %s missing", u.Name)
 		}
 		if g.Password != "pw-"+u.Name || !slices.Equal(g.Permissions.Publish.Allow, u.Publish) ||
-			!slices.Equal(g.Permissions.Subscribe.Allow, u.Subscribe) || (g.Permissions.Response != nil) != u.Responses {
+			!slices.Equal(g.Permissions.Subscribe.Allow, u.Subscribe) ||
+			!slices.Equal(g.Permissions.Publish.Deny, u.PublishDeny) || !slices.Equal(g.Permissions.Subscribe.Deny, u.SubscribeDeny) || (g.Permissions.Response != nil) != u.Responses {
 			t.Errorf("user %s: nats-server read %+v", u.Name, g.Permissions)
 		}
 	}
 	if len(got) != len(natsauth.Users()) {
 		t.Errorf("nats.conf has %d users, want %d", len(got), len(natsauth.Users()))
+	}
+}
+
+// denied runs create and reports whether the server refused it with a
+// permissions violation (create then fails: its request has no answer).
+func denied(t *testing.T, v violations, create func(context.Context) error) bool {
+	t.Helper()
+	for len(v.ch) > 0 {
+		<-v.ch
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- create(ctx) }()
+	select {
+	case err := <-errc:
+		return err != nil && errors.Is(err, nats.ErrPermissionViolation)
+	case <-v.ch:
+		cancel()
+		if err := <-errc; err == nil {
+			t.Fatal("violation reported, yet the consumer was created")
+		}
+		return true
+	}
+}
+
+// consumerCase is one consumer a service creates (or must not).
+type consumerCase struct {
+	name   string
+	stream string
+	create func(ctx context.Context, js jetstream.JetStream) error
+}
+
+func ordered(stream string, filters ...string) func(context.Context, jetstream.JetStream) error {
+	return func(ctx context.Context, js jetstream.JetStream) error {
+		c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: filters})
+		if err != nil {
+			return err
+		}
+		_, err = c.Info(ctx)
+		return err
+	}
+}
+
+func durable(stream, name string, filters ...string) func(context.Context, jetstream.JetStream) error {
+	return func(ctx context.Context, js jetstream.JetStream) error {
+		cfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy}
+		if len(filters) == 1 {
+			cfg.FilterSubject = filters[0]
+		} else {
+			cfg.FilterSubjects = filters
+		}
+		_, err := js.CreateOrUpdateConsumer(ctx, stream, cfg)
+		return err
+	}
+}
+
+// TestOnlyPersistenceConsumesEverything: on CONVERSATIONS and SYSTEM, a
+// service other than persistence may create only consumers with the one
+// filter it uses; creating one with a broader filter, several filters or
+// none is a permissions violation. Each service can create the consumers
+// it uses (same filters as in the services); persistence any.
+func TestOnlyPersistenceConsumesEverything(t *testing.T) {
+	url := startServer(t)
+	_, ajs := connect(t, url, natsauth.Admin, violations{make(chan error, 1)})
+	if _, err := ajs.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LLM_TURNS", Subjects: []string{subjects.TurnPartition(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	cid := "ac_c1"
+	uses := map[string][]consumerCase{
+		natsauth.Gateway:   {{"forward", bus.StreamConversations, ordered(bus.StreamConversations, subjects.ServerAll(cid))}},
+		natsauth.RoomAgent: {{"forward", bus.StreamConversations, ordered(bus.StreamConversations, subjects.ServerAll(cid))}, {"dispatch", bus.StreamDispatch, durable(bus.StreamDispatch, "room-agent")}},
+		natsauth.TTS:       {{"answers", bus.StreamConversations, durable(bus.StreamConversations, "tts", subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer))}},
+		natsauth.Memory: {
+			{"actions", bus.StreamConversations, durable(bus.StreamConversations, "memory", subjects.AllOfType(subjects.OriginClient, protocol.TypeMemoryAction))},
+			{"extraction", bus.StreamConversations, durable(bus.StreamConversations, "memory-extraction", subjects.ServerAll("*"))},
+		},
+		natsauth.LLM: {
+			{"turns", "LLM_TURNS", durable("LLM_TURNS", "llm-0", subjects.TurnPartition(0))},
+			{"tool settings", bus.StreamSystem, ordered(bus.StreamSystem, subjects.System(protocol.TypeToolSetting))},
+			{"mcp configs", bus.StreamSystem, ordered(bus.StreamSystem, subjects.System(protocol.TypeMCPServerConfig))},
+		},
+		natsauth.ASR: {{"jobs", bus.StreamASRJobs, durable(bus.StreamASRJobs, "asr")}},
+		natsauth.Persistence: {
+			{"conversations", bus.StreamConversations, durable(bus.StreamConversations, natsauth.PersistenceConsumer)},
+			{"system", bus.StreamSystem, durable(bus.StreamSystem, natsauth.PersistenceConsumer)},
+			{"everything", bus.StreamConversations, ordered(bus.StreamConversations, subjects.AllConversations)},
+		},
+	}
+	broad := []consumerCase{
+		{"all conversations", bus.StreamConversations, ordered(bus.StreamConversations, subjects.AllConversations)},
+		{"one conversation", bus.StreamConversations, ordered(bus.StreamConversations, subjects.Conversation(cid))},
+		{"client envelopes", bus.StreamConversations, durable(bus.StreamConversations, "x", "alicia.conv.*.client.>")},
+		{"no filter", bus.StreamConversations, durable(bus.StreamConversations, "x")},
+		{"several filters", bus.StreamConversations, ordered(bus.StreamConversations, subjects.ServerAll(cid), subjects.Conversation(cid))},
+		{"system", bus.StreamSystem, ordered(bus.StreamSystem, subjects.AllSystem)},
+		{"persistence's durable", bus.StreamConversations, durable(bus.StreamConversations, natsauth.PersistenceConsumer, subjects.ServerAll("*"))},
+	}
+	for _, user := range natsauth.Services() {
+		t.Run(user, func(t *testing.T) {
+			v := violations{make(chan error, 1)}
+			_, js := connect(t, url, user, v)
+			for _, c := range uses[user] {
+				if denied(t, v, func(ctx context.Context) error { return c.create(ctx, js) }) {
+					t.Errorf("%s: consumer %q on %s denied", user, c.name, c.stream)
+				}
+			}
+			if user == natsauth.Persistence {
+				return
+			}
+			for _, c := range broad {
+				if !denied(t, v, func(ctx context.Context) error { return c.create(ctx, js) }) {
+					t.Errorf("%s: consumer %q on %s not denied", user, c.name, c.stream)
+				}
+			}
+		})
+	}
+}
+
+// quiet runs op and, when it returns no error, gives the server a second
+// to report a violation (denied then cancels ctx): for operations the
+// server refuses without an answer.
+func quiet(op func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := op(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+			return nil
+		}
+	}
+}
+
+// pull asks the consumer for one message without waiting (a 404 when it
+// has none is an answer).
+func pull(nc *nats.Conn, stream, consumer string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.MSG.NEXT."+stream+"."+consumer, []byte(`{"batch":1,"no_wait":true}`))
+		return err
+	}
+}
+
+// lastOf reads the last message on subject (ErrMsgNotFound is an answer).
+func lastOf(js jetstream.JetStream, stream, subject string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		if _, err := st.GetLastMsgForSubject(ctx, subject); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return err
+		}
+		return nil
+	}
+}
+
+// replay reads filter's messages by sequence (bus.Replay) and reports how
+// many it read through n.
+func replay(nc *nats.Conn, filter string, n *int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		*n = 0
+		return bus.Replay(ctx, nc, bus.StreamConversations, filter, 1, func(bus.Stored) error { *n++; return nil })
+	}
+}
+
+// TestOnlyOwnersUseTheirDurables: no service but persistence can pull
+// from, acknowledge, read, delete or take over persistence's durable
+// consumers, or a durable of another service; each can use its own. Direct
+// gets: each service reads the last message on the subjects it looks up;
+// by sequence (any message, e.g. a user's message) only the llm and the tts
+// can, for bus.Replay; the others are refused.
+func TestOnlyOwnersUseTheirDurables(t *testing.T) {
+	url := startServer(t)
+	ctx := context.Background()
+	_, pjs := connect(t, url, natsauth.Persistence, violations{make(chan error, 1)})
+	for _, s := range []string{bus.StreamConversations, bus.StreamSystem} {
+		if _, err := pjs.CreateOrUpdateConsumer(ctx, s, jetstream.ConsumerConfig{Durable: natsauth.PersistenceConsumer, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, gjs := connect(t, url, natsauth.Gateway, violations{make(chan error, 1)})
+	cid := "ac_d1"
+	if _, err := bus.NewPublisher(gjs).PublishClient(ctx, userMessage(cid)); err != nil {
+		t.Fatal(err)
+	}
+	type durableCase struct{ stream, name, filter string }
+	own := map[string][]durableCase{
+		natsauth.TTS:       {{bus.StreamConversations, "tts", subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer)}},
+		natsauth.Memory:    {{bus.StreamConversations, "memory", subjects.AllOfType(subjects.OriginClient, protocol.TypeMemoryAction)}, {bus.StreamConversations, "memory-extraction", subjects.ServerAll("*")}},
+		natsauth.ASR:       {{bus.StreamASRJobs, "asr", ""}},
+		natsauth.RoomAgent: {{bus.StreamDispatch, "room-agent", ""}},
+	}
+	type lookupCase struct{ stream, subject string }
+	lookups := map[string][]lookupCase{
+		natsauth.ASR: {{bus.StreamConversations, subjects.Server(cid, protocol.TypeTranscription)},
+			{bus.StreamConversations, subjects.Client(cid, protocol.TypeUserMessage)}, {bus.StreamASRJobs, subjects.ASRJob(cid)}},
+		natsauth.TTS: {{bus.StreamConversations, subjects.Server(cid, protocol.TypeStartAnswer)},
+			{bus.StreamConversations, subjects.Agent(cid, protocol.TypeSentenceAudio)}},
+		natsauth.LLM: {{bus.StreamConversations, subjects.Client(cid, protocol.TypeConfiguration)},
+			{bus.StreamConversations, subjects.Client(cid, protocol.TypeControlStop)},
+			{bus.StreamConversations, subjects.Server(cid, protocol.TypeStartAnswer)},
+			{bus.StreamConversations, subjects.ServerAll(cid)}},
+	}
+	bySequence := []string{natsauth.LLM, natsauth.TTS}
+	for _, user := range natsauth.Services() {
+		if user == natsauth.Persistence {
+			continue
+		}
+		t.Run(user, func(t *testing.T) {
+			v := violations{make(chan error, 1)}
+			nc, js := connect(t, url, user, v)
+			for _, d := range own[user] {
+				cfg := jetstream.ConsumerConfig{Durable: d.name, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: d.filter}
+				if denied(t, v, func(ctx context.Context) error { _, err := js.CreateOrUpdateConsumer(ctx, d.stream, cfg); return err }) {
+					t.Errorf("creating its durable %s/%s denied", d.stream, d.name)
+				}
+				if denied(t, v, pull(nc, d.stream, d.name)) {
+					t.Errorf("pulling from its durable %s/%s denied", d.stream, d.name)
+				}
+			}
+			for _, l := range lookups[user] {
+				if denied(t, v, lastOf(js, l.stream, l.subject)) {
+					t.Errorf("last message on %s denied", l.subject)
+				}
+			}
+			if user != natsauth.ASR && !denied(t, v, lastOf(js, bus.StreamConversations, subjects.Client(cid, protocol.TypeUserMessage))) {
+				t.Errorf("last user message of a conversation not denied")
+			}
+			var n int
+			if slices.Contains(bySequence, user) {
+				if denied(t, v, replay(nc, subjects.Conversation(cid), &n)) || n != 1 {
+					t.Errorf("replay by sequence denied (read %d)", n)
+				}
+			} else if !denied(t, v, replay(nc, subjects.Client(cid, protocol.TypeUserMessage), &n)) {
+				t.Errorf("a user's message read by sequence (%d read)", n)
+			}
+			for _, s := range []string{bus.StreamConversations, bus.StreamSystem} {
+				name := natsauth.PersistenceConsumer
+				for what, op := range map[string]func(context.Context) error{
+					"pull from": pull(nc, s, name),
+					"read":      func(ctx context.Context) error { _, err := js.Consumer(ctx, s, name); return err },
+					"delete":    func(ctx context.Context) error { return js.DeleteConsumer(ctx, s, name) },
+					"ack on": quiet(func(context.Context) error {
+						if err := nc.Publish("$JS.ACK."+s+"."+name+".1.1.1.0.0", nil); err != nil {
+							return err
+						}
+						return nc.Flush()
+					}),
+				} {
+					if !denied(t, v, op) {
+						t.Errorf("%s: could %s persistence's durable", s, what)
+					}
+				}
+			}
+			for owner, ds := range own {
+				for _, d := range ds {
+					if owner != user && !denied(t, v, pull(nc, d.stream, d.name)) {
+						t.Errorf("pulling from %s's durable %s/%s not denied", owner, d.stream, d.name)
+					}
+				}
+			}
+		})
+	}
+	// Nothing was taken from persistence.
+	cons, err := pjs.Consumer(ctx, bus.StreamConversations, natsauth.PersistenceConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumPending != 1 || info.NumAckPending != 0 || info.Delivered.Stream != 0 {
+		t.Fatalf("persistence's durable: %d pending, %d delivered unacknowledged, delivered up to %d; want the message untouched",
+			info.NumPending, info.NumAckPending, info.Delivered.Stream)
 	}
 }

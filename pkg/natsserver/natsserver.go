@@ -42,8 +42,8 @@ func serverUsers(users []User) []*server.User {
 	var out []*server.User
 	for _, u := range users {
 		p := &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: u.Publish},
-			Subscribe: &server.SubjectPermission{Allow: u.Subscribe},
+			Publish:   &server.SubjectPermission{Allow: u.Publish, Deny: u.PublishDeny},
+			Subscribe: &server.SubjectPermission{Allow: u.Subscribe, Deny: u.SubscribeDeny},
 		}
 		if u.Responses {
 			p.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: 2 * time.Minute}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/natsauth"
 )
 
 // Config of the persistence service. Defaults in code, overridden by ALICIA_* env vars.
@@ -21,7 +22,10 @@ type Config struct {
 	NATSAuth bus.Credentials
 
 	PostgresURL string // ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE
-	// Consumer is the durable consumer name (ALICIA_PERSISTENCE_CONSUMER, default "persistence").
+	// Consumer is the durable consumer name (ALICIA_PERSISTENCE_CONSUMER,
+	// default natsauth.PersistenceConsumer: the other services' NATS users
+	// are denied that name; another one must be added to natsauth.Durables
+	// and deploy/nats.conf regenerated).
 	Consumer string
 	// BatchSize is the most envelopes applied in one transaction (ALICIA_PERSISTENCE_BATCH, default 1000).
 	BatchSize int
@@ -49,7 +53,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		NATSURL:     "nats://127.0.0.1:4222",
-		Consumer:    "persistence",
+		Consumer:    natsauth.PersistenceConsumer,
 		BatchSize:   1000,
 		Linger:      2 * time.Millisecond,
 		Shards:      1,

@@ -44,7 +44,7 @@ type Registry struct {
 	ctx       context.Context // ends at Close
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
-	consumer  jetstream.ConsumeContext
+	consumers []jetstream.ConsumeContext
 	closeOnce sync.Once
 
 	mu       sync.RWMutex
@@ -275,14 +275,20 @@ func (r *Registry) Call(ctx context.Context, name string, inv Invocation, args m
 	return nil, o.err
 }
 
+// stopConsumers stops following the bus.
+func (r *Registry) stopConsumers() {
+	for _, cc := range r.consumers {
+		cc.Stop()
+		<-cc.Closed()
+	}
+	r.consumers = nil
+}
+
 // Close stops following the bus and disconnects every MCP server (each
 // publishes its disconnected status). It waits for that to finish.
 func (r *Registry) Close() {
 	r.closeOnce.Do(func() {
-		if r.consumer != nil {
-			r.consumer.Stop()
-			<-r.consumer.Closed()
-		}
+		r.stopConsumers()
 		r.cancel()
 		r.wg.Wait()
 		r.http.CloseIdleConnections()

@@ -59,22 +59,27 @@ func (r *Registry) follow(ctx context.Context, js jetstream.JetStream, db Querie
 	}
 	r.mu.Unlock()
 
-	cons, err := js.OrderedConsumer(ctx, bus.StreamSystem, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{
-			subjects.System(protocol.TypeToolSetting),
-			subjects.System(protocol.TypeMCPServerConfig),
-		},
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   last + 1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("tools: consumer on %s: %w", bus.StreamSystem, err)
+	// One ordered consumer per type: the llm's NATS user may create
+	// consumers on SYSTEM with these single filters only (pkg/natsauth).
+	// The two types change separate state (the enabled flags, the MCP
+	// servers), so each keeping its own order is the order that matters.
+	for _, subject := range []string{subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig)} {
+		cons, err := js.OrderedConsumer(ctx, bus.StreamSystem, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{subject},
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    last + 1,
+		})
+		if err != nil {
+			r.stopConsumers()
+			return nil, fmt.Errorf("tools: consumer on %s: %w", bus.StreamSystem, err)
+		}
+		cc, err := cons.Consume(r.handleSystem)
+		if err != nil {
+			r.stopConsumers()
+			return nil, fmt.Errorf("tools: consume %s: %w", bus.StreamSystem, err)
+		}
+		r.consumers = append(r.consumers, cc)
 	}
-	cc, err := cons.Consume(r.handleSystem)
-	if err != nil {
-		return nil, fmt.Errorf("tools: consume %s: %w", bus.StreamSystem, err)
-	}
-	r.consumer = cc
 	return servers, nil
 }
 

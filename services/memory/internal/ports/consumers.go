@@ -66,15 +66,17 @@ func ClientActionsConsumer(ctx context.Context, js jetstream.JetStream, name str
 // ExtractionConsumer creates (or updates) the durable consumer name of the
 // final output of every answer (an AssistantSentence with isFinal, or an
 // AssistantMessage), shared by every replica, and returns what consumes it
-// and extracts memories from each turn.
+// and extracts memories from each turn. The consumer has one filter, every
+// server envelope (the router acknowledges and ignores the other types):
+// memory's NATS user may create consumers on CONVERSATIONS with single
+// filters only (pkg/natsauth), and reading server envelopes is within its
+// boundary (it reads whole conversations from PostgreSQL); client envelopes
+// stay out of it.
 func ExtractionConsumer(ctx context.Context, js jetstream.JetStream, name string, uc Extraction, log zerolog.Logger) (Runner, error) {
 	cons, err := js.CreateOrUpdateConsumer(ctx, bus.StreamConversations, jetstream.ConsumerConfig{
-		Durable:     name,
-		Description: "memory: extracts memories after each turn",
-		FilterSubjects: []string{
-			subjects.AllOfType(subjects.OriginServer, protocol.TypeAssistantSentence),
-			subjects.AllOfType(subjects.OriginServer, protocol.TypeAssistantMessage),
-		},
+		Durable:       name,
+		Description:   "memory: extracts memories after each turn",
+		FilterSubject: subjects.ServerAll("*"),
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       extractionTimeout + 30*time.Second,

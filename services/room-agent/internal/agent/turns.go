@@ -64,13 +64,15 @@ func (t *tracker) publishLoop(ctx context.Context) {
 }
 
 // follow reads the conversation's StartAnswer, AssistantSentence and
-// Transcription envelopes from now on.
+// Transcription envelopes from now on. The consumer has the one filter of
+// the conversation's server envelopes (the others are ignored): the
+// room-agent's NATS user may create consumers on CONVERSATIONS with that
+// filter only (pkg/natsauth).
 func (t *tracker) follow(ctx context.Context) error {
 	cid := t.r.cid
 	cons, err := t.r.d.JS.OrderedConsumer(ctx, bus.StreamConversations, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subjects.Server(cid, protocol.TypeStartAnswer), subjects.Server(cid, protocol.TypeAssistantSentence),
-			subjects.Server(cid, protocol.TypeTranscription)},
-		DeliverPolicy: jetstream.DeliverNewPolicy})
+		FilterSubjects: []string{subjects.ServerAll(cid)},
+		DeliverPolicy:  jetstream.DeliverNewPolicy})
 	if err != nil {
 		return fmt.Errorf("agent: follow %s: %w", cid, err)
 	}

@@ -90,13 +90,13 @@ func New(d Deps, s Settings) *Speaker {
 // MaxAckPending bounds the voice turns spoken at once by all replicas.
 func ConsumerConfig(name string, ackWait time.Duration, maxPending int) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:        name,
-		Description:    "tts: answers to speak (StartAnswer); the replica that takes a voice turn reads its sentences",
-		FilterSubjects: []string{subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer)},
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        ackWait,
-		MaxAckPending:  maxPending,
-		MaxDeliver:     5,
+		Durable:       name,
+		Description:   "tts: answers to speak (StartAnswer); the replica that takes a voice turn reads its sentences",
+		FilterSubject: subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxAckPending: maxPending,
+		MaxDeliver:    5,
 		// A first start does not speak the whole history.
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		MemoryStorage: true,
