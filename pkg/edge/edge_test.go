@@ -74,7 +74,12 @@ func setup(t *testing.T) (jetstream.JetStream, *bus.Publisher) {
 
 func start(t *testing.T, js jetstream.JetStream, auth edge.Authorizer, c *client, user string, queue int) *edge.Session {
 	t.Helper()
-	s := edge.NewSession(js, auth, c, edge.Options{User: user, QueueSize: queue, Log: zerolog.Nop()})
+	return run(t, edge.NewSession(js, auth, c, edge.Options{User: user, QueueSize: queue, Log: zerolog.Nop()}))
+}
+
+// run runs s until the test ends.
+func run(t *testing.T, s *edge.Session) *edge.Session {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()

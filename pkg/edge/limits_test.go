@@ -20,12 +20,7 @@ import (
 
 func startLimited(t *testing.T, js jetstream.JetStream, c *client, user string, l edge.Limits, users *edge.UserRates) *edge.Session {
 	t.Helper()
-	s := edge.NewSession(js, owners{}, c, edge.Options{User: user, QueueSize: 256, Limits: l, Users: users, Log: zerolog.Nop()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s
+	return run(t, edge.NewSession(js, owners{}, c, edge.Options{User: user, QueueSize: 256, Limits: l, Users: users, Log: zerolog.Nop()}))
 }
 
 func configure(t *testing.T, s *edge.Session, c *client) string {
