@@ -29,9 +29,8 @@
 // GetLastMsgForSubject sends on streams with AllowDirect) is granted per
 // subject pattern. Reads by sequence ($JS.API.DIRECT.GET.<stream> with the
 // request in the body, bus.Replay) name no subject the server could check,
-// so they read any message of the stream: only the llm (which reads whole
-// conversations) and the tts (a turn's sentences and stops, bus.Replay) have
-// them, on CONVERSATIONS.
+// so they read any message of the stream: only the llm, which reads whole
+// conversations to resume a turn, has them, on CONVERSATIONS.
 package natsauth
 
 import (
@@ -179,11 +178,12 @@ func For(service string) Permissions {
 		p.Publish = []string{subjects.AllAudioOut, agent(protocol.TypeSentenceAudio), server(protocol.TypeErrorMessage)}
 		p.Subscribe = []string{client(protocol.TypeControlStop), server(protocol.TypeAssistantSentence),
 			server(protocol.TypeStartAnswer), server(protocol.TypeErrorMessage)}
-		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, server(protocol.TypeStartAnswer))...)
-		// A turn's sentences and the stop after its start are replayed
-		// (bus.Replay): reads by sequence.
-		p.Publish = append(p.Publish, bySequence(bus.StreamConversations))
-		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, server(protocol.TypeStartAnswer), agent(protocol.TypeSentenceAudio))...)
+		// A turn's sentences and the stops after its start are read through
+		// consumers filtered on the turn's subjects.
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, server(protocol.TypeStartAnswer),
+			server(protocol.TypeAssistantSentence), client(protocol.TypeControlStop))...)
+		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, server(protocol.TypeStartAnswer),
+			agent(protocol.TypeSentenceAudio), client(protocol.TypeControlStop))...)
 	case Memory:
 		// The embedded MemoryAction on alicia.sys, confirmations to the
 		// client; serves memory.search and memory.action.

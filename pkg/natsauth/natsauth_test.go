@@ -309,7 +309,11 @@ func TestOnlyPersistenceConsumesEverything(t *testing.T) {
 	uses := map[string][]consumerCase{
 		natsauth.Gateway:   {{"forward", bus.StreamConversations, ordered(bus.StreamConversations, subjects.ServerAll(cid))}},
 		natsauth.RoomAgent: {{"forward", bus.StreamConversations, ordered(bus.StreamConversations, subjects.ServerAll(cid))}, {"dispatch", bus.StreamDispatch, durable(bus.StreamDispatch, "room-agent")}},
-		natsauth.TTS:       {{"answers", bus.StreamConversations, durable(bus.StreamConversations, "tts", subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer))}},
+		natsauth.TTS: {
+			{"answers", bus.StreamConversations, durable(bus.StreamConversations, "tts", subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer))},
+			{"a turn's sentences", bus.StreamConversations, ordered(bus.StreamConversations, subjects.Server(cid, protocol.TypeAssistantSentence))},
+			{"a turn's stops", bus.StreamConversations, ordered(bus.StreamConversations, subjects.Client(cid, protocol.TypeControlStop))},
+		},
 		natsauth.Memory: {
 			{"actions", bus.StreamConversations, durable(bus.StreamConversations, "memory", subjects.AllOfType(subjects.OriginClient, protocol.TypeMemoryAction))},
 			{"extraction", bus.StreamConversations, durable(bus.StreamConversations, "memory-extraction", subjects.ServerAll("*"))},
@@ -409,8 +413,8 @@ func replay(nc *nats.Conn, filter string, n *int) func(context.Context) error {
 // from, acknowledge, read, delete or take over persistence's durable
 // consumers, or a durable of another service; each can use its own. Direct
 // gets: each service reads the last message on the subjects it looks up;
-// by sequence (any message, e.g. a user's message) only the llm and the tts
-// can, for bus.Replay; the others are refused.
+// by sequence (any message, e.g. a user's message) only the llm can, for
+// bus.Replay when it resumes a turn; the others are refused.
 func TestOnlyOwnersUseTheirDurables(t *testing.T) {
 	url := startServer(t)
 	ctx := context.Background()
@@ -437,13 +441,14 @@ func TestOnlyOwnersUseTheirDurables(t *testing.T) {
 		natsauth.ASR: {{bus.StreamConversations, subjects.Server(cid, protocol.TypeTranscription)},
 			{bus.StreamConversations, subjects.Client(cid, protocol.TypeUserMessage)}, {bus.StreamASRJobs, subjects.ASRJob(cid)}},
 		natsauth.TTS: {{bus.StreamConversations, subjects.Server(cid, protocol.TypeStartAnswer)},
-			{bus.StreamConversations, subjects.Agent(cid, protocol.TypeSentenceAudio)}},
+			{bus.StreamConversations, subjects.Agent(cid, protocol.TypeSentenceAudio)},
+			{bus.StreamConversations, subjects.Client(cid, protocol.TypeControlStop)}},
 		natsauth.LLM: {{bus.StreamConversations, subjects.Client(cid, protocol.TypeConfiguration)},
 			{bus.StreamConversations, subjects.Client(cid, protocol.TypeControlStop)},
 			{bus.StreamConversations, subjects.Server(cid, protocol.TypeStartAnswer)},
 			{bus.StreamConversations, subjects.ServerAll(cid)}},
 	}
-	bySequence := []string{natsauth.LLM, natsauth.TTS}
+	bySequence := []string{natsauth.LLM}
 	for _, user := range natsauth.Services() {
 		if user == natsauth.Persistence {
 			continue

@@ -11,7 +11,7 @@ require (
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
-	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/nats-io/nuid v1.0.1
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/rs/zerolog v1.35.1 // indirect
 	github.com/sashabaranov/go-openai v1.43.0 // indirect

@@ -2,10 +2,12 @@ package tts_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
@@ -88,4 +90,54 @@ func TestStopBeforeTheFirstSentence(t *testing.T) {
 	if n := len(h.audioOf(turn)); n != 0 {
 		t.Fatalf("%d chunks of a stopped turn", n)
 	}
+}
+
+// TestStopStoredBeforeAReplicaRuns: stops stored while no replica ran are
+// read when a replica takes the turns: the turn a stop names is not spoken,
+// also when a later stop names another answer (the last stop alone does not
+// tell); a turn no stop names is.
+func TestStopStoredBeforeAReplicaRuns(t *testing.T) {
+	h := newHarness(t, nil)
+	h.stopFirst()
+	cid := "ac_stored"
+	h.startAnswer(cid, "am_first", protocol.Ptr(protocol.StartAnswerAnswerTypeVoice))
+	h.sentence(context.Background(), cid, "am_first", 1, "Stopped before anyone spoke it.", true)
+	h.stop(cid, protocol.Ptr("am_first"), protocol.ControlStopStopTypeSpeech)
+	h.stop(cid, protocol.Ptr("am_elsewhere"), protocol.ControlStopStopTypeSpeech)
+	h.speak("ac_kept", "am_kept", "Not stopped.")
+	h.startReplica(h.cfg)
+	h.waitSpoken("am_kept", 10*time.Second)
+	if n := len(h.audioOf("am_first")); n != 0 {
+		t.Fatalf("%d chunks of a stopped turn", n)
+	}
+}
+
+// TestTurnReadersAreDeleted: the consumers a turn reads its sentences and
+// stops through are gone once the turns are over.
+func TestTurnReadersAreDeleted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.stopFirst()
+	h.speak("ac_r1", "am_r1", texts...)
+	h.startAnswer("ac_r2", "am_r2", protocol.Ptr(protocol.StartAnswerAnswerTypeVoice))
+	h.stop("ac_r2", protocol.Ptr("am_r2"), protocol.ControlStopStopTypeSpeech)
+	h.stop("ac_r2", protocol.Ptr("am_r0"), protocol.ControlStopStopTypeSpeech)
+	h.startReplica(h.cfg)
+	h.waitSpoken("am_r1", 10*time.Second)
+	testkit.EventuallyNoError(t, 10*time.Second, func() error {
+		st, err := h.js.Stream(context.Background(), bus.StreamConversations)
+		if err != nil {
+			return err
+		}
+		names := st.ConsumerNames(context.Background())
+		var left []string
+		for n := range names.Name() {
+			if n != h.cfg.Consumer {
+				left = append(left, n)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("consumers left: %v", left)
+		}
+		return names.Err()
+	}, "only the durable consumer")
 }

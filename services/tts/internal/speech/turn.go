@@ -129,7 +129,9 @@ func (t *turn) run() {
 // stored before the turn was taken stops it here. It closes queue.
 func (t *turn) follow(ctx context.Context, after int32, queue chan<- sentence) error {
 	defer close(queue)
-	f := &follower{t: t, next: after + 1, pending: map[int32]sentence{}, from: t.startSeq + 1}
+	f := &follower{t: t, next: after + 1, pending: map[int32]sentence{},
+		sentences: newStreamReader(t.sp.d.Conversations, subjects.Server(t.cid, protocol.TypeAssistantSentence), t.startSeq+1)}
+	defer f.sentences.close()
 	if err := f.catchUp(ctx, true); err != nil {
 		return err
 	}
@@ -188,8 +190,8 @@ type follower struct {
 	t           *turn
 	next        int32 // sequence to speak next
 	pending     map[int32]sentence
-	over        bool   // no more sentences will be published
-	from        uint64 // stream sequence the next catch-up reads from
+	over        bool          // no more sentences will be published
+	sentences   *streamReader // the turn's sentences stored in CONVERSATIONS
 	lastCatchUp time.Time
 }
 
@@ -226,32 +228,20 @@ func (f *follower) flush(ctx context.Context, queue chan<- sentence) (done bool,
 func (f *follower) catchUp(ctx context.Context, first bool) error {
 	t := f.t
 	f.lastCatchUp = time.Now()
-	nc, stream := t.sp.d.NC, bus.StreamConversations
-	err := bus.Replay(ctx, nc, stream, subjects.Server(t.cid, protocol.TypeAssistantSentence), f.from, func(st bus.Stored) error {
-		f.from = st.Sequence + 1
-		env, err := protocol.Decode(st.Data)
+	err := f.sentences.read(ctx, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
+		env, err := protocol.Decode(m.Data())
 		if err != nil {
 			return nil
 		}
 		if b, ok := env.Body.(*protocol.AssistantSentence); ok && b.PreviousID == t.id {
-			f.add(sentence{env: env, body: b, id: sentenceID(b), received: st.Time})
+			f.add(sentence{env: env, body: b, id: sentenceID(b), received: md.Timestamp})
 		}
 		return nil
 	})
 	if err != nil || !first {
 		return err
 	}
-	stopped := false
-	err = bus.Replay(ctx, nc, stream, subjects.Client(t.cid, protocol.TypeControlStop), t.startSeq+1, func(st bus.Stored) error {
-		env, err := protocol.Decode(st.Data)
-		if err != nil {
-			return nil
-		}
-		if b, ok := env.Body.(*protocol.ControlStop); ok && (b.TargetID == nil || *b.TargetID == t.id) {
-			stopped = true
-		}
-		return nil
-	})
+	stopped, err := t.stoppedBefore(ctx)
 	if err != nil {
 		return err
 	}
@@ -266,6 +256,44 @@ func (f *follower) catchUp(ctx context.Context, first bool) error {
 		f.over = true
 	}
 	return nil
+}
+
+// stoppedBefore reports whether a ControlStop of the turn (or of whatever
+// was playing) was stored after its StartAnswer. The last stop of the
+// conversation answers at once; only when it is newer than the turn and
+// names another answer are the stops since the turn read one by one.
+func (t *turn) stoppedBefore(ctx context.Context) (bool, error) {
+	subject := subjects.Client(t.cid, protocol.TypeControlStop)
+	last, err := t.sp.d.Conversations.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case last.Sequence <= t.startSeq:
+		return false, nil
+	}
+	if stopsAnswer(last.Data, t.id) {
+		return true, nil
+	}
+	r := newStreamReader(t.sp.d.Conversations, subject, t.startSeq+1)
+	defer r.close()
+	stopped := false
+	err = r.read(ctx, func(m jetstream.Msg, _ *jetstream.MsgMetadata) error {
+		stopped = stopped || stopsAnswer(m.Data(), t.id)
+		return nil
+	})
+	return stopped, err
+}
+
+// stopsAnswer reports whether the stored ControlStop stops the answer id.
+func stopsAnswer(data []byte, id string) bool {
+	env, err := protocol.Decode(data)
+	if err != nil {
+		return false
+	}
+	b, ok := env.Body.(*protocol.ControlStop)
+	return ok && (b.TargetID == nil || *b.TargetID == id)
 }
 
 // spokenBefore is the sequence of the turn's last sentence whose
