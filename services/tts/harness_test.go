@@ -15,6 +15,8 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/natsauth"
+	"github.com/alicia-voice/alicia/pkg/natsserver"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -54,7 +56,30 @@ func newHarness(t testing.TB, mutate func(*tts.Config)) *harness {
 	t.Helper()
 	srv := natstest.Run(t)
 	nc := natstest.Connect(t, srv)
-	js := natstest.JetStream(t, nc)
+	return startHarness(t, srv, nc, natstest.JetStream(t, nc), mutate)
+}
+
+// newHarnessWithUsers is newHarness on a server with the deployment's NATS
+// users (pkg/natsauth): the tts logs in as its user, the test as admin.
+func newHarnessWithUsers(t testing.TB) *harness {
+	t.Helper()
+	var users []natsserver.User
+	for _, u := range natsauth.Users() {
+		users = append(users, natsserver.User{Name: u.Name, Password: "pw-" + u.Name, Permissions: u.Permissions})
+	}
+	srv, err := natsserver.Start(natsserver.Options{URL: "nats://" + testkit.FreeAddr(t), StoreDir: t.TempDir(), Users: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	nc := natstest.Connect(t, srv, bus.Credentials{User: natsauth.Admin, Password: "pw-" + natsauth.Admin}.Option())
+	return startHarness(t, srv, nc, natstest.JetStream(t, nc), func(c *tts.Config) {
+		c.NATSAuth = bus.Credentials{User: natsauth.TTS, Password: "pw-" + natsauth.TTS}
+	})
+}
+
+func startHarness(t testing.TB, srv *server.Server, nc *nats.Conn, js jetstream.JetStream, mutate func(*tts.Config)) *harness {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {

@@ -141,3 +141,24 @@ func TestTurnReadersAreDeleted(t *testing.T) {
 		return names.Err()
 	}, "only the durable consumer")
 }
+
+// TestTurnsUnderTheTTSUser: with the deployment's NATS users, the tts
+// (logged in as its user) reads a turn stored before it ran, its sentences
+// and its stops, through the consumers its user may create.
+func TestTurnsUnderTheTTSUser(t *testing.T) {
+	h := newHarnessWithUsers(t)
+	h.stopFirst()
+	h.startAnswer("ac_auth", "am_stopped", protocol.Ptr(protocol.StartAnswerAnswerTypeVoice))
+	h.sentence(context.Background(), "ac_auth", "am_stopped", 1, "Never said.", true)
+	h.stop("ac_auth", protocol.Ptr("am_stopped"), protocol.ControlStopStopTypeSpeech)
+	h.stop("ac_auth", protocol.Ptr("am_elsewhere"), protocol.ControlStopStopTypeSpeech)
+	h.speak("ac_auth2", "am_spoken", texts...)
+	h.startReplica(h.cfg)
+	got := sentences(t, h.waitSpoken("am_spoken", 10*time.Second))
+	if len(got) != len(texts) {
+		t.Fatalf("%d sentences spoken, want %d", len(got), len(texts))
+	}
+	if n := len(h.audioOf("am_stopped")); n != 0 {
+		t.Fatalf("%d chunks of a stopped turn", n)
+	}
+}
