@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"time"
@@ -22,7 +23,9 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
+	"github.com/alicia-voice/alicia/services/gateway/internal/webui"
 	"github.com/alicia-voice/alicia/services/gateway/internal/ws"
+	"github.com/alicia-voice/alicia/services/gateway/web"
 )
 
 // Run serves until ctx is cancelled, then shuts down gracefully. ready, when
@@ -58,7 +61,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	// The peer's address, never a header a client can write: failed
 	// authentications are throttled by it.
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.Use(middleware.Recover())
+	e.Use(middleware.Recover(), securityHeaders)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", func(c echo.Context) error {
 		pctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
@@ -99,6 +102,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	}
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 	wsh.ServerInfo = api.ServerInfo
+	if err := serveWebClient(e, cfg); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -124,5 +130,26 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	return nil
+}
+
+// serveWebClient serves the embedded build of the web client on GET and
+// HEAD of every path the API, the probes and the metrics do not own; an
+// unknown /v1 route keeps its JSON 404.
+func serveWebClient(e *echo.Echo, cfg Config) error {
+	dist, err := fs.Sub(web.Dist, "dist")
+	if err != nil {
+		return fmt.Errorf("gateway: web client: %w", err)
+	}
+	opts := webui.Options{Reserved: []string{"/v1", "/healthz", "/readyz", "/metrics"}}
+	if cfg.LiveKit.Enabled() {
+		opts.LiveKitURL = cfg.LiveKit.ClientURL()
+	}
+	ui, err := webui.New(dist, opts)
+	if err != nil {
+		return fmt.Errorf("gateway: web client: %w", err)
+	}
+	e.GET("/*", ui.Serve)
+	e.HEAD("/*", ui.Serve)
 	return nil
 }
