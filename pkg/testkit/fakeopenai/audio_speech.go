@@ -111,8 +111,8 @@ func (h *Handler) speak(w http.ResponseWriter, r *http.Request) {
 		param, msg = checkSpeech(req)
 	}
 	req.Rejected = msg
+	h.record(func() { h.audio.spRequests = append(h.audio.spRequests, req) })
 	h.mu.Lock()
-	h.audio.spRequests = append(h.audio.spRequests, req)
 	cfg := h.audio.speech.withDefaults()
 	h.mu.Unlock()
 	if msg != "" {

@@ -150,9 +150,7 @@ func (h *Handler) transcribe(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Rejected = err.Error()
 	}
-	h.mu.Lock()
-	h.audio.trRequests = append(h.audio.trRequests, req)
-	h.mu.Unlock()
+	h.record(func() { h.audio.trRequests = append(h.audio.trRequests, req) })
 	if err != nil {
 		writeError(w, status, err.Error())
 		return

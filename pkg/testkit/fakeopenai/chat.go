@@ -78,9 +78,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	h.mu.Lock()
-	h.requests = append(h.requests, req)
-	h.mu.Unlock()
+	h.record(func() { h.requests = append(h.requests, req) })
 
 	f := h.takeFault()
 	if h.applyFault(w, r, f) {

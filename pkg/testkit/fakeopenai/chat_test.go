@@ -247,3 +247,45 @@ func TestAPIKey(t *testing.T) {
 		t.Fatalf("models = %+v, err = %v", models, err)
 	}
 }
+
+// TestResponder: a responder answers from the request what no script
+// takes; scripts still come first.
+func TestResponder(t *testing.T) {
+	s := fakeopenai.New(t, fakeopenai.WithResponder(func(r fakeopenai.Request) fakeopenai.Turn {
+		return fakeopenai.Text("You said " + r.LastUser() + ".")
+	}))
+	s.On(fakeopenai.LastUserContains("ping"), fakeopenai.Text("pong"))
+	c := client(s, "")
+	if got := collect(t, t.Context(), c, userMessage("ping")); got.content != "pong" {
+		t.Errorf("scripted = %q, want pong", got.content)
+	}
+	for _, text := range []string{"ping", "hello there"} {
+		if got := collect(t, t.Context(), c, userMessage(text)); got.content != "You said "+text+"." || got.chunks < 3 {
+			t.Errorf("responder for %q = %q in %d chunks", text, got.content, got.chunks)
+		}
+	}
+}
+
+// TestWithoutRecording: a fake that keeps no requests still answers every
+// endpoint, and its logs stay empty.
+func TestWithoutRecording(t *testing.T) {
+	s := fakeopenai.New(t, fakeopenai.WithoutRecording(), fakeopenai.WithFallback(fakeopenai.Text("ok")))
+	c := client(s, "")
+	if got := collect(t, t.Context(), c, userMessage("hi")); got.content != "ok" {
+		t.Fatalf("chat = %q", got.content)
+	}
+	if _, err := c.CreateEmbeddings(t.Context(), openai.EmbeddingRequestStrings{Input: []string{"hi"}, Model: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.CreateSpeech(t.Context(), openai.CreateSpeechRequest{Model: "kokoro", Input: "hi", Voice: "af_sarah", ResponseFormat: openai.SpeechResponseFormatPcm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(res); err != nil || len(b) == 0 {
+		t.Fatalf("speech: %d bytes, %v", len(b), err)
+	}
+	res.Close()
+	if n := len(s.Requests()) + len(s.EmbeddingRequests()) + s.SpeechCount() + s.TranscriptionCount(); n != 0 {
+		t.Errorf("%d requests recorded, want none", n)
+	}
+}

@@ -13,5 +13,7 @@
 // delay, HTTP errors, hangs, a dead backend) can be switched at runtime.
 //
 // New starts an httptest server for a test; NewHandler gives the bare
-// http.Handler for benchmarks and commands.
+// http.Handler for benchmarks and commands (`alicia dev fake-models` serves
+// one for hours: WithResponder makes its answers, WithoutRecording keeps its
+// memory flat).
 package fakeopenai

@@ -88,9 +88,9 @@ func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "encoding_format: want float or base64")
 		return
 	}
-	h.mu.Lock()
-	h.embeds = append(h.embeds, EmbeddingRequest{Model: in.Model, Input: texts, Dimensions: in.Dimensions, EncodingFormat: in.EncodingFormat})
-	h.mu.Unlock()
+	h.record(func() {
+		h.embeds = append(h.embeds, EmbeddingRequest{Model: in.Model, Input: texts, Dimensions: in.Dimensions, EncodingFormat: in.EncodingFormat})
+	})
 	if h.applyFault(w, r, h.takeFault()) {
 		return
 	}

@@ -27,7 +27,20 @@ func WithDims(n int) Option { return func(h *Handler) { h.dims = n } }
 func WithModels(ids ...string) Option { return func(h *Handler) { h.models = ids } }
 
 // WithFallback answers requests no script takes with t, instead of ErrNoTurn.
-func WithFallback(t Turn) Option { return func(h *Handler) { h.fallback = &t } }
+func WithFallback(t Turn) Option {
+	return func(h *Handler) { h.fallback = func(Request) Turn { return t } }
+}
+
+// WithResponder answers requests no script takes with the turn f makes
+// from the request (an echo, an answer shaped by the request's format),
+// instead of ErrNoTurn; it replaces WithFallback. f may be called
+// concurrently.
+func WithResponder(f func(Request) Turn) Option { return func(h *Handler) { h.fallback = f } }
+
+// WithoutRecording keeps no requests: Requests, EmbeddingRequests,
+// TranscriptionRequests, SpeechRequests and their counts stay empty, so a
+// fake serving for hours (alicia dev fake-models) does not grow.
+func WithoutRecording() Option { return func(h *Handler) { h.noRecord = true } }
 
 // Handler serves the fake API under /v1. It is safe for concurrent use.
 type Handler struct {
@@ -35,7 +48,8 @@ type Handler struct {
 	apiKey   string
 	dims     int
 	models   []string
-	fallback *Turn
+	fallback func(Request) Turn
+	noRecord bool
 	seq      atomic.Int64
 	active   atomic.Int64
 	closed   chan struct{}
@@ -114,6 +128,17 @@ func (h *Handler) Pending() int {
 }
 
 func (h *Handler) nextTurn(req Request) (Turn, bool) {
+	if t, ok := h.scripted(req); ok {
+		return t, true
+	}
+	if h.fallback != nil { // set by options only: no lock, and f runs unlocked
+		return h.fallback(req), true
+	}
+	return Turn{}, false
+}
+
+// scripted takes the turn of the first script that answers req.
+func (h *Handler) scripted(req Request) (Turn, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, matched := range []bool{true, false} {
@@ -126,10 +151,18 @@ func (h *Handler) nextTurn(req Request) (Turn, bool) {
 			}
 		}
 	}
-	if h.fallback != nil {
-		return *h.fallback, true
-	}
 	return Turn{}, false
+}
+
+// record runs add, which appends a request to a log, under the lock unless
+// the handler keeps no requests.
+func (h *Handler) record(add func()) {
+	if h.noRecord {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	add()
 }
 
 // Requests returns a copy of the chat completion requests received so far.
