@@ -59,7 +59,7 @@ func root(stopSignals func()) *cobra.Command {
 			}})
 	}
 
-	dev := &cobra.Command{Use: "dev", Short: "Local development stack"}
+	dev := &cobra.Command{Use: "dev", Short: "Local development helpers: private Postgres, livekit-server, fake models (try Alicia without a GPU)"}
 	dev.AddCommand(&cobra.Command{Use: "postgres", Short: "Start (or reuse) the private Postgres+pgvector and print its URL", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return devcmd.PostgresURL(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
@@ -68,6 +68,8 @@ func root(stopSignals func()) *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			return devcmd.LiveKitInstall(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
 		}})
+
+	dev.AddCommand(fakeModelsCommand())
 
 	up := &cobra.Command{Use: "up", Short: "Run the local stack in the foreground (NATS, Postgres, LiveKit, services)", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
