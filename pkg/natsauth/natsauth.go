@@ -113,6 +113,11 @@ func Durables() []Durable {
 	}
 }
 
+// SessionsBucket is the gateway's KeyValue bucket of web client sessions
+// (services/gateway/internal/session), stream KV_SESSIONS: only the
+// gateway may create, read or write it.
+const SessionsBucket = "SESSIONS"
+
 // llmTurns is the llm's turn queue (services/llm/internal/queue.Stream),
 // created by the llm.
 const llmTurns = "LLM_TURNS"
@@ -141,6 +146,8 @@ func For(service string) Permissions {
 			subjects.AllDispatch,
 			rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryActionSubject}
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
+		// The web client's sessions.
+		p.Publish = append(p.Publish, keyValue(SessionsBucket)...)
 	case RoomAgent:
 		// The LiveKit edge: client envelopes from the data channel and on
 		// the user's behalf (ControlStop, AudioChunk, Configuration),
@@ -290,6 +297,20 @@ func lastOf(stream string, patterns ...string) []string {
 		out = append(out, "$JS.API.DIRECT.GET."+stream+"."+p)
 	}
 	return out
+}
+
+// keyValue is what a KeyValue bucket's Get, Put, Create and Delete take
+// (nats.go's jetstream): creating, updating and reading its stream
+// (CreateOrUpdateKeyValue, KeyValue), publishing on its keys (a put, a
+// delete marker) and the direct get of one key's last entry. No consumer:
+// watching and listing keys are not granted.
+func keyValue(bucket string) []string {
+	stream := "KV_" + bucket
+	return []string{
+		streamAPI("CREATE", stream), streamAPI("UPDATE", stream), streamAPI("INFO", stream),
+		"$KV." + bucket + ".>",
+		"$JS.API.DIRECT.GET." + stream + ".$KV." + bucket + ".>",
+	}
 }
 
 // bySequence is reading messages of the stream by sequence

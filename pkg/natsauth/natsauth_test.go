@@ -522,3 +522,93 @@ func TestOnlyOwnersUseTheirDurables(t *testing.T) {
 			info.NumPending, info.NumAckPending, info.Delivered.Stream)
 	}
 }
+
+// TestSessionsBucket: the gateway creates its sessions bucket and puts,
+// gets and deletes entries without a violation; every other service is
+// refused reading it (the bucket, a key's direct get, the stream's message
+// get, a watch's consumer, its subjects on core NATS) and writing it.
+func TestSessionsBucket(t *testing.T) {
+	url := startServer(t)
+	ctx := context.Background()
+	gv := violations{make(chan error, 1)}
+	_, gjs := connect(t, url, natsauth.Gateway, gv)
+	cfg := jetstream.KeyValueConfig{Bucket: natsauth.SessionsBucket, History: 1, TTL: time.Hour, Storage: jetstream.FileStorage, MaxBytes: 1 << 20}
+	kv, err := gjs.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k1", []byte("alice")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, "k2", []byte("bob")); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := kv.Get(ctx, "k1"); err != nil || string(e.Value()) != "alice" {
+		t.Fatalf("get: %v", err)
+	}
+	if err := kv.Delete(ctx, "k2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, "k2"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	// Another replica, or a restart: the bucket is updated and looked up.
+	cfg.TTL = 2 * time.Hour
+	if _, err := gjs.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gjs.KeyValue(ctx, natsauth.SessionsBucket); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-gv.ch:
+		t.Fatalf("gateway: %v", err)
+	default:
+	}
+
+	stream, subject := "KV_"+natsauth.SessionsBucket, "$KV."+natsauth.SessionsBucket+".k1"
+	for _, user := range natsauth.Services() {
+		if user == natsauth.Gateway {
+			continue
+		}
+		t.Run(user, func(t *testing.T) {
+			v := violations{make(chan error, 1)}
+			nc, js := connect(t, url, user, v)
+			request := func(subj, body string) func(context.Context) error {
+				return func(ctx context.Context) error {
+					_, err := nc.RequestWithContext(ctx, subj, []byte(body))
+					return err
+				}
+			}
+			for what, op := range map[string]func(context.Context) error{
+				"open the bucket":   func(ctx context.Context) error { _, err := js.KeyValue(ctx, natsauth.SessionsBucket); return err },
+				"update the bucket": func(ctx context.Context) error { _, err := js.CreateOrUpdateKeyValue(ctx, cfg); return err },
+				"direct get":        request("$JS.API.DIRECT.GET."+stream+"."+subject, ""),
+				"direct get by seq": request("$JS.API.DIRECT.GET."+stream, `{"seq":1}`),
+				"message get":       request("$JS.API.STREAM.MSG.GET."+stream, `{"last_by_subj":"`+subject+`"}`),
+				"watch": func(ctx context.Context) error {
+					return ordered(stream, "$KV."+natsauth.SessionsBucket+".>")(ctx, js)
+				},
+				"subscribe": quiet(func(context.Context) error {
+					if _, err := nc.SubscribeSync("$KV." + natsauth.SessionsBucket + ".>"); err != nil {
+						return err
+					}
+					return nc.Flush()
+				}),
+				"put": quiet(func(context.Context) error {
+					if err := nc.Publish(subject, []byte("mallory")); err != nil {
+						return err
+					}
+					return nc.Flush()
+				}),
+			} {
+				if !denied(t, v, op) {
+					t.Errorf("could %s", what)
+				}
+			}
+		})
+	}
+	if e, err := kv.Get(ctx, "k1"); err != nil || string(e.Value()) != "alice" {
+		t.Fatalf("the gateway's entry after the others tried: %v", err)
+	}
+}

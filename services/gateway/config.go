@@ -49,8 +49,20 @@ type Config struct {
 	RateLimit int
 	// QueueSize bounds the envelopes waiting for one WebSocket client (ALICIA_WS_QUEUE, default 256).
 	QueueSize int
-	// AllowedOrigins are extra browser origins (host patterns) allowed to open /v1/ws (ALICIA_ALLOWED_ORIGINS, comma-separated).
+	// AllowedOrigins are extra browser origins allowed to open /v1/ws and
+	// to act with a session cookie (ALICIA_ALLOWED_ORIGINS, comma-separated
+	// host patterns such as app.example.com or *.example.com, or origins
+	// with their scheme such as https://app.example.com); the gateway's
+	// own origin always is.
 	AllowedOrigins []string
+	// SessionTTL is how long a web client's session lasts
+	// (ALICIA_SESSION_TTL, default 168h; 1m..8760h).
+	SessionTTL time.Duration
+	// CookieSecure marks the session cookie Secure and makes the gateway's
+	// own origin https even for plain-HTTP requests: set it behind a TLS
+	// proxy (ALICIA_COOKIE_SECURE, default false; requests over TLS get a
+	// Secure cookie anyway).
+	CookieSecure bool
 	// The model engines server-info describes and probes, read from the
 	// variables (and with the defaults) of the services that use them, so
 	// it describes the engines actually running. URLs are OpenAI-compatible
@@ -197,6 +209,7 @@ func DefaultConfig() Config {
 	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
 		AuthFailuresPerMinute: 10, AuthFailureBurst: 10, AuthFailureAddresses: 10000,
 		HTTPReadTimeout: 30 * time.Second, HTTPIdleTimeout: 2 * time.Minute, WSPingInterval: 30 * time.Second,
+		SessionTTL: 7 * 24 * time.Hour,
 		LiveKit:    LiveKit{TokenTTL: time.Hour},
 		Quotas:     DefaultQuotas(),
 		LLM:        engines.Engine{Kind: engines.OpenAI, URL: engines.DefaultLLMURL, Model: engines.DefaultLLMModel},
@@ -233,6 +246,8 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_HTTP_READ_TIMEOUT", &c.HTTPReadTimeout),
 		config.Duration("ALICIA_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout),
 		config.Duration("ALICIA_WS_PING", &c.WSPingInterval),
+		config.Duration("ALICIA_SESSION_TTL", &c.SessionTTL),
+		config.Bool("ALICIA_COOKIE_SECURE", &c.CookieSecure),
 		c.ModelsFromEnv(),
 		c.LiveKitFromEnv(),
 		c.QuotasFromEnv(),
@@ -285,6 +300,12 @@ func (c Config) Validate() error {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %s must be positive", d.name, d.v))
 		}
+	}
+	if c.SessionTTL < time.Minute || c.SessionTTL > 365*24*time.Hour {
+		errs = append(errs, fmt.Errorf("ALICIA_SESSION_TTL %s: want 1m..8760h", c.SessionTTL))
+	}
+	if err := auth.ValidatePatterns(c.AllowedOrigins); err != nil {
+		errs = append(errs, fmt.Errorf("ALICIA_ALLOWED_ORIGINS: %w", err))
 	}
 	if c.WriteTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))

@@ -25,12 +25,23 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("ALICIA_EMBEDDING_URL", "https://emb.example/v1")
 	t.Setenv("ALICIA_EMBEDDING_API_KEY_FILE", keyFile)
 	t.Setenv("ALICIA_WRITE_TIMEOUT", "3s")
-	for _, k := range []string{"ALICIA_ASR_URL", "ALICIA_ASR_MODEL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_URL", "ALICIA_TTS_MODEL", "ALICIA_TTS_VOICE", "ALICIA_ESPEAK_PATH"} {
+	for _, k := range []string{"ALICIA_ASR_URL", "ALICIA_ASR_MODEL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_URL", "ALICIA_TTS_MODEL", "ALICIA_TTS_VOICE", "ALICIA_ESPEAK_PATH",
+		"ALICIA_SESSION_TTL", "ALICIA_COOKIE_SECURE", "ALICIA_ALLOWED_ORIGINS"} {
 		t.Setenv(k, "")
 	}
 	c, err := gateway.ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.SessionTTL != 7*24*time.Hour || c.CookieSecure || c.AllowedOrigins != nil {
+		t.Fatalf("session defaults: ttl %s, secure %v, origins %v", c.SessionTTL, c.CookieSecure, c.AllowedOrigins)
+	}
+	t.Setenv("ALICIA_SESSION_TTL", "12h")
+	t.Setenv("ALICIA_COOKIE_SECURE", "true")
+	t.Setenv("ALICIA_ALLOWED_ORIGINS", "https://app.example.com, *.lan:5173")
+	if s, err := gateway.ConfigFromEnv(); err != nil || s.SessionTTL != 12*time.Hour || !s.CookieSecure ||
+		len(s.AllowedOrigins) != 2 || s.AllowedOrigins[1] != "*.lan:5173" {
+		t.Fatalf("session config %v %v %v: %v", s.SessionTTL, s.CookieSecure, s.AllowedOrigins, err)
 	}
 	if c.LLM != (engines.Engine{Kind: engines.OpenAI, URL: "http://vllm:8000/v1", Model: "qwen", APIKey: "llm-secret"}) ||
 		c.Embeddings.APIKey != "emb-secret" || c.Embeddings.Model != "BAAI/bge-m3" || c.WriteTimeout != 3*time.Second {
@@ -112,6 +123,9 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown tts engine", func(c *gateway.Config) { c.TTS.Kind = "piper" }, "ALICIA_TTS_ENGINE"},
 		{"espeak without a path", func(c *gateway.Config) { c.TTS.Kind, c.TTS.Path = engines.Espeak, "" }, "ALICIA_ESPEAK_PATH"},
 		{"espeak for the llm", func(c *gateway.Config) { c.LLM.Kind = engines.Espeak }, "LLM engine"},
+		{"session ttl too short", func(c *gateway.Config) { c.SessionTTL = time.Second }, "ALICIA_SESSION_TTL"},
+		{"session ttl too long", func(c *gateway.Config) { c.SessionTTL = 400 * 24 * time.Hour }, "ALICIA_SESSION_TTL"},
+		{"bad origin pattern", func(c *gateway.Config) { c.AllowedOrigins = []string{"[app.example.com"} }, "ALICIA_ALLOWED_ORIGINS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := base

@@ -22,6 +22,7 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
+	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 	"github.com/alicia-voice/alicia/services/gateway/internal/webui"
 	"github.com/alicia-voice/alicia/services/gateway/internal/ws"
@@ -78,13 +79,28 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
 
+	// Web client sessions, shared by the replicas through NATS.
+	sessions, err := session.Open(ctx, js, cfg.SessionTTL)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	cookie := session.Cookie{Secure: cfg.CookieSecure}
 	verifier := auth.NewKeys(keys, admins)
 	verifier.QueryTokenPath = "/v1/ws"
 	verifier.Failures = auth.NewFailureLimiter(cfg.AuthFailuresPerMinute, cfg.AuthFailureBurst, cfg.AuthFailureAddresses)
+	verifier.Sessions, verifier.Cookie, verifier.Log = sessions, cookie, log
+	verifier.Origins = auth.Origins{Patterns: cfg.AllowedOrigins, Secure: cfg.CookieSecure}
+	rates := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{Rate: rate.Limit(cfg.RateLimit), Burst: 2 * cfg.RateLimit, ExpiresIn: 3 * time.Minute})
 	v1 := e.Group("/v1", verifier.Middleware(), middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store:               middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{Rate: rate.Limit(cfg.RateLimit), Burst: 2 * cfg.RateLimit, ExpiresIn: 3 * time.Minute}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return auth.UserOf(c), nil },
+		Store:               rates,
+		IdentifierExtractor: func(c echo.Context) (string, error) { return "user " + auth.UserOf(c), nil },
 	}))
+	// Signing in is limited per address (there is no user yet).
+	(&rest.Sessions{Keys: verifier, Store: sessions, Cookie: cookie, Log: log}).Register(e, v1,
+		middleware.BodyLimit("16K"), middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+			Store:               rates,
+			IdentifierExtractor: func(c echo.Context) (string, error) { return "address " + c.RealIP(), nil },
+		}))
 	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins,
 		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
 	v1.GET("/ws", wsh.Serve)

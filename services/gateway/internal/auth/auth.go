@@ -1,11 +1,14 @@
 // Package auth checks API keys at the gateway: each key maps to a user, keys
 // come from ALICIA_API_KEYS, and requests carry them as "Authorization:
-// Bearer <key>" or, on the WebSocket route only (browsers cannot set headers
-// there), a "token" query parameter. Users named in ALICIA_ADMIN_USERS are
+// Bearer <key>" or, on the WebSocket route only, a "token" query
+// parameter. A browser instead sends the session cookie it got for a key
+// (POST /v1/session); with it, what changes state and WebSocket upgrades
+// must come from an allowed Origin. Users named in ALICIA_ADMIN_USERS are
 // administrators; failed authentications are throttled per client address.
 package auth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -17,6 +20,9 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 )
 
 // Key is an API key and the user it acts for.
@@ -77,18 +83,54 @@ func ParseAdmins(s string, keys []Key) (admins map[string]bool, unknown []string
 type Keys struct {
 	keys   []Key
 	admins map[string]bool
+	// byFingerprint is each key's user by Fingerprint.
+	byFingerprint map[string]string
 	// QueryTokenPath is the one route (an echo path, "/v1/ws") where the key
 	// may come as ?token=; empty: nowhere.
 	QueryTokenPath string
 	// Failures throttles failed authentications per client address; nil:
 	// not throttled.
 	Failures *FailureLimiter
+	// Sessions finds the session of a cookie; nil: no cookies.
+	Sessions SessionFinder
+	// Origins may act with a session cookie; Cookie clears a stale one.
+	Origins Origins
+	Cookie  session.Cookie
+	Log     zerolog.Logger
+}
+
+// SessionFinder finds a browser session by the id its cookie holds
+// (session.ErrNotFound when there is none).
+type SessionFinder interface {
+	Lookup(ctx context.Context, id string) (session.Record, error)
 }
 
 // NewKeys returns a verifier; admins are the administrators' user names.
 func NewKeys(keys []Key, admins map[string]bool) *Keys {
-	return &Keys{keys: keys, admins: admins}
+	k := &Keys{keys: keys, admins: admins, byFingerprint: map[string]string{}}
+	for _, key := range keys {
+		k.byFingerprint[Fingerprint(key.Secret)] = key.User
+	}
+	return k
 }
+
+// Fingerprint names an API key without revealing it, for a session to
+// remember which key it was opened with: 128 bits of a SHA-256 of the
+// key, apart from every other hash of it made here.
+func Fingerprint(secret string) string {
+	sum := sha256.Sum256([]byte("alicia session key fingerprint\x00" + secret))
+	return hex.EncodeToString(sum[:16])
+}
+
+// KeyUser returns the user of the configured key with fingerprint, or false
+// when no configured key has it (the key was removed).
+func (k *Keys) KeyUser(fingerprint string) (string, bool) {
+	u, ok := k.byFingerprint[fingerprint]
+	return u, ok
+}
+
+// IsAdminUser reports whether user is an administrator.
+func (k *Keys) IsAdminUser(user string) bool { return k.admins[user] }
 
 // User returns the user of secret, or false.
 func (k *Keys) User(secret string) (string, bool) {
@@ -102,15 +144,18 @@ func (k *Keys) User(secret string) (string, bool) {
 }
 
 const (
-	userKey  = "alicia.user"
-	adminKey = "alicia.admin"
+	userKey    = "alicia.user"
+	adminKey   = "alicia.admin"
+	sessionKey = "alicia.session"
 )
 
-// Middleware rejects requests without a valid key (401) and stores the user
-// and whether it is an administrator. An address whose failures have used
-// up its budget gets 429 with Retry-After before its key is even looked at,
-// so guessing keys from one address is slow; successful requests never use
-// the budget.
+// Middleware rejects requests without a valid key or session (401) and
+// stores the user and whether it is an administrator. An address whose
+// failures have used up its budget gets 429 with Retry-After before its key
+// is even looked at, so guessing keys from one address is slow; successful
+// requests never use the budget. A request that carries a key
+// (Authorization, or ?token= on the WebSocket) is judged by it alone;
+// otherwise the session cookie, if any, authenticates it (withSession).
 func (k *Keys) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -118,6 +163,11 @@ func (k *Keys) Middleware() echo.MiddlewareFunc {
 			if k.Failures != nil {
 				if wait, ok := k.Failures.Blocked(addr); !ok {
 					return tooMany(c, wait)
+				}
+			}
+			if k.Sessions != nil && c.Request().Header.Get(echo.HeaderAuthorization) == "" && !c.QueryParams().Has("token") {
+				if ck, err := c.Cookie(session.CookieName); err == nil {
+					return k.withSession(c, next, ck.Value)
 				}
 			}
 			secret, problem := k.presented(c)
