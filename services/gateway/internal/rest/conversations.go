@@ -1,11 +1,17 @@
 package rest
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/subjects"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
@@ -20,6 +26,10 @@ type conversationPage struct {
 type conversationWithMessages struct {
 	store.Conversation
 	Messages []store.Message `json:"messages"`
+	// StreamSeq is the CONVERSATIONS stream's last sequence, read before
+	// the messages: a WebSocket resuming with lastSequenceSeen =
+	// -StreamSeq gets every server envelope the snapshot may lack.
+	StreamSeq uint64 `json:"streamSeq"`
 }
 
 // createConversation: a Configuration envelope creates the row owned by the
@@ -103,11 +113,48 @@ func (a *API) getConversation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := a.Store.Branch(c.Request().Context(), conv.ID)
+	ctx := c.Request().Context()
+	// The stream's position is read before the messages: a client that
+	// resumes the conversation's envelopes after it misses nothing the
+	// messages lack (and the stored sentences of an answer still streaming
+	// let it continue that answer exactly).
+	seq, err := a.streamSeq(ctx)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, conversationWithMessages{Conversation: conv, Messages: msgs})
+	var msgs []store.Message
+	if through := c.QueryParam("through"); through != "" {
+		if len(through) > maxIDLen || !subjects.ValidToken(through) || !utf8.ValidString(through) {
+			return fail(http.StatusBadRequest, "through %q is not a valid id", through)
+		}
+		msgs, err = a.Store.BranchThrough(ctx, conv.ID, through)
+		if errors.Is(err, store.ErrNotFound) {
+			return fail(http.StatusNotFound, "message %q is not in this conversation", through)
+		}
+	} else {
+		msgs, err = a.Store.Branch(ctx, conv.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.Store.StreamingSentences(ctx, msgs); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, conversationWithMessages{Conversation: conv, Messages: msgs, StreamSeq: seq})
+}
+
+// streamSeq is the CONVERSATIONS stream's last sequence.
+func (a *API) streamSeq(ctx context.Context) (uint64, error) {
+	js, err := jetstream.New(a.NC)
+	if err != nil {
+		return 0, fail(http.StatusServiceUnavailable, "message bus unavailable")
+	}
+	st, err := js.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		a.Log.Warn().Err(err).Msg("conversation stream info")
+		return 0, fail(http.StatusServiceUnavailable, "message bus unavailable")
+	}
+	return st.CachedInfo().State.LastSeq, nil
 }
 
 // patchConversation renames or archives (or un-archives) through a

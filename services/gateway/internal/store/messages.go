@@ -24,6 +24,8 @@ type Message struct {
 	ToolUses       []ToolUse       `json:"toolUses,omitempty"`
 	MemoriesUsed   []MemoryUse     `json:"memoriesUsed,omitempty"`
 	Reasoning      []ReasoningStep `json:"reasoning,omitempty"`
+	// Sentences are those stored so far of an answer still streaming.
+	Sentences []Sentence `json:"sentences,omitempty"`
 }
 
 // ToolUse is one tool call of an answer, in call order.
