@@ -218,3 +218,34 @@ func (a *API) pinMemory(c echo.Context) error {
 func (a *API) archiveMemory(c echo.Context) error {
 	return a.simple(c, http.StatusOK, protocol.MemoryActionActionArchive)
 }
+
+type memoryUsesPage struct {
+	Uses       []store.MemoryUseOf `json:"uses"`
+	NextCursor string              `json:"nextCursor,omitempty"`
+}
+
+// memoryUses lists the answers that used the path's memory (the owner's
+// only), newest first.
+func (a *API) memoryUses(c echo.Context) error {
+	limit, err := limitParam(c, defaultLimit, maxLimit)
+	if err != nil {
+		return err
+	}
+	after, err := store.DecodeCursor(c.QueryParam("cursor"))
+	if err != nil {
+		return fail(http.StatusBadRequest, "cursor is not one this server handed out")
+	}
+	m, err := a.memory(c)
+	if err != nil {
+		return err
+	}
+	uses, next, err := a.Store.MemoryUses(c.Request().Context(), store.ListMemoryUses{User: auth.UserOf(c), MemoryID: m.ID, Limit: limit, After: after})
+	if err != nil {
+		return err
+	}
+	page := memoryUsesPage{Uses: uses}
+	if next != nil {
+		page.NextCursor = next.Encode()
+	}
+	return c.JSON(http.StatusOK, page)
+}

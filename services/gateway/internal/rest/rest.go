@@ -62,6 +62,7 @@ func (a *API) Register(g *echo.Group) {
 	g.DELETE("/memories/:id", a.deleteMemory)
 	g.POST("/memories/:id/pin", a.pinMemory)
 	g.POST("/memories/:id/archive", a.archiveMemory)
+	g.GET("/memories/:id/uses", a.memoryUses)
 
 	// Tools and MCP servers are the installation's: everyone may list them
 	// (internals only for administrators), administrators change them.
