@@ -83,8 +83,12 @@ func (a *API) listConversations(c echo.Context) error {
 	if err != nil {
 		return fail(http.StatusBadRequest, "cursor is not one this server handed out")
 	}
+	q := c.QueryParam("q")
+	if err := text("q", q, maxTitle, false); err != nil {
+		return err
+	}
 	convs, next, err := a.Store.Conversations(c.Request().Context(), store.ListConversations{
-		User: auth.UserOf(c), Statuses: statuses, Limit: limit, After: after})
+		User: auth.UserOf(c), Statuses: statuses, Title: q, Limit: limit, After: after})
 	if err != nil {
 		return err
 	}
@@ -138,6 +142,9 @@ func (a *API) getConversation(c echo.Context) error {
 		return err
 	}
 	if err := a.Store.StreamingSentences(ctx, msgs); err != nil {
+		return err
+	}
+	if err := a.Store.Feedback(ctx, auth.UserOf(c), msgs); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, conversationWithMessages{Conversation: conv, Messages: msgs, StreamSeq: seq})
@@ -230,6 +237,9 @@ func (a *API) siblings(c echo.Context) error {
 		return lookup(err, "message")
 	}
 	if err != nil {
+		return err
+	}
+	if err := a.Store.Feedback(ctx, auth.UserOf(c), sibs); err != nil {
 		return err
 	}
 	out := siblingsAnswer{ParentID: parent, Siblings: sibs}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,8 +54,11 @@ type ListConversations struct {
 	User string
 	// Statuses to include (active, archived); deleted ones never are.
 	Statuses []string
-	Limit    int
-	After    *Cursor
+	// Title, when not empty, keeps the conversations whose title contains
+	// it, ignoring case.
+	Title string
+	Limit int
+	After *Cursor
 }
 
 // Conversations returns a page, most recently updated first, and the cursor
@@ -64,12 +68,18 @@ func (s *Store) Conversations(ctx context.Context, q ListConversations) ([]Conve
 	if q.After != nil {
 		after = *q.After
 	}
+	var title *string // NULL: no filter
+	if q.Title != "" {
+		p := "%" + likeEscaper.Replace(q.Title) + "%"
+		title = &p
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+conversationColumns+`
 		FROM alicia_conversations c
 		WHERE c.user_id = $1 AND c.deleted_at IS NULL AND c.status::text = ANY($2)
 		  AND (c.updated_at, c.id) < ($3, $4)
+		  AND ($6::text IS NULL OR c.title ILIKE $6 ESCAPE '\')
 		ORDER BY c.updated_at DESC, c.id DESC
-		LIMIT $5`, q.User, q.Statuses, after.At, after.ID, q.Limit+1)
+		LIMIT $5`, q.User, q.Statuses, after.At, after.ID, q.Limit+1, title)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: conversations: %w", err)
 	}
@@ -92,3 +102,7 @@ func (s *Store) Conversations(ctx context.Context, q ListConversations) ([]Conve
 	last := out[len(out)-1]
 	return out, &Cursor{At: last.updatedAt, ID: last.ID}, nil
 }
+
+// likeEscaper makes text match itself in a LIKE pattern with ESCAPE '\':
+// its %, _ and \ are literal.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

@@ -13,8 +13,13 @@ import (
 type Votes struct {
 	TargetType string `json:"targetType"`
 	TargetID   string `json:"targetId"`
-	Upvotes    int    `json:"upvotes"`
-	Downvotes  int    `json:"downvotes"`
+	VoteCounts
+}
+
+// VoteCounts are the votes on a target and the user's own.
+type VoteCounts struct {
+	Upvotes   int `json:"upvotes"`
+	Downvotes int `json:"downvotes"`
 	// SpecialVotes counts "critical" votes (FeedbackConfirmation.aggregates.specialVotes).
 	SpecialVotes int `json:"specialVotes"`
 	// UserVote is the user's current vote (up, down, critical), nil when none.

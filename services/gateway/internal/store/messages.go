@@ -24,6 +24,10 @@ type Message struct {
 	ToolUses       []ToolUse       `json:"toolUses,omitempty"`
 	MemoriesUsed   []MemoryUse     `json:"memoriesUsed,omitempty"`
 	Reasoning      []ReasoningStep `json:"reasoning,omitempty"`
+	// Votes on the message (target type message) and NoteCount, its
+	// notes: set by Feedback.
+	Votes     VoteCounts `json:"votes"`
+	NoteCount int        `json:"noteCount"`
 	// Sentences are those stored so far of an answer still streaming.
 	Sentences []Sentence `json:"sentences,omitempty"`
 }
@@ -37,19 +41,29 @@ type ToolUse struct {
 	Status       string          `json:"status"`
 	ErrorCode    *string         `json:"errorCode,omitempty"`
 	ErrorMessage *string         `json:"errorMessage,omitempty"`
+	// Votes on the tool use (target type tool_use).
+	Votes VoteCounts `json:"votes"`
 }
 
 // MemoryUse is a memory the answer was given, in retrieval order.
 type MemoryUse struct {
+	// ID of the use (amu_…), the target id of a memory_usage vote.
+	ID         string  `json:"id"`
 	MemoryID   string  `json:"memoryId"`
 	Content    string  `json:"content"`
 	Similarity float64 `json:"similarity"`
+	// Votes on the use (target type memory_usage).
+	Votes VoteCounts `json:"votes"`
 }
 
 // ReasoningStep is one step of the model's reasoning.
 type ReasoningStep struct {
+	// ID of the step, the target id of a reasoning vote.
+	ID       string `json:"id"`
 	Sequence int32  `json:"sequence"`
 	Content  string `json:"content"`
+	// Votes on the step (target type reasoning).
+	Votes VoteCounts `json:"votes"`
 }
 
 // maxBranch bounds a branch walk (and guards against a cycle in previous_id).
@@ -179,7 +193,7 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 		}
 		return rows.Err()
 	})
-	batch.Queue(`SELECT u.message_id, u.memory_id, CASE WHEN mem.id IS NOT NULL THEN mem.content ELSE COALESCE(u.meta->>'content', '') END,
+	batch.Queue(`SELECT u.message_id, u.id, u.memory_id, CASE WHEN mem.id IS NOT NULL THEN mem.content ELSE COALESCE(u.meta->>'content', '') END,
 			COALESCE(u.similarity_score, 0)
 		FROM alicia_memory_used u
 		JOIN alicia_conversations c ON c.id = u.conversation_id
@@ -190,19 +204,19 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 		for rows.Next() {
 			var mid string
 			var u MemoryUse
-			if err := rows.Scan(&mid, &u.MemoryID, &u.Content, &u.Similarity); err != nil {
+			if err := rows.Scan(&mid, &u.ID, &u.MemoryID, &u.Content, &u.Similarity); err != nil {
 				return err
 			}
 			byID[mid].MemoriesUsed = append(byID[mid].MemoriesUsed, u)
 		}
 		return rows.Err()
 	})
-	batch.Queue(`SELECT message_id, sequence_number, content FROM alicia_reasoning_steps
+	batch.Queue(`SELECT message_id, id, sequence_number, content FROM alicia_reasoning_steps
 		WHERE message_id = ANY($1) AND deleted_at IS NULL ORDER BY message_id, sequence_number`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var mid string
 			var r ReasoningStep
-			if err := rows.Scan(&mid, &r.Sequence, &r.Content); err != nil {
+			if err := rows.Scan(&mid, &r.ID, &r.Sequence, &r.Content); err != nil {
 				return err
 			}
 			byID[mid].Reasoning = append(byID[mid].Reasoning, r)
