@@ -107,6 +107,7 @@ func (s *Sessions) get(c echo.Context) error {
 // delete signs out: the session ends on every replica, and the browser is
 // told to drop the cookie.
 func (s *Sessions) delete(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
 	id, _, ok := auth.SessionOf(c)
 	if !ok {
 		return fail(http.StatusUnauthorized, "no session: this request carries an API key, not a session cookie")
