@@ -1,0 +1,83 @@
+import { lazy, Suspense, useEffect, useState } from 'react'
+import { onUnauthorized } from '../api'
+import { navigate, useRoute } from '../router'
+import { useApp } from '../store/app'
+import { ChatView } from './ChatView'
+import { IconClose, IconMenu } from './Icons'
+import { Sidebar } from './Sidebar'
+import { SignIn } from './SignIn'
+
+// Screens other than the conversation load when first opened.
+const Memories = lazy(() => import('./Memories').then((m) => ({ default: m.Memories })))
+const Settings = lazy(() => import('./Settings').then((m) => ({ default: m.Settings })))
+
+export function App() {
+  const session = useApp((s) => s.session)
+  const route = useRoute()
+  const [menu, setMenu] = useState(false)
+
+  useEffect(() => {
+    void useApp.getState().loadSession()
+    return onUnauthorized(() => useApp.getState().expired())
+  }, [])
+
+  useEffect(() => {
+    if (session && route.name === 'signin') navigate('/', true)
+  }, [session, route.name])
+
+  useEffect(() => {
+    if (route.name !== 'conversation' && useApp.getState().chat) useApp.getState().closeConversation()
+  }, [route.name])
+
+  if (session === undefined) return <p className="p-6 text-slate-500">Loading…</p>
+  if (session === null) return <SignIn />
+
+  let main
+  switch (route.name) {
+    case 'conversation':
+      main = <ChatView id={route.id} focusId={route.message} />
+      break
+    case 'memories':
+      main = <Memories focusId={route.id} />
+      break
+    case 'settings':
+      main = <Settings />
+      break
+    case 'notfound':
+      main = (
+        <section className="m-auto p-6 text-center">
+          <h1 className="text-xl font-semibold">Page not found</h1>
+        </section>
+      )
+      break
+    default:
+      main = <ChatView />
+  }
+
+  return (
+    <div className="flex h-dvh">
+      <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:z-50 focus:bg-white focus:p-2">Skip to content</a>
+      <aside className="hidden w-72 shrink-0 border-r border-slate-200 md:block dark:border-slate-800">
+        <Sidebar />
+      </aside>
+      {menu && (
+        <div className="fixed inset-0 z-30 flex md:hidden" role="dialog" aria-modal="true" aria-label="Menu">
+          <div className="w-72 max-w-[85%] bg-white shadow-xl dark:bg-slate-950">
+            <div className="flex justify-end p-2">
+              <button type="button" aria-label="Close menu" onClick={() => setMenu(false)} className="focus-ring rounded p-1"><IconClose /></button>
+            </div>
+            <Sidebar onNavigate={() => setMenu(false)} />
+          </div>
+          <button type="button" aria-label="Close menu" className="flex-1 bg-black/40" onClick={() => setMenu(false)} />
+        </div>
+      )}
+      <main id="main" className="flex min-w-0 flex-1 flex-col">
+        <div className="flex items-center border-b border-slate-200 p-2 md:hidden dark:border-slate-800">
+          <button type="button" aria-label="Open menu" onClick={() => setMenu(true)} className="focus-ring rounded p-1"><IconMenu /></button>
+          <span className="ml-2 font-semibold">Alicia</span>
+        </div>
+        <Suspense fallback={<p className="p-6 text-slate-500">Loading…</p>}>{main}</Suspense>
+      </main>
+    </div>
+  )
+}

@@ -1,0 +1,288 @@
+// The page's state: the session, the sidebar's conversations, and the open
+// conversation with its live connection.
+import { create } from 'zustand'
+import { api, ApiError } from '../api'
+import { Connection, type ConnectionStatus } from '../chat/connection'
+import { addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, streamingAnswer, type ChatState } from '../chat/model'
+import { newId } from '../ids'
+import { MessageType, type ServerInfo } from '../protocol'
+import { navigate } from '../router'
+import type { Conversation, Session } from '../types'
+
+export type ChatLoad = 'idle' | 'loading' | 'ready' | 'forbidden' | 'missing' | 'error'
+
+interface AppState {
+  session: Session | null | undefined // undefined: not known yet
+  sessionError?: string
+
+  conversations: Conversation[]
+  nextCursor?: string
+  listStatus: 'active' | 'archived'
+  filter: string
+  listLoading: boolean
+  listError?: string
+
+  chat: ChatState | null
+  chatLoad: ChatLoad
+  chatError?: string
+  connection: ConnectionStatus
+  serverInfo?: ServerInfo
+  online: boolean
+
+  loadSession(): Promise<void>
+  signIn(key: string): Promise<void>
+  signOut(): Promise<void>
+  expired(): void
+
+  loadConversations(reset?: boolean): Promise<void>
+  setFilter(q: string): void
+  setListStatus(s: 'active' | 'archived'): void
+  renameConversation(id: string, title: string): Promise<void>
+  archiveConversation(id: string, archived: boolean): Promise<void>
+  deleteConversation(id: string): Promise<void>
+
+  openConversation(id: string): Promise<void>
+  closeConversation(): void
+  startNew(): void
+  send(text: string): Promise<void>
+  stop(): void
+  regenerate(messageId: string): void
+  continueAnswer(messageId: string): void
+  edit(messageId: string, content: string): void
+  showBranch(throughMessageId: string): Promise<void>
+  reconnect(): void
+  dismissError(id: string): void
+}
+
+let conn: Connection | null = null
+let listAbort: AbortController | null = null
+let chatAbort: AbortController | null = null
+
+function upsert(list: Conversation[], c: Conversation): Conversation[] {
+  const rest = list.filter((x) => x.id !== c.id)
+  return [c, ...rest].sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? 1 : -1))
+}
+
+export const useApp = create<AppState>()((set, get) => ({
+  session: undefined,
+  conversations: [],
+  listStatus: 'active',
+  filter: '',
+  listLoading: false,
+  chat: null,
+  chatLoad: 'idle',
+  connection: 'closed',
+  online: typeof navigator === 'undefined' ? true : navigator.onLine,
+
+  async loadSession() {
+    try {
+      set({ session: await api.session(), sessionError: undefined })
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) set({ session: null, sessionError: undefined })
+      else set({ session: null, sessionError: e instanceof Error ? e.message : String(e) })
+    }
+  },
+  async signIn(key) {
+    const session = await api.signIn(key.trim())
+    set({ session, sessionError: undefined })
+  },
+  async signOut() {
+    get().closeConversation()
+    try {
+      await api.signOut()
+    } finally {
+      set({ session: null, conversations: [], nextCursor: undefined, chat: null, chatLoad: 'idle' })
+      navigate('/signin', true)
+    }
+  },
+  expired() {
+    if (get().session) {
+      get().closeConversation()
+      set({ session: null, sessionError: 'Your session has ended. Sign in again.' })
+    }
+  },
+
+  async loadConversations(reset = true) {
+    listAbort?.abort()
+    const ab = new AbortController()
+    listAbort = ab
+    const { filter, listStatus, nextCursor } = get()
+    if (!reset && !nextCursor) return
+    set({ listLoading: true, listError: undefined })
+    try {
+      const page = await api.listConversations({ status: listStatus, q: filter || undefined, cursor: reset ? undefined : nextCursor }, ab.signal)
+      if (ab.signal.aborted) return
+      set((s) => ({
+        conversations: reset ? page.conversations : [...s.conversations, ...page.conversations.filter((c) => !s.conversations.some((x) => x.id === c.id))],
+        nextCursor: page.nextCursor,
+        listLoading: false,
+      }))
+    } catch (e) {
+      if (ab.signal.aborted) return
+      set({ listLoading: false, listError: e instanceof Error ? e.message : String(e) })
+    }
+  },
+  setFilter(q) {
+    set({ filter: q })
+    void get().loadConversations(true)
+  },
+  setListStatus(st) {
+    set({ listStatus: st })
+    void get().loadConversations(true)
+  },
+  async renameConversation(id, title) {
+    const c = await api.patchConversation(id, { title })
+    set((s) => ({
+      conversations: s.conversations.map((x) => (x.id === id ? c : x)),
+      chat: s.chat?.conversationId === id ? { ...s.chat, title: c.title } : s.chat,
+    }))
+  },
+  async archiveConversation(id, archived) {
+    const c = await api.patchConversation(id, { status: archived ? 'archived' : 'active' })
+    set((s) => ({
+      conversations: s.conversations.filter((x) => x.id !== id),
+      chat: s.chat?.conversationId === id ? { ...s.chat, status: c.status } : s.chat,
+    }))
+  },
+  async deleteConversation(id) {
+    await api.deleteConversation(id)
+    set((s) => ({ conversations: s.conversations.filter((x) => x.id !== id) }))
+    if (get().chat?.conversationId === id) {
+      get().closeConversation()
+      navigate('/', true)
+    }
+  },
+
+  async openConversation(id) {
+    if (get().chat?.conversationId === id && get().chatLoad === 'ready') return
+    get().closeConversation()
+    const ab = new AbortController()
+    chatAbort = ab
+    set({ chat: emptyChat(id), chatLoad: 'loading', chatError: undefined })
+    let snap
+    try {
+      snap = await api.getConversation(id, ab.signal)
+    } catch (e) {
+      if (ab.signal.aborted) return
+      if (e instanceof ApiError && e.status === 403) set({ chatLoad: 'forbidden', chat: null })
+      else if (e instanceof ApiError && (e.status === 404 || e.status === 400)) set({ chatLoad: 'missing', chat: null })
+      else set({ chatLoad: 'error', chatError: e instanceof Error ? e.message : String(e) })
+      return
+    }
+    if (ab.signal.aborted) return
+    set({ chat: fromSnapshot(snap), chatLoad: 'ready' })
+    connect(id, snap.lastClientStanzaId)
+  },
+  closeConversation() {
+    chatAbort?.abort()
+    chatAbort = null
+    conn?.close()
+    conn = null
+    set({ chat: null, chatLoad: 'idle', connection: 'closed' })
+  },
+  startNew() {
+    get().closeConversation()
+    navigate('/')
+  },
+  async send(text) {
+    const content = text.trim()
+    if (!content) return
+    let chat = get().chat
+    if (!chat) {
+      // The first message of a new conversation: make it, then open it.
+      const title = content.length > 60 ? content.slice(0, 57).trimEnd() + '…' : content
+      const c = await api.createConversation(title)
+      set((s) => ({ conversations: s.listStatus === 'active' ? upsert(s.conversations, c) : s.conversations }))
+      navigate({ name: 'conversation', id: c.id })
+      set({ chat: fromSnapshot({ ...c, messages: [] }), chatLoad: 'ready' })
+      connect(c.id, c.lastClientStanzaId)
+      chat = get().chat
+      if (!chat) return
+    }
+    const id = newId('am')
+    const previousId = chat.order.at(-1)
+    const cid = chat.conversationId
+    set({ chat: addLocalUserMessage(chat, id, content, Date.now()) })
+    conn?.send(MessageType.UserMessage, { id, previousId, conversationId: cid, content, timestamp: Date.now() })
+  },
+  stop() {
+    const chat = get().chat
+    if (!chat) return
+    const target = streamingAnswer(chat)
+    conn?.send(MessageType.ControlStop, { conversationId: chat.conversationId, targetId: target?.id, reason: 'user pressed stop', stopType: 'all' })
+  },
+  regenerate(messageId) {
+    const chat = get().chat
+    if (!chat) return
+    conn?.send(MessageType.ControlVariation, { conversationId: chat.conversationId, targetId: messageId, mode: 'regenerate' })
+  },
+  continueAnswer(messageId) {
+    const chat = get().chat
+    if (!chat) return
+    conn?.send(MessageType.ControlVariation, { conversationId: chat.conversationId, targetId: messageId, mode: 'continue' })
+  },
+  edit(messageId, content) {
+    const chat = get().chat
+    if (!chat || !content.trim()) return
+    conn?.send(MessageType.ControlVariation, { conversationId: chat.conversationId, targetId: messageId, mode: 'edit', newContent: content.trim() })
+  },
+  async showBranch(through) {
+    const chat = get().chat
+    if (!chat) return
+    const snap = await api.getBranch(chat.conversationId, through)
+    const cur = get().chat
+    if (!cur || cur.conversationId !== chat.conversationId) return
+    set({ chat: { ...mergeSnapshot(cur, snap), order: snap.messages.map((m) => m.id) } })
+  },
+  reconnect() {
+    conn?.reconnectNow()
+  },
+  dismissError(id) {
+    const chat = get().chat
+    if (chat) set({ chat: { ...chat, errors: chat.errors.filter((e) => e.id !== id) } })
+  },
+}))
+
+function connect(id: string, stanzaBase: number) {
+  conn?.close()
+  const c = new Connection(
+    { conversationId: id, stanzaBase, lastSeq: () => useApp.getState().chat?.lastSeq ?? 0 },
+    {
+      status: (st) => {
+        if (conn !== c) return
+        useApp.setState({ connection: st })
+      },
+      envelope: (env) => {
+        if (conn !== c) return
+        const chat = useApp.getState().chat
+        if (!chat || chat.conversationId !== id) return
+        const next = apply(chat, env)
+        if (next !== chat) useApp.setState({ chat: next })
+        if (env.type === MessageType.ConversationUpdate) {
+          useApp.setState((s) => ({
+            conversations: s.conversations.map((x) => (x.id === id ? { ...x, title: next.title || x.title, status: next.status as Conversation['status'] } : x)),
+          }))
+          if (next.status === 'deleted') {
+            useApp.getState().closeConversation()
+            navigate('/', true)
+          }
+        }
+      },
+      serverInfo: (info) => useApp.setState({ serverInfo: info }),
+    },
+  )
+  conn = c
+  c.start()
+}
+
+export function connectionForTests(): Connection | null {
+  return conn
+}
+
+if (typeof window !== 'undefined') {
+  window.addEventListener('online', () => {
+    useApp.setState({ online: true })
+    conn?.reconnectNow()
+  })
+  window.addEventListener('offline', () => useApp.setState({ online: false }))
+}
