@@ -16,8 +16,9 @@ and model names the services use (ALICIA_LLM_URL, ALICIA_ASR_URL, ALICIA_TTS_URL
 and their ALICIA_*_MODEL, or the defaults: everything on http://127.0.0.1:8000/v1). Backends sharing a
 host:port share one listener; only those addresses are bound. Run it in one terminal and ` + "`alicia up`" + ` in
 another: chat answers repeat your message, speech is voice-like noise, transcripts are one canned
-sentence, embeddings are 1024 hashed dimensions. It prints what it serves and the variables alicia up
-needs for memory and speech, and runs until Ctrl-C.`,
+sentence, embeddings are 1024 hashed dimensions. At the default URLs alicia up uses everything with
+nothing to set (it finds the speech and embedding models there); elsewhere it prints the variables
+alicia up needs. It runs until Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return devcmd.FakeModels(c.Context(), cfg, c.OutOrStdout())

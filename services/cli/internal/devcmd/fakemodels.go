@@ -32,8 +32,8 @@ type FakeBackend struct {
 // FakeModelsConfig says where `alicia dev fake-models` serves which model.
 type FakeModelsConfig struct {
 	LLM, ASR, TTS FakeBackend
-	// Embeddings.URL empty: beside the LLM (the memory service has no
-	// default embeddings URL; see exports).
+	// Embeddings.URL empty: beside the LLM, where alicia up looks for the
+	// embedding model (the memory service has no default embeddings URL).
 	Embeddings FakeBackend
 	// WordDelay paces streamed chat words and speech chunks, so a
 	// client sees the answer arrive sentence by sentence.
@@ -218,7 +218,7 @@ func closeAll(lns []*fakeListener) {
 }
 
 // printFakeModels says what is served where, and what alicia up needs
-// set to use it.
+// set to use it: nothing when the defaults are served.
 func printFakeModels(w io.Writer, lns []*fakeListener, roles []fakeRole) {
 	fmt.Fprintln(w, "alicia dev fake-models: canned answers, no real model is running (Ctrl-C stops it)")
 	for _, l := range lns {
@@ -231,35 +231,38 @@ func printFakeModels(w io.Writer, lns []*fakeListener, roles []fakeRole) {
 	}
 	ex := exports(roles)
 	if len(ex) == 0 {
-		fmt.Fprintln(w, "Run `alicia up` in another terminal: it uses all of these.")
+		fmt.Fprintln(w, "Run `alicia up` in another terminal: it uses all of these, with nothing to set.")
 		return
 	}
-	fmt.Fprintln(w, "Run `alicia up` in another terminal, after this there (up has no default embeddings URL, so memory is off")
-	fmt.Fprintln(w, "without one, and it speaks with espeak-ng unless ALICIA_TTS_URL is set):")
+	fmt.Fprintln(w, "Run `alicia up` in another terminal, after this there (up uses the default model URLs unless told otherwise):")
 	fmt.Fprintf(w, "  export %s\n", strings.Join(ex, " "))
 }
 
 // exports are the variables alicia up, in a shell with this environment,
-// needs set to reach every backend served here: a URL given by flag, the
-// embeddings (the memory service has no default URL) and the speech (up
-// speaks with espeak-ng unless ALICIA_TTS_URL or ALICIA_TTS_ENGINE is set).
+// needs set to reach every backend served here: a URL given by flag, or
+// one up would not use. Up calls the LLM and the ASR at their default URLs
+// and, when ALICIA_TTS_URL and ALICIA_TTS_ENGINE are unset, looks for the
+// speech model at the tts's default URL, as it looks for the embedding
+// model at the LLM's default URL when ALICIA_EMBEDDING_URL is unset.
 func exports(roles []fakeRole) []string {
 	var out []string
 	for _, r := range roles {
 		used := os.Getenv(r.env)
 		switch r.env {
-		case "ALICIA_LLM_URL":
+		case "ALICIA_LLM_URL", "ALICIA_EMBEDDING_URL":
 			used = cmp.Or(used, engines.DefaultLLMURL)
 		case "ALICIA_ASR_URL":
 			used = cmp.Or(used, engines.DefaultASRURL)
 		case "ALICIA_TTS_URL":
-			if used == "" && os.Getenv("ALICIA_TTS_ENGINE") != "" {
-				used = engines.DefaultTTSURL
-			}
+			used = cmp.Or(used, engines.DefaultTTSURL)
 		}
-		if used == "" || engines.V1(used) != r.url {
+		if engines.V1(used) != r.url {
 			out = append(out, r.env+"="+r.given)
 		}
+	}
+	// Speech chosen to be local: up neither looks for a server nor uses one.
+	if os.Getenv("ALICIA_TTS_ENGINE") == engines.Espeak {
+		out = append(out, "ALICIA_TTS_ENGINE="+engines.OpenAI)
 	}
 	return out
 }

@@ -29,7 +29,7 @@ func textBackends(l llm.Config, m memory.Config) []backend {
 	return []backend{
 		{label: "LLM:", engine: engines.Engine{Kind: engines.OpenAI, URL: l.LLMURL, Model: l.Model, APIKey: l.APIKey}},
 		{label: "Embeddings:", engine: engines.Engine{Kind: engines.OpenAI, URL: m.EmbeddingURL, Model: m.EmbeddingModel, APIKey: m.EmbeddingAPIKey},
-			off: "memory search and extraction are off (set ALICIA_EMBEDDING_URL)"},
+			off: memoryOff + " (set ALICIA_EMBEDDING_URL)"},
 	}
 }
 

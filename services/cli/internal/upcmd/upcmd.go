@@ -30,6 +30,7 @@ import (
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/memory"
 	"github.com/alicia-voice/alicia/services/persistence"
+	"github.com/alicia-voice/alicia/services/tts"
 )
 
 // Config of the local stack, from ALICIA_* env vars.
@@ -50,12 +51,20 @@ type Config struct {
 	// the services (gateway's room tokens, the room-agent) as ALICIA_LIVEKIT_URL,
 	// ALICIA_LIVEKIT_API_KEY and ALICIA_LIVEKIT_API_SECRET.
 	LiveKit LiveKit
+	// TTSProbeURL is where up looks for a speech server when neither
+	// ALICIA_TTS_URL nor ALICIA_TTS_ENGINE is set (the tts's default URL),
+	// EmbeddingProbeURL where it looks for the embedding model when
+	// ALICIA_EMBEDDING_URL is not (the llm's default URL): there `alicia dev
+	// fake-models` serves them. Found, they are used; not found, or empty
+	// (no lookup), up speaks with espeak-ng and memory search is off.
+	TTSProbeURL, EmbeddingProbeURL string
 }
 
 // DefaultConfig returns the defaults (DataDir excepted).
 func DefaultConfig() Config {
 	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", LiveKit: defaultLiveKit(),
-		Log: telemetry.LogConfig{Format: telemetry.LogConsole, Level: zerolog.InfoLevel}}
+		Log:         telemetry.LogConfig{Format: telemetry.LogConsole, Level: zerolog.InfoLevel},
+		TTSProbeURL: tts.DefaultConfig().URL, EmbeddingProbeURL: llm.DefaultConfig().LLMURL}
 }
 
 // ConfigFromEnv reads the environment.
@@ -96,10 +105,11 @@ func (c Config) Validate() error {
 // Run starts embedded NATS (JetStream, fsync on every write), the private
 // Postgres unless ALICIA_POSTGRES_URL is set, livekit-server unless
 // ALICIA_LIVEKIT_URL is set, and the services (persistence, memory, llm,
-// gateway, asr, tts and the room-agent), prints where they are, the API
-// key, which speech engine and ASR backend are used and whether the model
-// backends answer, then blocks until ctx is cancelled and stops them
-// cleanly.
+// gateway, asr, tts and the room-agent), with the speech server and the
+// embedding model found at the default URLs unless the environment names
+// them. It prints where they are, the API key, which speech engine and ASR
+// backend are used (and why) and whether the model backends answer, then
+// blocks until ctx is cancelled and stops them cleanly.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -168,17 +178,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := chooseSpeechEngine(); err != nil {
+	sc, err := configure(ctx, cfg, users)
+	if err != nil {
 		return err
 	}
-	pcfg, perr := persistence.ConfigFromEnv()
-	gcfg, gerr := gateway.ConfigFromEnv()
-	lcfg, lerr := llm.ConfigFromEnv()
-	mcfg, merr := memory.ConfigFromEnv()
-	voice, verr := voiceFromEnv(users)
-	if err := errors.Join(perr, gerr, lerr, merr, verr); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
+	models := sc.backends()
+	pcfg, gcfg, lcfg, mcfg, voice := sc.persistence, sc.gateway, sc.llm, sc.memory, sc.voice
 	// persistence alone writes; up has migrated already.
 	pcfg.PostgresURL, pcfg.Migrate = roles.Writer, false
 	gcfg.PostgresURL, lcfg.PostgresURL, mcfg.PostgresURL = roles.Reader, roles.Reader, roles.Reader
@@ -215,13 +220,61 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		if voice.agent.missing != "" {
 			fmt.Fprintf(stdout, "  Room agent: %s\n", voice.agent.missing)
 		}
-		printModels(gctx, stdout, append(textBackends(lcfg, mcfg), voice.backends()...))
+		printModels(gctx, stdout, models)
 		fmt.Fprintln(stdout, "Ctrl-C stops.")
 	case <-gctx.Done():
 	}
 	err = g.Wait()
 	fmt.Fprintln(stdout, "Alicia stopped")
 	return err
+}
+
+// stackConfig is the configuration of the services up runs, read from the
+// environment up has pointed at its stack, and what up found at the
+// default model URLs.
+type stackConfig struct {
+	persistence persistence.Config
+	gateway     gateway.Config
+	llm         llm.Config
+	memory      memory.Config
+	voice       voiceServices
+	defaults    defaultModels
+}
+
+// configure looks for the models the environment leaves unset
+// (findDefaultModels), then reads every service's configuration.
+func configure(ctx context.Context, cfg Config, users natsUsers) (stackConfig, error) {
+	var sc stackConfig
+	var err error
+	if sc.defaults, err = findDefaultModels(ctx, cfg); err != nil {
+		return sc, err
+	}
+	if err := chooseSpeechEngine(); err != nil {
+		return sc, err
+	}
+	var perr, gerr, lerr, merr, verr error
+	sc.persistence, perr = persistence.ConfigFromEnv()
+	sc.gateway, gerr = gateway.ConfigFromEnv()
+	sc.llm, lerr = llm.ConfigFromEnv()
+	sc.memory, merr = memory.ConfigFromEnv()
+	sc.voice, verr = voiceFromEnv(users)
+	if err := errors.Join(perr, gerr, lerr, merr, verr); err != nil {
+		return sc, fmt.Errorf("configuration: %w", err)
+	}
+	// Up runs one LLM: memory extracts with it unless told otherwise (the
+	// memory service alone has no default LLM URL).
+	if sc.memory.LLMURL == "" {
+		sc.memory.LLMURL = sc.llm.LLMURL
+	}
+	return sc, nil
+}
+
+// backends are the model engines of the banner, each with why up chose it.
+func (sc stackConfig) backends() []backend {
+	text, voice := textBackends(sc.llm, sc.memory), sc.voice.backends()
+	text[1] = sc.defaults.embeddings.explain(text[1])
+	voice[1] = sc.defaults.speech.explain(voice[1])
+	return append(text, voice...)
 }
 
 func randomHex(n int) string {

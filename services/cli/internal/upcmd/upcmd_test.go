@@ -70,7 +70,10 @@ func TestUpRunsTheStack(t *testing.T) {
 		"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET"} {
 		t.Setenv(k, "") // Run sets them for its services; restore them afterwards
 	}
-	cfg := upcmd.Config{NATSURL: "nats://" + testkit.FreeAddr(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"}
+	// Nothing serves speech or embeddings where up looks for them.
+	noModels := "http://" + testkit.FreeAddr(t) + "/v1"
+	cfg := upcmd.Config{NATSURL: "nats://" + testkit.FreeAddr(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
+		TTSProbeURL: noModels, EmbeddingProbeURL: noModels}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &testkit.SyncBuffer{}
@@ -158,7 +161,7 @@ func TestUpRunsTheStack(t *testing.T) {
 			AND message_role = 'assistant' AND completion_status = 'completed' AND contents = 'Hello from the stack.'`).Scan(&n)
 		return n == 1
 	}, "the llm did not answer")
-	for _, want := range []string{"LLM:", model.URL(), "(fake-chat) reachable", "Embeddings: not configured"} {
+	for _, want := range []string{"LLM:", model.URL(), "(fake-chat) reachable", "Embeddings: not configured: memory search and extraction are off (BAAI/bge-m3 not found at the default URL " + noModels} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q: %s", want, out.String())
 		}

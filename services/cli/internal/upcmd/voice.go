@@ -17,7 +17,8 @@ import (
 // tts command reads them, except that without ALICIA_TTS_ENGINE the engine
 // follows ALICIA_TTS_URL: an OpenAI-compatible server (Kokoro behind
 // speaches) when it is set, the local espeak-ng when it is not, so a
-// machine without a speech server still hears the answers.
+// machine without a speech server still hears the answers. (Up sets both
+// when it finds a speech server at the default URL: findDefaultModels.)
 func TTSConfigFromEnv() (tts.Config, error) {
 	c, err := tts.ConfigFromEnv()
 	if err != nil {
@@ -112,7 +113,7 @@ func speechBackend(t tts.Config) backend {
 	}
 	if t.Engine == tts.EngineEspeak {
 		return backend{label: "TTS:", engine: engines.Engine{Kind: engines.Espeak, Voice: voice, Path: t.EspeakPath},
-			hint: " (local; set ALICIA_TTS_URL for Kokoro on an OpenAI-compatible server)",
+			hint: " (local; set ALICIA_TTS_URL " + kokoroHint + ")",
 			down: "install espeak-ng, or set ALICIA_TTS_URL"}
 	}
 	return backend{label: "TTS:", engine: engines.Engine{Kind: engines.OpenAI, URL: engines.V1(t.URL), Model: t.Model, APIKey: t.APIKey, Voice: voice},

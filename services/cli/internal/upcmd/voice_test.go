@@ -115,50 +115,58 @@ func checkVoice(t *testing.T, out string, nc *nats.Conn, js jetstream.JetStream,
 
 	t.Run("tts speaks with espeak-ng", func(t *testing.T) {
 		// A voice answer to the user message the test sent (am_up).
-		const cid, turn = "ac_up", "am_uptts"
-		frames := make(chan *protocol.SpeechAudio, 256)
-		sub, err := nc.Subscribe(subjects.AudioOut(cid), func(m *nats.Msg) {
-			if env, err := protocol.Decode(m.Data); err == nil {
-				if sa, ok := env.Body.(*protocol.SpeechAudio); ok {
-					frames <- sa
-				}
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Unsubscribe()
-		pub := bus.NewPublisher(js)
-		for _, body := range []protocol.Body{
-			&protocol.StartAnswer{ID: turn, PreviousID: "am_up", ConversationID: cid, AnswerType: protocol.Ptr(protocol.StartAnswerAnswerTypeVoice)},
-			&protocol.AssistantSentence{ID: protocol.Ptr("ams_uptts_1"), PreviousID: turn, ConversationID: cid, Sequence: 1,
-				Text: "Hello from the stack.", IsFinal: protocol.Ptr(true)},
-		} {
-			if _, err := pub.PublishServer(ctx, protocol.New(cid, body), ""); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var pcm []int16
-		deadline := time.After(20 * time.Second)
-		for {
-			select {
-			case sa := <-frames:
-				if sa.MessageID != turn || sa.Format != audio.PCMFormat(24000) {
-					t.Fatalf("speech audio %s %s, want turn %s at 24 kHz", sa.MessageID, sa.Format, turn)
-				}
-				pcm = append(pcm, audio.Samples(sa.Data)...)
-				if !sa.Last {
-					continue
-				}
-				if d := audio.FramesDuration(len(pcm), 24000); d < 500*time.Millisecond || audio.DBFS(pcm) < -40 {
-					t.Fatalf("espeak-ng spoke %v at %.1f dBFS: want audible speech", d, audio.DBFS(pcm))
-				}
-				return
-			case <-deadline:
-				t.Fatalf("no complete sentence of speech (%d samples)", len(pcm))
+		checkSpeaks(t, nc, js, "ac_up", "am_up", "am_uptts")
+	})
+}
+
+// checkSpeaks: a voice answer (turn) to the user message previous of
+// conversation cid is spoken: a complete sentence of audible speech at
+// 24 kHz reaches the room-agent's subject.
+func checkSpeaks(t *testing.T, nc *nats.Conn, js jetstream.JetStream, cid, previous, turn string) {
+	t.Helper()
+	ctx := context.Background()
+	frames := make(chan *protocol.SpeechAudio, 256)
+	sub, err := nc.Subscribe(subjects.AudioOut(cid), func(m *nats.Msg) {
+		if env, err := protocol.Decode(m.Data); err == nil {
+			if sa, ok := env.Body.(*protocol.SpeechAudio); ok {
+				frames <- sa
 			}
 		}
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	pub := bus.NewPublisher(js)
+	for _, body := range []protocol.Body{
+		&protocol.StartAnswer{ID: turn, PreviousID: previous, ConversationID: cid, AnswerType: protocol.Ptr(protocol.StartAnswerAnswerTypeVoice)},
+		&protocol.AssistantSentence{ID: protocol.Ptr("ams" + strings.TrimPrefix(turn, "am") + "_1"), PreviousID: turn, ConversationID: cid, Sequence: 1,
+			Text: "Hello from the stack.", IsFinal: protocol.Ptr(true)},
+	} {
+		if _, err := pub.PublishServer(ctx, protocol.New(cid, body), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pcm []int16
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case sa := <-frames:
+			if sa.MessageID != turn || sa.Format != audio.PCMFormat(24000) {
+				t.Fatalf("speech audio %s %s, want turn %s at 24 kHz", sa.MessageID, sa.Format, turn)
+			}
+			pcm = append(pcm, audio.Samples(sa.Data)...)
+			if !sa.Last {
+				continue
+			}
+			if d := audio.FramesDuration(len(pcm), 24000); d < 500*time.Millisecond || audio.DBFS(pcm) < -40 {
+				t.Fatalf("spoke %v at %.1f dBFS: want audible speech", d, audio.DBFS(pcm))
+			}
+			return
+		case <-deadline:
+			t.Fatalf("no complete sentence of speech (%d samples)", len(pcm))
+		}
+	}
 }
 
 type errNotYet string
