@@ -40,26 +40,8 @@ func (s *Store) BranchThrough(ctx context.Context, cid, through string) ([]Messa
 	if err != nil {
 		return nil, fmt.Errorf("store: branch through: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `
-		WITH RECURSIVE branch AS (
-			SELECT m.id, m.previous_id, 1 AS depth FROM alicia_messages m
-			WHERE m.id = $1 AND m.deleted_at IS NULL
-			UNION ALL
-			SELECT m.id, m.previous_id, b.depth + 1 FROM alicia_messages m JOIN branch b ON m.id = b.previous_id
-			WHERE m.deleted_at IS NULL AND b.depth < $2
-		)
-		SELECT `+messageColumns+` FROM branch b JOIN alicia_messages m ON m.id = b.id ORDER BY b.depth DESC`, leaf, maxBranch)
-	if err != nil {
-		return nil, fmt.Errorf("store: branch through: %w", err)
-	}
-	msgs, err := scanMessages(rows)
-	if err != nil {
-		return nil, fmt.Errorf("store: branch through: %w", err)
-	}
-	if err := s.details(ctx, msgs); err != nil {
-		return nil, err
-	}
-	return msgs, nil
+	return s.branchBack(ctx, `SELECT m.id, m.previous_id, 1 AS depth FROM alicia_messages m
+			WHERE m.id = $1 AND m.deleted_at IS NULL`, leaf)
 }
 
 // StreamingSentences reads the stored sentences of the answers in msgs

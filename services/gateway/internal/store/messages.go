@@ -96,16 +96,23 @@ func scanMessages(rows pgx.Rows) ([]Message, error) {
 // previous_id back from the branch head), root first, with their tool uses,
 // memories used and reasoning steps.
 func (s *Store) Branch(ctx context.Context, cid string) ([]Message, error) {
+	return s.branchBack(ctx, `SELECT m.id, m.previous_id, 1 AS depth FROM alicia_messages m
+			JOIN alicia_conversations c ON c.tip_message_id = m.id
+			WHERE c.id = $1 AND m.deleted_at IS NULL`, cid)
+}
+
+// branchBack walks previous_id back from the message anchor selects (its
+// id, previous id and depth 1, from $1) and returns the messages, root
+// first, with their details.
+func (s *Store) branchBack(ctx context.Context, anchor string, arg string) ([]Message, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH RECURSIVE branch AS (
-			SELECT m.id, m.previous_id, 1 AS depth FROM alicia_messages m
-			JOIN alicia_conversations c ON c.tip_message_id = m.id
-			WHERE c.id = $1 AND m.deleted_at IS NULL
+			`+anchor+`
 			UNION ALL
 			SELECT m.id, m.previous_id, b.depth + 1 FROM alicia_messages m JOIN branch b ON m.id = b.previous_id
 			WHERE m.deleted_at IS NULL AND b.depth < $2
 		)
-		SELECT `+messageColumns+` FROM branch b JOIN alicia_messages m ON m.id = b.id ORDER BY b.depth DESC`, cid, maxBranch)
+		SELECT `+messageColumns+` FROM branch b JOIN alicia_messages m ON m.id = b.id ORDER BY b.depth DESC`, arg, maxBranch)
 	if err != nil {
 		return nil, fmt.Errorf("store: branch: %w", err)
 	}
