@@ -80,6 +80,15 @@ export async function completed(answer: Locator, timeout = 20_000): Promise<Loca
   return answer
 }
 
+// ask sends text in the open conversation and waits for its whole answer
+// (a new answer, not the one before it).
+export async function ask(page: Page, text: string): Promise<Locator> {
+  const before = await answers(page).count()
+  await send(page, text)
+  await expect(answers(page)).toHaveCount(before + 1)
+  return completed(lastAnswer(page))
+}
+
 // newChat opens a new conversation by sending text from the home screen
 // and returns its id once the page is at its URL.
 export async function newChat(page: Page, text: string): Promise<string> {

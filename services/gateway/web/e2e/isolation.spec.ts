@@ -1,14 +1,13 @@
 // Another user's conversation URL shows "not yours" and nothing of it.
 import { expect, test } from '@playwright/test'
-import { completed, lastAnswer, newChat, send, signIn, stack } from './fixtures'
+import { ask, completed, lastAnswer, newChat, signIn, stack } from './fixtures'
 
 test("bob opening alice's conversation sees that it is not his, and nothing of it", async ({ page, browser }) => {
   await signIn(page, stack.aliceKey)
   const secret = 'The vault code is swordfish'
   const id = await newChat(page, secret)
   await completed(lastAnswer(page))
-  await send(page, 'And the spare key is under the mat')
-  await completed(lastAnswer(page))
+  await ask(page, 'And the spare key is under the mat')
 
   const bobContext = await browser.newContext()
   const bob = await bobContext.newPage()

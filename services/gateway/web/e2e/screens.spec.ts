@@ -2,7 +2,7 @@
 // critical violation, and a screenshot is saved as
 // screenshots/<screen>-<width>.png.
 import { expect, test, type Browser, type Page } from '@playwright/test'
-import { api, axe, completed, DESKTOP, json, lastAnswer, newChat, PHONE, say, send, shot, signIn, stack } from './fixtures'
+import { api, ask, axe, completed, DESKTOP, json, lastAnswer, newChat, PHONE, say, shot, signIn, stack } from './fixtures'
 
 let conversation = ''
 let memoryId = ''
@@ -17,11 +17,7 @@ test.beforeAll(async ({ browser }: { browser: Browser }) => {
   await signIn(page, stack.aliceKey)
   conversation = await newChat(page, 'When does Snorkwind the heron fish?')
   await completed(lastAnswer(page))
-  for (const text of [say.tool, say.think, say.markdown]) {
-    await send(page, text)
-    await expect(page.locator('article[data-role="user"]').last()).toContainText(text)
-    await completed(lastAnswer(page))
-  }
+  for (const text of [say.tool, say.think, say.markdown]) await ask(page, text)
   await context.close()
 })
 
