@@ -118,7 +118,9 @@ type AssistantSentence struct {
 	// 1-based sentence number.
 	Sequence int32 `json:"sequence"`
 
-	// Sentence text.
+	// Sentence text. A sentence that starts a new line of the answer begins with that
+	// line break ("\n", or "\n\n" for a new paragraph); the answer is its sentences
+	// joined with a space, except before one that begins with a line break.
 	Text string `json:"text"`
 }
 

@@ -18,11 +18,11 @@ func TestMinLength(t *testing.T) {
 		want []string
 	}{
 		{"default keeps short units", nil,
-			[]string{"Yes.", "I can help with that.", "Ok.", "```\ncode\n```", "No."}},
+			[]string{"Yes.", "I can help with that.", "Ok.", "\n```\ncode\n```", "\nNo."}},
 		{"short units join the next", []sentence.Option{sentence.WithMinLength(8)},
-			[]string{"Yes. I can help with that.", "Ok.", "```\ncode\n```", "No."}},
+			[]string{"Yes. I can help with that.", "Ok.", "\n```\ncode\n```", "\nNo."}},
 		{"everything short joins up", []sentence.Option{sentence.WithMinLength(100)},
-			[]string{"Yes. I can help with that. Ok.", "```\ncode\n```", "No."}},
+			[]string{"Yes. I can help with that. Ok.", "\n```\ncode\n```", "\nNo."}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,11 +67,28 @@ func nonSpace(s string) string {
 	return b.String()
 }
 
+// lines is text's line structure without its other whitespace: line
+// breaks, at most two in a row (a paragraph), between the non-space runes.
+func lines(text string) string {
+	var b strings.Builder
+	for _, r := range strings.TrimSpace(strings.ReplaceAll(text, "\r", "")) {
+		if r == '\n' || !unicode.IsSpace(r) {
+			b.WriteRune(r)
+		}
+	}
+	out := b.String()
+	for strings.Contains(out, "\n\n\n") {
+		out = strings.ReplaceAll(out, "\n\n\n", "\n\n")
+	}
+	return out
+}
+
 func FuzzSplitter(f *testing.F) {
 	f.Add("Mr. Smith paid $3.50. Then he left... OK?! Yes.", []byte{1, 2, 3}, uint8(0))
 	f.Add("Steps:\n1. Go. Now.\n- item\n```go\nx := 1. y\n```\nDone `a. B` ok.", []byte{5, 1}, uint8(0))
 	f.Add("你好。「好。」See https://x.com/a.b?c=d. e.g. Python, U.S. He", []byte{2}, uint8(6))
 	f.Add("He said 'hi.' Then… “Yes!” ``a`b`` ````\n```", []byte{7, 3, 1}, uint8(12))
+	f.Add("Intro.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n\n- x\n- y\r\n\r\nEnd. Yes.", []byte{3}, uint8(5))
 	f.Fuzz(func(t *testing.T, text string, cuts []byte, minLen uint8) {
 		opt := sentence.WithMinLength(int(minLen % 24))
 		whole := feed(sentence.New(opt), []string{text})
@@ -91,13 +108,18 @@ func FuzzSplitter(f *testing.F) {
 		if !reflect.DeepEqual(whole, pieces) {
 			t.Fatalf("fed whole:  %q\nfed in %q: %q", whole, chunks, pieces)
 		}
-		for _, s := range whole {
-			if s == "" || s != strings.TrimSpace(s) {
-				t.Fatalf("untrimmed or empty sentence %q in %q", s, whole)
+		for i, s := range whole {
+			body := strings.TrimLeft(s, "\n")
+			if brk := len(s) - len(body); body == "" || body != strings.TrimSpace(body) || brk > 2 || i == 0 && brk > 0 {
+				t.Fatalf("sentence %q in %q: empty, untrimmed, or a break other than \\n or \\n\\n inside the answer", s, whole)
 			}
 		}
-		if got, want := nonSpace(strings.Join(whole, " ")), nonSpace(text); got != want {
+		joined := strings.Join(whole, " ")
+		if got, want := nonSpace(joined), nonSpace(text); got != want {
 			t.Fatalf("characters lost or reordered:\n in  %q\n out %q", text, whole)
+		}
+		if got, want := lines(joined), lines(text); got != want {
+			t.Fatalf("lines lost (the answer's Markdown would break):\n in  %q\n out %q", want, got)
 		}
 	})
 }

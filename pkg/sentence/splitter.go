@@ -33,6 +33,10 @@ type Splitter struct {
 
 	buf  []byte // text not yet emitted
 	held string // a short unit waiting to be joined (WithMinLength)
+	// breaks counts the line breaks since the last unit emitted, which the
+	// next unit starts with; emitted: a unit was emitted.
+	breaks  int
+	emitted bool
 
 	// Scan state, valid for buf[:pos]; a scan resumes where the last one
 	// stopped for lack of lookahead.
@@ -85,24 +89,41 @@ func (s *Splitter) drain(out []string, final bool) []string {
 	}
 }
 
+// emit adds unit to out without its surrounding whitespace, but a unit
+// that starts a new line (after a unit already emitted) starts with that
+// break, "\n", or "\n\n" for a new paragraph: sentences joined with spaces
+// keep the answer's lines, so its Markdown (lists, tables, code blocks,
+// paragraphs) survives.
 func (s *Splitter) emit(out []string, unit string) []string {
-	unit = strings.TrimSpace(unit)
-	if unit == "" {
+	text := strings.TrimSpace(unit)
+	if text == "" {
+		s.breaks += strings.Count(unit, "\n")
 		return out
 	}
+	s.breaks += strings.Count(unit[:strings.Index(unit, text)], "\n")
+	brk := ""
+	if s.emitted || s.held != "" {
+		brk = strings.Repeat("\n", min(s.breaks, 2))
+	}
+	s.breaks = strings.Count(unit[strings.Index(unit, text)+len(text):], "\n")
+	code := strings.HasPrefix(text, "```")
 	if s.held != "" {
-		if strings.HasPrefix(unit, "```") {
+		if code {
 			out = append(out, s.held)
+			s.emitted = true
+		} else if brk != "" {
+			text, brk = s.held+brk+text, ""
 		} else {
-			unit = s.held + " " + unit
+			text = s.held + " " + text
 		}
 		s.held = ""
 	}
-	if s.minLen > 0 && utf8.RuneCountInString(unit) < s.minLen && !strings.HasPrefix(unit, "```") {
-		s.held = unit
+	if s.minLen > 0 && utf8.RuneCountInString(text) < s.minLen && !code {
+		s.held = brk + text
 		return out
 	}
-	return append(out, unit)
+	s.emitted = true
+	return append(out, brk+text)
 }
 
 // next finds the end of the first unit in buf. ok is false when the unit is
@@ -359,4 +380,21 @@ var noSplitAfter = map[string]bool{
 	"hon": true, "fig": true, "figs": true, "approx": true, "dept": true,
 	"vol": true, "eg": true, "ie": true, "ca": true, "pres": true,
 	"gov": true, "sen": true, "rep": true,
+}
+
+// Join puts an answer's sentences back together: a space between two
+// sentences, none before a sentence that starts with its line break. It is
+// how persistence and the clients assemble an answer's text.
+func Join(sentences []string) string {
+	var b strings.Builder
+	for i, s := range sentences {
+		if s == "" {
+			continue
+		}
+		if i > 0 && b.Len() > 0 && !strings.HasPrefix(s, "\n") {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/sentence"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
@@ -22,7 +23,9 @@ func TestStreamedAnswer(t *testing.T) {
 	}{
 		{"sentences", fakeopenai.Words("Hello there! The answer is 4.2, see https://example.com/a.b for more. Dr. Smith agrees."),
 			[]string{"Hello there!", "The answer is 4.2, see https://example.com/a.b for more.", "Dr. Smith agrees."}},
-		{"trailing newline", []string{"First line.", "\nSecond", " line.\n"}, []string{"First line.", "Second line."}},
+		{"trailing newline", []string{"First line.", "\nSecond", " line.\n"}, []string{"First line.", "\nSecond line."}},
+		{"markdown keeps its lines", []string{"Fruit:\n", "- apples\n- pears\n\n", "| a | b |\n|---|---|\n| 1 | 2 |\n\n", "```go\nx := 1\n```\nDone."},
+			[]string{"Fruit:", "\n- apples", "\n- pears", "\n\n| a | b |", "\n|---|---|", "\n| 1 | 2 |", "\n\n```go\nx := 1\n```", "\nDone."}},
 		{"one sentence", []string{"Sure"}, []string{"Sure"}},
 		{"nothing", nil, []string{""}},
 	}
@@ -51,7 +54,7 @@ func TestStreamedAnswer(t *testing.T) {
 				t.Fatalf("sentences %q, want %q", got, c.want)
 			}
 			r := h.row(t, sa.ID, func(r row) bool { return r.status == "completed" })
-			if want := strings.Join(c.want, " "); r.contents != want || r.role != "assistant" || r.previous == nil || *r.previous != uid {
+			if want := sentence.Join(c.want); r.contents != want || r.role != "assistant" || r.previous == nil || *r.previous != uid {
 				t.Fatalf("row %+v, want contents %q after %s", r, want, uid)
 			}
 			// The model saw the system prompt, the history and the question.

@@ -62,7 +62,7 @@ func (a *answer) startWith(text string) {
 func (a *answer) resumeAfter(sentences []string) {
 	a.published = sentences
 	a.seq = int32(len(sentences))
-	a.prefix, a.prefixPending = strings.Join(sentences, " "), false
+	a.prefix, a.prefixPending = sentence.Join(sentences), false
 }
 
 // prefixText is the answer so far, for the prompt.
@@ -216,7 +216,7 @@ func (a *answer) finish() {
 // content is the answer's text as the client and persistence hold it.
 func (a *answer) content() string {
 	if a.streaming {
-		return strings.TrimSpace(strings.Join(a.published, " "))
+		return strings.TrimSpace(sentence.Join(a.published))
 	}
 	parts := []string{}
 	if a.prefix != "" {

@@ -79,10 +79,11 @@ func (w *writer) flushSentences() {
 			WHERE s.completion_status = 'pending'
 			RETURNING message_id, sentence_sequence_number, text
 		), added AS (
-			SELECT message_id, string_agg(text, ' ' ORDER BY sentence_sequence_number) AS text FROM ins GROUP BY message_id
+			SELECT message_id, string_agg(text, CASE WHEN left(text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY sentence_sequence_number) AS text FROM ins GROUP BY message_id
 		)
 		UPDATE alicia_messages m SET
-			contents = CASE WHEN m.contents = '' THEN added.text ELSE m.contents || ' ' || added.text END,
+			contents = CASE WHEN m.contents = '' THEN added.text
+				WHEN left(added.text, 1) = chr(10) THEN m.contents || added.text ELSE m.contents || ' ' || added.text END,
 			completion_status = CASE WHEN m.id = ANY($7::text[]) AND m.completion_status IN ('pending', 'streaming')
 				THEN 'completed' ELSE m.completion_status END
 		FROM added WHERE m.id = added.message_id`, r.ids, r.messages, r.seqs, r.texts, r.audio, r.at, r.finals)

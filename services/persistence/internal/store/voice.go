@@ -98,9 +98,9 @@ func (w *writer) recomputeHeard(messages []string, onlyCut bool) {
 			GROUP BY s.message_id
 		), heard AS (
 			SELECT c.message_id,
-				COALESCE(string_agg(s.text, ' ' ORDER BY s.sentence_sequence_number) FILTER (WHERE s.playout_status IN ('played', 'interrupted')
+				COALESCE(string_agg(s.text, CASE WHEN left(s.text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY s.sentence_sequence_number) FILTER (WHERE s.playout_status IN ('played', 'interrupted')
 					OR (s.playout_status = 'pending' AND s.sentence_sequence_number < c.at)), '') AS contents,
-				COALESCE(string_agg(s.text, ' ' ORDER BY s.sentence_sequence_number), '') AS generated
+				COALESCE(string_agg(s.text, CASE WHEN left(s.text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY s.sentence_sequence_number), '') AS generated
 			FROM cut c LEFT JOIN alicia_sentences s ON s.message_id = c.message_id AND s.deleted_at IS NULL
 				AND s.completion_status <> 'pending' AND s.text <> ''
 			GROUP BY c.message_id

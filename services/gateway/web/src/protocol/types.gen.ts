@@ -449,7 +449,7 @@ export interface AssistantSentence {
    */
   sequence: number
   /**
-   * Sentence text.
+   * Sentence text. A sentence that starts a new line of the answer begins with that line break ("\n", or "\n\n" for a new paragraph); the answer is its sentences joined with a space, except before one that begins with a line break.
    */
   text: string
   /**
