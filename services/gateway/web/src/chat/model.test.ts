@@ -39,6 +39,16 @@ describe('stream assembly', () => {
     expect(streamingAnswer(s)).toBeUndefined()
   })
 
+  it('keeps the lines of sentences that start with a line break', () => {
+    seq = 0
+    const s = run(emptyChat(cid), [
+      server(MessageType.StartAnswer, { id: 'am_md', previousId: 'am_u', conversationId: cid }),
+      ...['Fruit:', '\n- apples', '\n- pears', '\n\n| a | b |', '\n|---|---|', 'Done.'].map((text, i) =>
+        server(MessageType.AssistantSentence, { previousId: 'am_md', conversationId: cid, sequence: i + 1, text })),
+    ])
+    expect(s.byId['am_md']!.content).toBe('Fruit:\n- apples\n- pears\n\n| a | b |\n|---|---| Done.')
+  })
+
   it('waits for missing sentences before completing', () => {
     seq = 0
     let s = emptyChat(cid)

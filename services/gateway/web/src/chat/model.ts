@@ -106,13 +106,17 @@ function withMessage(s: ChatState, id: string, fn: (m: ChatMessage) => ChatMessa
   return { ...s, byId: { ...s.byId, [id]: fn(m) } }
 }
 
+// assemble joins an answer's sentences as the server does (pkg/sentence
+// Join): a space between two, none before a sentence that starts with its
+// own line break, so lists, tables and code blocks keep their lines.
 export function assemble(sentences: Record<number, string>): string {
-  return Object.keys(sentences)
-    .map(Number)
-    .sort((a, b) => a - b)
-    .map((k) => sentences[k] ?? '')
-    .filter((t) => t !== '')
-    .join(' ')
+  let out = ''
+  for (const k of Object.keys(sentences).map(Number).sort((a, b) => a - b)) {
+    const t = sentences[k] ?? ''
+    if (t === '') continue
+    out += out !== '' && !t.startsWith('\n') ? ' ' + t : t
+  }
+  return out
 }
 
 function newAnswer(id: string, previousId: string | undefined, at: number): ChatMessage {
@@ -152,7 +156,11 @@ export function apply(s: ChatState, env: Envelope, now: number = Date.now()): Ch
       const m = existing ? { ...existing, previousId: b.previousId } : newAnswer(b.id, b.previousId, now)
       const hint = s.siblingHints[b.id]
       if (hint !== undefined) m.siblingCount = hint
-      return { ...s, order: placeAfter(s.order, b.previousId, b.id), byId: { ...s.byId, [b.id]: m } }
+      const byId = { ...s.byId, [b.id]: m }
+      // The answer's start confirms the message it answers: the server has it.
+      const asked = b.previousId ? s.byId[b.previousId] : undefined
+      if (asked?.local) byId[asked.id] = { ...asked, local: false }
+      return { ...s, order: placeAfter(s.order, b.previousId, b.id), byId }
     }
     case MessageType.AssistantSentence: {
       const b = env.body as AssistantSentence

@@ -62,11 +62,14 @@ export function App() {
       </aside>
       {menu && (
         <div className="fixed inset-0 z-30 flex md:hidden" role="dialog" aria-modal="true" aria-label="Menu">
-          <div className="w-72 max-w-[85%] bg-white shadow-xl dark:bg-slate-950">
+          <div className="flex w-72 max-w-[85%] flex-col bg-white shadow-xl dark:bg-slate-950">
             <div className="flex justify-end p-2">
               <button type="button" aria-label="Close menu" onClick={() => setMenu(false)} className="focus-ring rounded p-1"><IconClose /></button>
             </div>
-            <Sidebar onNavigate={() => setMenu(false)} />
+            {/* The sidebar takes what the close button leaves: its foot (sign out) stays on screen. */}
+            <div className="min-h-0 flex-1">
+              <Sidebar onNavigate={() => setMenu(false)} />
+            </div>
           </div>
           <button type="button" aria-label="Close menu" className="flex-1 bg-black/40" onClick={() => setMenu(false)} />
         </div>

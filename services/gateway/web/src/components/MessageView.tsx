@@ -1,4 +1,4 @@
-import { lazy, memo, Suspense, useState } from 'react'
+import { lazy, memo, Suspense, useEffect, useState } from 'react'
 import { api } from '../api'
 import type { ChatMessage } from '../chat/model'
 import { useApp } from '../store/app'
@@ -29,6 +29,24 @@ function BranchNav({ m }: { m: ChatMessage }) {
   const [error, setError] = useState<string>()
   const count = pos?.ids.length ?? m.siblingCount
   const at = pos ? pos.at : undefined
+
+  // Where this version stands among its siblings, once there are several
+  // (a version shown after a move is a new component: it asks again).
+  useEffect(() => {
+    if (m.siblingCount <= 1 || m.local) return
+    let live = true
+    api.siblings(m.id).then(
+      (s) => {
+        const ids = s.siblings.map((x) => x.id)
+        const here = ids.indexOf(m.id)
+        if (live && here >= 0) setPos({ ids, at: here })
+      },
+      () => {},
+    )
+    return () => {
+      live = false
+    }
+  }, [m.id, m.siblingCount, m.local])
 
   async function go(delta: number) {
     setBusy(true)

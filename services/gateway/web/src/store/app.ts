@@ -202,14 +202,23 @@ export const useApp = create<AppState>()((set, get) => ({
     const id = newId('am')
     const previousId = chat.order.at(-1)
     const cid = chat.conversationId
-    set({ chat: addLocalUserMessage(chat, id, content, Date.now()) })
+    set((s) => ({
+      chat: addLocalUserMessage(chat, id, content, Date.now()),
+      // The conversation moves to the top of the sidebar, as the server orders it.
+      conversations: s.conversations.some((x) => x.id === cid)
+        ? upsert(s.conversations, { ...s.conversations.find((x) => x.id === cid)!, updatedAt: Date.now() })
+        : s.conversations,
+    }))
     conn?.send(MessageType.UserMessage, { id, previousId, conversationId: cid, content, timestamp: Date.now() })
   },
   stop() {
     const chat = get().chat
     if (!chat) return
     const target = streamingAnswer(chat)
-    conn?.send(MessageType.ControlStop, { conversationId: chat.conversationId, targetId: target?.id, reason: 'user pressed stop', stopType: 'all' })
+    const body = { conversationId: chat.conversationId, targetId: target?.id, reason: 'user pressed stop', stopType: 'all' }
+    conn?.send(MessageType.ControlStop, body)
+    // The llm confirms only stops that named no answer: show this one stopped now.
+    if (target) set({ chat: apply(chat, { type: MessageType.ControlStop, body }) })
   },
   regenerate(messageId) {
     const chat = get().chat
