@@ -143,6 +143,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// WebSocket clients are told to reconnect (1012) before the server stops.
+	if err := wsh.Shutdown(sctx); err != nil {
+		log.Warn().Err(err).Msg("WebSocket sessions still open at shutdown")
+	}
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

@@ -44,8 +44,62 @@ type Handler struct {
 	// beyond, the upgrade is refused with 429.
 	ConnectionsPerUser int
 
-	mu    sync.Mutex
-	conns map[string]int // open connections per user
+	mu       sync.Mutex
+	conns    map[string]int // open connections per user
+	stopping chan struct{}  // closed by Shutdown
+	sessions sync.WaitGroup
+}
+
+func (h *Handler) stop() chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopping == nil {
+		h.stopping = make(chan struct{})
+	}
+	return h.stopping
+}
+
+// begin counts a session unless Shutdown has begun (under mu, as Shutdown
+// closes stopping, so no session starts after its Wait).
+func (h *Handler) begin() bool {
+	st := h.stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-st:
+		return false
+	default:
+		h.sessions.Add(1)
+		return true
+	}
+}
+
+// Shutdown ends every open connection with close code 1012 (service
+// restart: the client reconnects, to this gateway once it is back or to
+// another one) and waits until their sessions are over or ctx ends. The
+// HTTP server's own Shutdown does not reach hijacked WebSocket
+// connections; without this a client would stay attached to a session
+// that no longer forwards anything. Upgrades asked for afterwards get 503.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	st := h.stop()
+	h.mu.Lock()
+	select {
+	case <-st:
+	default:
+		close(st)
+	}
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		h.sessions.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // open counts a connection of user, or reports false at the limit.
@@ -96,6 +150,10 @@ func (h *Handler) Serve(c echo.Context) error {
 			fmt.Sprintf("too many WebSocket connections for this user (at most %d); close one first", h.ConnectionsPerUser))
 	}
 	defer h.close(user)
+	if !h.begin() {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "the server is shutting down; reconnect")
+	}
+	defer h.sessions.Done()
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: h.OriginPatterns})
 	if err != nil {
 		return nil // Accept already answered the request
@@ -116,6 +174,16 @@ func (h *Handler) Serve(c echo.Context) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- s.Run(ctx) }()
 	go h.keepAlive(ctx, cancel, conn, log)
+	// On Shutdown the client is told first (a cancelled read would drop the
+	// connection without a close frame), then the session ends.
+	go func() {
+		select {
+		case <-h.stop():
+			conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)

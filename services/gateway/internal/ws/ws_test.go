@@ -130,3 +130,47 @@ func TestServeWaitsForItsReader(t *testing.T) {
 		t.Fatal("Serve returned before the reader")
 	}
 }
+
+// TestShutdownTellsClientsToReconnect: Shutdown closes open connections with
+// 1012 (service restart), waits for their sessions, and refuses new ones.
+func TestShutdownTellsClientsToReconnect(t *testing.T) {
+	h := handler(t, nil)
+	h.PingInterval = time.Minute
+	url, served := serve(t, h)
+	c, _, err := websocket.Dial(context.Background(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := c.Read(context.Background()); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	select {
+	case <-served:
+	default:
+		t.Fatal("Shutdown returned before the session was over")
+	}
+	select {
+	case err := <-closed:
+		if code := websocket.CloseStatus(err); code != websocket.StatusServiceRestart {
+			t.Fatalf("closed with %v (%v), want 1012 service restart", code, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client was not disconnected")
+	}
+	url2, _ := serve(t, h)
+	if _, resp, err := websocket.Dial(context.Background(), url2, nil); err == nil || resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("an upgrade after Shutdown: err %v, response %v; want 503", err, resp)
+	}
+}
