@@ -54,6 +54,10 @@ func TestBranchThroughAMessage(t *testing.T) {
 	if got.Messages[3].Content != "Four." || len(got.Messages[3].ToolUses) != 1 || got.Messages[3].SiblingCount != 2 {
 		t.Fatalf("the older version %+v", got.Messages[3])
 	}
+	// A finished tool use says how long it ran.
+	if d := got.Messages[3].ToolUses[0].DurationMs; d == nil || *d < 0 {
+		t.Fatalf("tool use duration %v", d)
+	}
 	// From the root on, the newest reply at each step.
 	s.call(t, aliceKey, "GET", "/v1/conversations/"+c.ID+"?through=am_b1", nil).want(http.StatusOK, &got)
 	if want := "am_b1," + a1 + ",am_b2,am_b2_alt"; got.ids() != want {

@@ -34,11 +34,12 @@ type message struct {
 	CreatedAt      int64   `json:"createdAt"`
 	SiblingCount   int     `json:"siblingCount"`
 	ToolUses       []struct {
-		ID        string         `json:"id"`
-		ToolName  string         `json:"toolName"`
-		Arguments map[string]any `json:"arguments"`
-		Result    any            `json:"result"`
-		Status    string         `json:"status"`
+		ID         string         `json:"id"`
+		ToolName   string         `json:"toolName"`
+		Arguments  map[string]any `json:"arguments"`
+		Result     any            `json:"result"`
+		Status     string         `json:"status"`
+		DurationMs *int           `json:"durationMs"`
 	} `json:"toolUses"`
 	MemoriesUsed []struct {
 		MemoryID   string  `json:"memoryId"`

@@ -41,6 +41,8 @@ type ToolUse struct {
 	Status       string          `json:"status"`
 	ErrorCode    *string         `json:"errorCode,omitempty"`
 	ErrorMessage *string         `json:"errorMessage,omitempty"`
+	// DurationMs is how long the tool ran (request to result), once it has.
+	DurationMs *int32 `json:"durationMs,omitempty"`
 	// Votes on the tool use (target type tool_use).
 	Votes VoteCounts `json:"votes"`
 }
@@ -186,14 +188,15 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 	// conversation, and a memory's content only when the memory is the
 	// conversation owner's: persistence refuses anything else now, but
 	// rows written before it did must not show another user's data.
-	batch.Queue(`SELECT t.message_id, t.id, t.tool_name, t.tool_arguments, t.tool_result, t.status::text, t.error_code, t.error_message
+	batch.Queue(`SELECT t.message_id, t.id, t.tool_name, t.tool_arguments, t.tool_result, t.status::text, t.error_code, t.error_message,
+			t.processing_duration_ms
 		FROM alicia_tool_uses t JOIN alicia_messages m ON m.id = t.message_id AND m.conversation_id = t.conversation_id
 		WHERE t.message_id = ANY($1) AND t.deleted_at IS NULL
 		ORDER BY t.message_id, t.sequence_number, t.created_at`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var mid string
 			var u ToolUse
-			if err := rows.Scan(&mid, &u.ID, &u.ToolName, &u.Arguments, &u.Result, &u.Status, &u.ErrorCode, &u.ErrorMessage); err != nil {
+			if err := rows.Scan(&mid, &u.ID, &u.ToolName, &u.Arguments, &u.Result, &u.Status, &u.ErrorCode, &u.ErrorMessage, &u.DurationMs); err != nil {
 				return err
 			}
 			byID[mid].ToolUses = append(byID[mid].ToolUses, u)

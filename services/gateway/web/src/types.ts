@@ -30,6 +30,8 @@ export interface ToolUse {
   status: string
   errorCode?: string
   errorMessage?: string
+  // How long the tool ran, as the server stored it.
+  durationMs?: number
   votes?: Votes
   // Filled in live from the envelopes' arrival times.
   startedAt?: number

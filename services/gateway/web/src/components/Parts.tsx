@@ -36,7 +36,7 @@ export function ToolUseCard({ messageId, t }: { messageId: string; t: ToolUse })
   const [open, setOpen] = useState(false)
   const pending = t.status === 'pending' || t.status === 'running'
   const failed = !pending && (t.status === 'error' || t.status === 'failed' || t.errorCode !== undefined)
-  const duration = t.startedAt && t.finishedAt ? t.finishedAt - t.startedAt : undefined
+  const duration = t.durationMs ?? (t.startedAt && t.finishedAt ? t.finishedAt - t.startedAt : undefined)
   return (
     <div className="rounded-lg border border-slate-200 text-sm dark:border-slate-800" data-testid="tool-use">
       <button type="button" aria-expanded={open} onClick={() => setOpen(!open)} className="focus-ring flex w-full items-center justify-between gap-2 rounded-lg px-3 py-1.5 text-left">
