@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -117,5 +119,35 @@ func TestSnapshotResumePoint(t *testing.T) {
 	}
 	if done := got.Messages[1]; done.ID != a1 || done.Sentences != nil {
 		t.Fatalf("a completed answer carries sentences: %+v", done)
+	}
+}
+
+// TestSnapshotHasWhatTheStreamHeld: envelopes already in the stream when a
+// conversation is read are in the answer, even when persistence has not
+// applied them yet (the read waits for it, up to its position).
+func TestSnapshotHasWhatTheStreamHeld(t *testing.T) {
+	s := newStack(t)
+	var c conversation
+	s.call(t, aliceKey, "POST", "/v1/conversations", nil).want(http.StatusCreated, &c)
+	ctx := context.Background()
+	prev := ""
+	const n = 200
+	for i := range n {
+		id := fmt.Sprintf("am_inflight%03d", i)
+		var p *string
+		if prev != "" {
+			p = &prev
+		}
+		env := protocol.New(c.ID, &protocol.UserMessage{ID: id, PreviousID: p, ConversationID: c.ID, Content: "hi"})
+		env.Meta = map[string]any{edge.MetaUserID: "alice"}
+		if _, err := s.pub.PublishClient(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+	}
+	var got snapshot
+	s.call(t, aliceKey, "GET", "/v1/conversations/"+c.ID, nil).want(http.StatusOK, &got)
+	if len(got.Messages) != n || got.Messages[n-1].ID != prev {
+		t.Fatalf("%d messages (last %q), want the %d already published", len(got.Messages), got.ids()[max(0, len(got.ids())-20):], n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
@@ -126,6 +127,15 @@ func (a *API) getConversation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Read what the stream holds up to there, the user's own last message
+	// included (it may be on its way to Postgres still): the WebSocket
+	// resumes after seq with the server's envelopes only. Bounded: when
+	// persistence lags, the snapshot is served anyway.
+	wctx, cancel := context.WithTimeout(ctx, snapshotWait)
+	if err := rpc.WaitApplied(wctx, a.NC, bus.StreamConversations, seq); err != nil {
+		a.Log.Warn().Err(err).Uint64("sequence", seq).Msg("conversation read before persistence applied the stream")
+	}
+	cancel()
 	var msgs []store.Message
 	if through := c.QueryParam("through"); through != "" {
 		if len(through) > maxIDLen || !subjects.ValidToken(through) || !utf8.ValidString(through) {
@@ -149,6 +159,10 @@ func (a *API) getConversation(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, conversationWithMessages{Conversation: conv, Messages: msgs, StreamSeq: seq})
 }
+
+// snapshotWait bounds how long a conversation read waits for persistence
+// to apply the stream up to the read's position.
+const snapshotWait = 2 * time.Second
 
 // streamSeq is the CONVERSATIONS stream's last sequence.
 func (a *API) streamSeq(ctx context.Context) (uint64, error) {

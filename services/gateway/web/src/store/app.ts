@@ -5,7 +5,8 @@ import { api, ApiError } from '../api'
 import { Connection, type ConnectionStatus } from '../chat/connection'
 import { addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, streamingAnswer, type ChatState } from '../chat/model'
 import { newId } from '../ids'
-import { MessageType, type ServerInfo } from '../protocol'
+import { takeConversation, takeSession } from '../prefetch'
+import { MessageType, type ServerInfo, type StartAnswer } from '../protocol'
 import { navigate } from '../router'
 import type { Conversation, Session } from '../types'
 
@@ -76,7 +77,7 @@ export const useApp = create<AppState>()((set, get) => ({
 
   async loadSession() {
     try {
-      set({ session: await api.session(), sessionError: undefined })
+      set({ session: await (takeSession() ?? api.session()), sessionError: undefined })
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) set({ session: null, sessionError: undefined })
       else set({ session: null, sessionError: e instanceof Error ? e.message : String(e) })
@@ -161,7 +162,9 @@ export const useApp = create<AppState>()((set, get) => ({
     set({ chat: emptyChat(id), chatLoad: 'loading', chatError: undefined })
     let snap
     try {
-      snap = await api.getConversation(id, ab.signal)
+      // A failed prefetch is asked again, so its error is handled as any.
+      const early = takeConversation(id)
+      snap = await (early ? early.catch(() => api.getConversation(id, ab.signal)) : api.getConversation(id, ab.signal))
     } catch (e) {
       if (ab.signal.aborted) return
       if (e instanceof ApiError && e.status === 403) set({ chatLoad: 'forbidden', chat: null })
@@ -267,6 +270,13 @@ function connect(id: string, stanzaBase: number) {
         if (!chat || chat.conversationId !== id) return
         const next = apply(chat, env)
         if (next !== chat) useApp.setState({ chat: next })
+        // An answer to a message this page has not seen (sent from another
+        // tab or device: client envelopes are not forwarded): read the
+        // conversation again to show it.
+        if (env.type === MessageType.StartAnswer) {
+          const asked = (env.body as StartAnswer).previousId
+          if (asked && !chat.byId[asked]) refresh(id)
+        }
         if (env.type === MessageType.ConversationUpdate) {
           useApp.setState((s) => ({
             conversations: s.conversations.map((x) => (x.id === id ? { ...x, title: next.title || x.title, status: next.status as Conversation['status'] } : x)),
@@ -282,6 +292,23 @@ function connect(id: string, stanzaBase: number) {
   )
   conn = c
   c.start()
+}
+
+let refreshing: ReturnType<typeof setTimeout> | undefined
+// refresh merges a fresh snapshot of the open conversation, at most once
+// per 300 ms.
+function refresh(id: string) {
+  if (refreshing) return
+  refreshing = setTimeout(async () => {
+    refreshing = undefined
+    try {
+      const snap = await api.getConversation(id)
+      const cur = useApp.getState().chat
+      if (cur && cur.conversationId === id) useApp.setState({ chat: mergeSnapshot(cur, snap) })
+    } catch {
+      /* the next answer tries again */
+    }
+  }, 300)
 }
 
 export function connectionForTests(): Connection | null {
