@@ -263,6 +263,7 @@ function connect(id: string, stanzaBase: number) {
       status: (st) => {
         if (conn !== c) return
         useApp.setState({ connection: st })
+        if (st === 'reconnecting') checkSession()
       },
       envelope: (env) => {
         if (conn !== c) return
@@ -292,6 +293,19 @@ function connect(id: string, stanzaBase: number) {
   )
   conn = c
   c.start()
+}
+
+let lastSessionCheck = 0
+// checkSession: a WebSocket that cannot reconnect may have lost its session
+// (expired, signed out elsewhere, its key removed): the upgrade's 401 is
+// not visible to the page, so ask, at most every 5 s, and show the sign-in.
+function checkSession() {
+  const now = Date.now()
+  if (now - lastSessionCheck < 5000) return
+  lastSessionCheck = now
+  api.session().catch((e) => {
+    if (e instanceof ApiError && e.status === 401) useApp.getState().expired()
+  })
 }
 
 let refreshing: ReturnType<typeof setTimeout> | undefined
