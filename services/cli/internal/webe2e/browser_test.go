@@ -66,7 +66,7 @@ func TestBrowser(t *testing.T) {
 }
 
 // webDir is services/gateway/web, found from this file's directory.
-func webDir(t *testing.T) string {
+func webDir(t testing.TB) string {
 	t.Helper()
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {

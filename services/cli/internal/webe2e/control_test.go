@@ -33,7 +33,7 @@ func startControl(t *testing.T, s *stack) string {
 // startMCPServer serves an MCP server with one tool over streamable HTTP on
 // 127.0.0.1, for the settings spec to add (the llm connects to it) and
 // remove; it returns the server's URL.
-func startMCPServer(t *testing.T) string {
+func startMCPServer(t testing.TB) string {
 	t.Helper()
 	type echoIn struct {
 		Text string `json:"text" jsonschema:"the text to echo"`

@@ -47,7 +47,7 @@ type stack struct {
 	mcpURL  string // an MCP server (streamable HTTP) on 127.0.0.1
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t testing.TB) *stack {
 	t.Helper()
 	ns := natstest.Run(t)
 	nc := natstest.Connect(t, ns)
@@ -120,7 +120,7 @@ func startStack(t *testing.T) *stack {
 // address, as a deployment restarting it would: its WebSockets drop and the
 // clients reconnect.
 type restartable struct {
-	t     *testing.T
+	t     testing.TB
 	cfg   gateway.Config
 	log   zerolog.Logger
 	front *frontDoor
@@ -186,7 +186,7 @@ type frontDoor struct {
 	conns map[net.Conn]struct{}
 }
 
-func startFrontDoor(t *testing.T, target string) *frontDoor {
+func startFrontDoor(t testing.TB, target string) *frontDoor {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

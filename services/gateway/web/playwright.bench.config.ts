@@ -1,0 +1,43 @@
+// Benchmarks of the web client (the figures of issue 12), not tests: the
+// specs in bench/ measure and write JSON files that BenchmarkWebClient
+// (services/cli/internal/webe2e) reads and reports, against the real stack
+// it starts: `go test -run '^$' -bench WebClient -benchtime 1x ./services/cli/internal/webe2e/`.
+// The normal config (playwright.config.ts) never runs them. The browser is
+// Debian's chromium; nothing here downloads one.
+import { defineConfig } from '@playwright/test'
+
+const baseURL = process.env.ALICIA_WEB_BASE_URL
+if (!baseURL) throw new Error('ALICIA_WEB_BASE_URL is not set: run the benchmarks through go test -bench WebClient ./services/cli/internal/webe2e/')
+
+export default defineConfig({
+  testDir: 'bench',
+  testMatch: '**/*.bench.ts',
+  // One measurement at a time: nothing else loads the machine.
+  workers: 1,
+  fullyParallel: false,
+  retries: 0,
+  timeout: 15 * 60_000,
+  expect: { timeout: 20_000 },
+  reporter: 'list',
+  outputDir: 'test-results/bench',
+  use: {
+    baseURL,
+    viewport: { width: 1280, height: 800 },
+    screenshot: 'off',
+    trace: 'off',
+    actionTimeout: 20_000,
+    launchOptions: {
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-gpu',
+        '--disable-quic',
+      ],
+    },
+  },
+  projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
+})
