@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -134,5 +136,30 @@ func TestLogOnlyWhenAsked(t *testing.T) {
 	t.Setenv("ALICIA_TEST_LOG", "1")
 	if l := testkit.Log(); l.GetLevel() != zerolog.DebugLevel {
 		t.Errorf("with ALICIA_TEST_LOG the level is %s, want debug", l.GetLevel())
+	}
+}
+
+// TestFreeAddrBelowTheEphemeralRange: FreeAddr's ports are below the range
+// port-0 listeners are handed ports from, and never twice.
+func TestFreeAddrBelowTheEphemeralRange(t *testing.T) {
+	seen := map[string]bool{}
+	for range 50 {
+		addr := testkit.FreeAddr(t)
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := strconv.Atoi(port); n < 10000 || n >= 32768 {
+			t.Fatalf("port %d: not below the ephemeral range", n)
+		}
+		if seen[addr] {
+			t.Fatalf("%s handed out twice", addr)
+		}
+		seen[addr] = true
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("%s is not free: %v", addr, err)
+		}
+		ln.Close()
 	}
 }

@@ -15,9 +15,11 @@ import (
 // while the replica consumes ASR_JOBS (a deleted consumer is made again),
 // unhealthy (naming why) when NATS is gone.
 func TestHealthz(t *testing.T) {
-	addr := testkit.FreeAddr(t)
 	h := newHarness(t)
 	cfg := h.config(fakeopenai.New(t))
+	// The free port is picked once the test's other servers listen, so
+	// none of them can be handed the same one.
+	addr := testkit.FreeAddr(t)
 	cfg.MetricsAddr = addr
 	h.replica(cfg)
 	healthz := func(want int, wantBody string) func() error {
