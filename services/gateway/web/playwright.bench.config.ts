@@ -19,7 +19,7 @@ export default defineConfig({
   timeout: 15 * 60_000,
   expect: { timeout: 20_000 },
   reporter: 'list',
-  outputDir: 'test-results/bench',
+  outputDir: 'bench-results/playwright',
   use: {
     baseURL,
     viewport: { width: 1280, height: 800 },
