@@ -72,11 +72,18 @@ type ReasoningStep struct {
 const maxBranch = 10000
 
 // messageColumns are read from m (alicia_messages); the sibling count
-// includes the message itself.
+// includes the message itself. Counted by equality, not IS NOT DISTINCT
+// FROM, so a reply's count is an index lookup (idx_messages_previous)
+// instead of a scan of the conversation per message (which took 336 of
+// the 343 ms of reading a branch of 2,000 messages).
 const messageColumns = `m.id, m.previous_id, m.message_role::text, m.contents, m.completion_status::text,
 	m.interrupted_at IS NOT NULL, m.sequence_number, m.created_at,
-	(SELECT count(*) FROM alicia_messages s WHERE s.conversation_id = m.conversation_id
-		AND s.previous_id IS NOT DISTINCT FROM m.previous_id AND s.deleted_at IS NULL)`
+	CASE WHEN m.previous_id IS NULL
+		THEN (SELECT count(*) FROM alicia_messages s WHERE s.conversation_id = m.conversation_id
+			AND s.previous_id IS NULL AND s.deleted_at IS NULL)
+		ELSE (SELECT count(*) FROM alicia_messages s WHERE s.previous_id = m.previous_id
+			AND s.conversation_id = m.conversation_id AND s.deleted_at IS NULL)
+	END`
 
 func scanMessages(rows pgx.Rows) ([]Message, error) {
 	defer rows.Close()
