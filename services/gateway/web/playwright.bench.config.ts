@@ -5,6 +5,7 @@
 // The normal config (playwright.config.ts) never runs them. The browser is
 // Debian's chromium; nothing here downloads one.
 import { defineConfig } from '@playwright/test'
+import { chromiumLaunch } from './e2e/chromium'
 
 const baseURL = process.env.ALICIA_WEB_BASE_URL
 if (!baseURL) throw new Error('ALICIA_WEB_BASE_URL is not set: run the benchmarks through go test -bench WebClient ./services/cli/internal/webe2e/')
@@ -26,18 +27,7 @@ export default defineConfig({
     screenshot: 'off',
     trace: 'off',
     actionTimeout: 20_000,
-    launchOptions: {
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-gpu',
-        '--disable-quic',
-      ],
-    },
+    launchOptions: chromiumLaunch,
   },
   projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
 })

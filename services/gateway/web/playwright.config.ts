@@ -3,6 +3,7 @@
 // ALICIA_WEB_* variables: `go test -run TestBrowser -v ./services/cli/internal/webe2e/`.
 // The browser is Debian's chromium; nothing here downloads one.
 import { defineConfig } from '@playwright/test'
+import { chromiumLaunch } from './e2e/chromium'
 
 const baseURL = process.env.ALICIA_WEB_BASE_URL
 if (!baseURL) throw new Error('ALICIA_WEB_BASE_URL is not set: run the browser tests through go test -run TestBrowser ./services/cli/internal/webe2e/')
@@ -24,18 +25,7 @@ export default defineConfig({
     screenshot: 'only-on-failure',
     trace: 'off',
     actionTimeout: 10_000,
-    launchOptions: {
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-gpu',
-        '--disable-quic',
-      ],
-    },
+    launchOptions: chromiumLaunch,
   },
   projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
 })
