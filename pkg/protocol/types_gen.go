@@ -631,7 +631,9 @@ type SentenceAudio struct {
 
 // What the room-agent did with one sentence's audio
 // (alicia.conv.{cid}.agent.sentence_playout): played whole, interrupted by the
-// user, or never played. Message type 67, internal.
+// user, or never played; and, to the room's participants only (on the LiveKit data
+// channel, never stored), that a sentence started playing. Message type 67,
+// internal.
 type SentencePlayout struct {
 	// Conversation id (ac_…).
 	ConversationID string `json:"conversationId"`
@@ -648,7 +650,8 @@ type SentencePlayout struct {
 	// The sentence's 1-based sequence.
 	Sequence int32 `json:"sequence"`
 
-	// played, interrupted (cut off by a barge-in) or unplayed.
+	// played, interrupted (cut off by a barge-in) or unplayed; playing (its audio
+	// started) only on the data channel, never on the stream.
 	Status SentencePlayoutStatus `json:"status"`
 }
 
@@ -656,6 +659,7 @@ type SentencePlayoutStatus string
 
 const SentencePlayoutStatusInterrupted SentencePlayoutStatus = "interrupted"
 const SentencePlayoutStatusPlayed SentencePlayoutStatus = "played"
+const SentencePlayoutStatusPlaying SentencePlayoutStatus = "playing"
 const SentencePlayoutStatusUnplayed SentencePlayoutStatus = "unplayed"
 
 // Real server status, never hard-coded. Message type 26, S→C.

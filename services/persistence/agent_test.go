@@ -42,6 +42,8 @@ func TestAgentEnvelopes(t *testing.T) {
 			MessageID: v.answer, SentenceID: "ams_1_" + v.cid, Sequence: 1, Status: protocol.SentencePlayoutStatusUnplayed}, nil, "agent"},
 		{"sentence audio on a system subject", subjects.System(protocol.TypeSentenceAudio), &protocol.SentenceAudio{ConversationID: v.cid,
 			MessageID: v.answer, SentenceID: "ams_1_" + v.cid, Sequence: 1, Format: "pcm_s16le_24000", DurationMs: 5, ByteSize: 240}, nil, "agent"},
+		{"playing mark on the stream", subjects.Agent(v.cid, protocol.TypeSentencePlayout), &protocol.SentencePlayout{ConversationID: v.cid,
+			MessageID: v.answer, SentenceID: "ams_1_" + v.cid, Sequence: 1, Status: protocol.SentencePlayoutStatusPlaying}, nil, "live mark"},
 		{"utterance id not a string", subjects.Client(v.cid, protocol.TypeAudioChunk), &protocol.AudioChunk{ConversationID: v.cid,
 			Format: "pcm_s16le_16000", DurationMs: 10, Sequence: 1}, map[string]any{"alicia.utterance_id": 42}, "utterance_id"},
 	}

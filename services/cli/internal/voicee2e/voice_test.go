@@ -68,6 +68,22 @@ func TestVoiceTurn(t *testing.T) {
 		return n >= 50 // a second of audio
 	}, fmt.Sprintf("no agent speech heard (speech requests %d, heard %d pieces)", s.speech.SpeechCount(), len(u.heard())))
 
+	// The agent told the user, on the data channel, as each sentence started
+	// and ended: playing, then played, for the three sentences in order.
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		var marks []string
+		for _, e := range u.received() {
+			if p, ok := e.Body.(*protocol.SentencePlayout); ok && p.MessageID == sa.ID {
+				marks = append(marks, fmt.Sprintf("%d:%s", p.Sequence, p.Status))
+			}
+		}
+		want := "[1:playing 1:played 2:playing 2:played 3:playing 3:played]"
+		if got := fmt.Sprint(marks); got != want {
+			return errorf("playout marks %s, want %s", got, want)
+		}
+		return nil
+	}, "playout marks")
+
 	// Rows: the user's message from the transcription with its audio row, the
 	// answer with its sentences and their audio fields, played.
 	ctx := context.Background()

@@ -79,6 +79,9 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	case *protocol.SentenceAudio:
 		return w.sentenceAudio(cid, b, at), nil
 	case *protocol.SentencePlayout:
+		if b.Status == protocol.SentencePlayoutStatusPlaying {
+			return "", errPlaying
+		}
 		return w.sentencePlayout(cid, b, at), nil
 	case *protocol.Configuration:
 		w.configuration(cid, b)

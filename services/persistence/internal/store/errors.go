@@ -16,5 +16,6 @@ var (
 	errUnknownServerAction = errors.New("MCP server config action is neither upsert nor delete")
 	errWorkItem            = errors.New("a work item (ASRJob, SpeechAudio, AgentDispatch) is not a record: it has no place on a conversation or system subject")
 	errNotAgentSubject     = errors.New("SentenceAudio and SentencePlayout belong on alicia.conv.{cid}.agent.{type}")
+	errPlaying             = errors.New("SentencePlayout playing is a live mark for the room's participants, never a record")
 	errUtteranceID         = errors.New("AudioChunk meta alicia.utterance_id is not a non-empty string")
 )

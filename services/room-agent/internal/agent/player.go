@@ -47,8 +47,9 @@ type PlayKind int
 
 // Play event kinds.
 const (
-	FirstFrame   PlayKind = iota + 1 // the turn's first frame went out
-	SentenceDone                     // a sentence played to its end
+	FirstFrame    PlayKind = iota + 1 // the turn's first frame went out
+	SentenceDone                      // a sentence played to its end
+	SentenceStart                     // a sentence's first frame went out
 )
 
 // turnAudio orders one turn's chunks: sentences by sequence, chunks by index.
@@ -317,13 +318,20 @@ func (p *Player) pop() (frame, bool, time.Duration) {
 	}
 	f := p.queue[0]
 	p.queue = p.queue[1:]
-	if p.playing != f.sentence {
+	started := p.playing != f.sentence
+	if started {
 		p.playing, p.playSeq, p.played = f.sentence, f.seq, 0
 	}
 	first := p.lastTurn != f.turn
 	p.lastTurn = f.turn
-	if first && p.onEvent != nil {
-		p.onEvent(PlayEvent{Kind: FirstFrame, Turn: f.turn, Sentence: f.sentence, Seq: f.seq, At: time.Now()})
+	if p.onEvent != nil {
+		now := time.Now()
+		if first {
+			p.onEvent(PlayEvent{Kind: FirstFrame, Turn: f.turn, Sentence: f.sentence, Seq: f.seq, At: now})
+		}
+		if started {
+			p.onEvent(PlayEvent{Kind: SentenceStart, Turn: f.turn, Sentence: f.sentence, Seq: f.seq, At: now})
+		}
 	}
 	return f, true, 0
 }

@@ -381,6 +381,17 @@ type roomAuth struct{}
 
 func (roomAuth) Authorize(context.Context, string, string) error { return nil }
 
+// broadcast sends a frame to every participant on the reliable data channel.
+func (r *Room) broadcast(frame []byte) error {
+	r.mu.Lock()
+	lk := r.lk
+	r.mu.Unlock()
+	if lk == nil {
+		return fmt.Errorf("agent: not in the room")
+	}
+	return lk.LocalParticipant.PublishDataPacket(lksdk.UserData(frame), lksdk.WithDataPublishReliable(true))
+}
+
 // dataTransport sends envelopes to one participant on the reliable data channel.
 type dataTransport struct {
 	r        *Room

@@ -45,11 +45,15 @@ type tracker struct {
 	transcribedIn map[string]time.Duration // utterance id → end of speech to final transcript
 	// records are published in order by one goroutine, off the audio paths.
 	records chan func(context.Context)
+	// marks are SentencePlayout envelopes for the room's participants, sent
+	// in order on the data channel by another goroutine (never behind a
+	// JetStream publish).
+	marks chan []byte
 }
 
 func newTracker(r *Room) *tracker {
 	return &tracker{r: r, turns: map[string]*turn{}, speechEnds: map[string]time.Time{}, transcribedIn: map[string]time.Duration{},
-		records: make(chan func(context.Context), 256)}
+		records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
 }
 
 func (t *tracker) publishLoop(ctx context.Context) {
@@ -60,6 +64,37 @@ func (t *tracker) publishLoop(ctx context.Context) {
 		case f := <-t.records:
 			f(ctx)
 		}
+	}
+}
+
+// markLoop sends the live playout marks to the room's participants.
+func (t *tracker) markLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case frame := <-t.marks:
+			if err := t.r.broadcast(frame); err != nil {
+				t.r.log.Debug().Err(err).Msg("playout mark")
+			}
+		}
+	}
+}
+
+// mark tells the room's participants what happens to a sentence's audio
+// (SentencePlayout on the data channel, not stored): they show which
+// sentence is heard and, after a barge-in, what was not. A full queue drops
+// the mark: it is a view, the record on the stream is the truth.
+func (t *tracker) mark(turnID, sentenceID string, seq int32, status protocol.SentencePlayoutStatus, played time.Duration) {
+	cid := t.r.cid
+	frame, err := protocol.Encode(protocol.New(cid, &protocol.SentencePlayout{ConversationID: cid, MessageID: turnID, SentenceID: sentenceID,
+		Sequence: seq, Status: status, PlayedMs: int32(played / time.Millisecond)}))
+	if err != nil {
+		return
+	}
+	select {
+	case t.marks <- frame:
+	default:
 	}
 }
 
@@ -97,6 +132,7 @@ func (t *tracker) follow(ctx context.Context) error {
 	}
 	go func() { <-ctx.Done(); cc.Stop() }()
 	go t.publishLoop(ctx)
+	go t.markLoop(ctx)
 	return nil
 }
 
@@ -198,6 +234,8 @@ func (t *tracker) onPlay(ev PlayEvent) {
 			}
 			span.End(trace.WithTimestamp(ev.At))
 		}
+	case SentenceStart:
+		t.mark(ev.Turn, ev.Sentence, ev.Seq, protocol.SentencePlayoutStatusPlaying, 0)
 	case SentenceDone:
 		t.mu.Lock()
 		tu := t.turnLocked(ev.Turn)
@@ -312,6 +350,7 @@ func (t *tracker) enqueue(f func(context.Context)) {
 // milliseconds, long before the user's next message (which waits for the
 // end-pointing silence and the transcription) is published.
 func (t *tracker) record(turnID string, s *sentence, status protocol.SentencePlayoutStatus, played time.Duration) {
+	t.mark(turnID, s.id, s.seq, status, played)
 	cid := t.r.cid
 	env := protocol.New(cid, &protocol.SentencePlayout{ConversationID: cid, MessageID: turnID, SentenceID: s.id, Sequence: s.seq,
 		Status: status, PlayedMs: int32(played / time.Millisecond)})

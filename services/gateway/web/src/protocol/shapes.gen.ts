@@ -569,7 +569,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       playedMs: { t: 'integer', min: 0, max: 2147483647 },
       sentenceId: { t: 'string' },
       sequence: { t: 'integer', min: 1, max: 2147483647 },
-      status: { t: 'string', enum: ['played', 'interrupted', 'unplayed'] },
+      status: { t: 'string', enum: ['played', 'interrupted', 'unplayed', 'playing'] },
     },
   },
   // AgentDispatch

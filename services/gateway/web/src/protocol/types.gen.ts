@@ -950,7 +950,7 @@ export interface SentenceAudio {
 
 // 67: sentence_playout.json
 /**
- * What the room-agent did with one sentence's audio (alicia.conv.{cid}.agent.sentence_playout): played whole, interrupted by the user, or never played. Message type 67, internal.
+ * What the room-agent did with one sentence's audio (alicia.conv.{cid}.agent.sentence_playout): played whole, interrupted by the user, or never played; and, to the room's participants only (on the LiveKit data channel, never stored), that a sentence started playing. Message type 67, internal.
  */
 export interface SentencePlayout {
   /**
@@ -970,9 +970,9 @@ export interface SentencePlayout {
    */
   sequence: number
   /**
-   * played, interrupted (cut off by a barge-in) or unplayed.
+   * played, interrupted (cut off by a barge-in) or unplayed; playing (its audio started) only on the data channel, never on the stream.
    */
-  status: 'played' | 'interrupted' | 'unplayed'
+  status: 'played' | 'interrupted' | 'unplayed' | 'playing'
   /**
    * Milliseconds of the sentence's audio that were played.
    */
