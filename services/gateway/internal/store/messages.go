@@ -30,6 +30,21 @@ type Message struct {
 	NoteCount int        `json:"noteCount"`
 	// Sentences are those stored so far of an answer still streaming.
 	Sentences []Sentence `json:"sentences,omitempty"`
+	// Spoken is, for an answer that was spoken (a voice turn), each of its
+	// sentences with what became of its audio: whether the user heard it.
+	// After a barge-in Content holds what was heard; the unplayed sentences
+	// are here.
+	Spoken []SpokenSentence `json:"spoken,omitempty"`
+}
+
+// SpokenSentence is one sentence of a spoken answer.
+type SpokenSentence struct {
+	Sequence int32  `json:"sequence"`
+	Text     string `json:"text"`
+	// Playout: played (to its end), interrupted (cut off by the user after
+	// PlayedMs), unplayed (never heard), or pending (not reported yet).
+	Playout  string `json:"playout"`
+	PlayedMs int32  `json:"playedMs"`
 }
 
 // ToolUse is one tool call of an answer, in call order.
@@ -237,6 +252,24 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 				return err
 			}
 			byID[mid].Reasoning = append(byID[mid].Reasoning, r)
+		}
+		return rows.Err()
+	})
+	// The sentences of spoken answers: those with a playout reported.
+	batch.Queue(`WITH voiced AS (
+			SELECT DISTINCT message_id FROM alicia_sentences
+			WHERE message_id = ANY($1) AND deleted_at IS NULL AND playout_status <> 'pending'
+		)
+		SELECT s.message_id, s.sentence_sequence_number, s.text, s.playout_status::text, COALESCE(s.played_ms, 0)
+		FROM alicia_sentences s JOIN voiced v ON v.message_id = s.message_id
+		WHERE s.deleted_at IS NULL ORDER BY s.message_id, s.sentence_sequence_number`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var mid string
+			var sp SpokenSentence
+			if err := rows.Scan(&mid, &sp.Sequence, &sp.Text, &sp.Playout, &sp.PlayedMs); err != nil {
+				return err
+			}
+			byID[mid].Spoken = append(byID[mid].Spoken, sp)
 		}
 		return rows.Err()
 	})
