@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/services/llm"
 )
@@ -175,5 +177,44 @@ func BenchmarkTurnOverheadLoad(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(len(lat)), "turns")
+	report(b, lat)
+}
+
+// BenchmarkStop: a client's ControlStop published (one synced JetStream
+// write) → the model's stream for the answer it stops is closed. One stop
+// per iteration, in the middle of a streaming answer.
+func BenchmarkStop(b *testing.B) {
+	h := newHarness(b)
+	h.replica(h.config(h.fake))
+	var lat []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		cid := h.conversation()
+		w := h.watch(cid)
+		h.fake.Reset()
+		h.fake.SetFault(fakeopenai.Fault{ChunkDelay: 25 * time.Millisecond})
+		h.fake.Enqueue(fakeopenai.Text("One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten."))
+		uid := h.say(cid, "count to ten")
+		var aid string
+		w.until(b, 10*time.Second, "two sentences", func(envs []seen) bool {
+			sa := answerOf(envs, uid)
+			if sa != nil {
+				aid = sa.ID
+			}
+			return sa != nil && len(sentencesOf(envs, sa.ID)) >= 2
+		})
+		b.StartTimer()
+		at := time.Now()
+		h.client(cid, &protocol.ControlStop{ConversationID: cid, TargetID: &aid, StopType: protocol.Ptr(protocol.ControlStopStopTypeAll)})
+		if err := testkit.CheckFor(time.Second, 100*time.Microsecond, func() error {
+			if h.fake.Active() > 0 {
+				return errors.New("model request still streaming")
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(at))
+	}
 	report(b, lat)
 }
