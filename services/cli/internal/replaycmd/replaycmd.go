@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
-	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/timeline"
 )
 
 // Options of a replay.
@@ -27,25 +27,14 @@ type Options struct {
 }
 
 // Step is one line of the timeline.
-type Step struct {
-	Sequence uint64          `json:"seq"`
-	Time     time.Time       `json:"time"`
-	OffsetMs int64           `json:"offsetMs"`
-	GapMs    int64           `json:"gapMs"`
-	Origin   string          `json:"origin"`
-	Type     string          `json:"type"`
-	StanzaID int32           `json:"stanzaId"`
-	Summary  string          `json:"summary"`
-	Envelope json.RawMessage `json:"envelope,omitempty"`
-	Error    string          `json:"error,omitempty"`
-}
+type Step = timeline.Step
 
 // Run prints the conversation's timeline to out.
 func Run(ctx context.Context, nc *nats.Conn, o Options, out io.Writer) error {
 	if err := subjects.Validate(o.ConversationID); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	p := &printer{o: o, out: out}
+	p := &printer{o: o, out: out, tl: timeline.Timeline{Envelopes: o.JSON}}
 	if !o.JSON {
 		fmt.Fprintf(out, "%10s  %7s  %-6s  %-20s  %s\n", "offset", "gap", "origin", "type", "summary")
 	}
@@ -66,35 +55,16 @@ func Run(ctx context.Context, nc *nats.Conn, o Options, out io.Writer) error {
 }
 
 type printer struct {
-	o           Options
-	out         io.Writer
-	first, prev time.Time
-	last        uint64
-	count       int
+	o     Options
+	out   io.Writer
+	tl    timeline.Timeline
+	last  uint64
+	count int
 }
 
 func (p *printer) print(seq uint64, subject string, at time.Time, data []byte) error {
-	if p.count == 0 {
-		p.first, p.prev = at, at
-	}
-	st := Step{Sequence: seq, Time: at, OffsetMs: at.Sub(p.first).Milliseconds(), GapMs: at.Sub(p.prev).Milliseconds()}
-	if ps, err := subjects.Parse(subject); err == nil {
-		st.Origin = string(ps.Origin)
-	}
-	env, err := protocol.Decode(data)
-	if err != nil {
-		st.Type, st.Error = "invalid", err.Error()
-	} else {
-		st.Type, st.Summary = env.Type.String(), summarize(env)
-		st.StanzaID = env.StanzaID
-		if st.Origin == string(subjects.OriginServer) {
-			st.StanzaID, _ = bus.ServerStanzaID(seq)
-		}
-		if p.o.JSON {
-			st.Envelope, _ = protocol.EncodeJSON(env)
-		}
-	}
-	p.prev, p.last = at, seq
+	st := p.tl.Step(seq, subject, at, data)
+	p.last = seq
 	p.count++
 	if p.o.JSON {
 		b, _ := json.Marshal(st)
@@ -105,7 +75,7 @@ func (p *printer) print(seq uint64, subject string, at time.Time, data []byte) e
 	if st.Error != "" {
 		summary = st.Error
 	}
-	_, err = fmt.Fprintf(p.out, "%9.3fs  %6dms  %-6s  %-20s  %s\n", float64(st.OffsetMs)/1000, st.GapMs, st.Origin, st.Type, summary)
+	_, err := fmt.Fprintf(p.out, "%9.3fs  %6dms  %-6s  %-20s  %s\n", float64(st.OffsetMs)/1000, st.GapMs, st.Origin, st.Type, summary)
 	return err
 }
 

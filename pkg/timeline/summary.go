@@ -1,4 +1,4 @@
-package replaycmd
+package timeline
 
 import (
 	"encoding/json"
