@@ -145,7 +145,13 @@ func For(service string) Permissions {
 			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig),
 			subjects.AllDispatch,
 			rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryActionSubject}
-		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
+		// The owner's debug timeline (GET /v1/conversations/{id}/timeline)
+		// reads one conversation's envelopes of every origin through
+		// consumers filtered on alicia.conv.{cid}.>. A * in a filter is a
+		// token like any other to the server: with this the gateway may
+		// also create a consumer on alicia.conv.*.> (every conversation), as
+		// it could already on alicia.conv.*.server.>.
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll, subjects.Conversation("*"))...)
 		// The web client's sessions.
 		p.Publish = append(p.Publish, keyValue(SessionsBucket)...)
 	case RoomAgent:
