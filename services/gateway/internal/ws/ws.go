@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -19,6 +18,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
 )
 
 // Handler accepts WebSocket connections.
@@ -44,34 +44,7 @@ type Handler struct {
 	// beyond, the upgrade is refused with 429.
 	ConnectionsPerUser int
 
-	mu       sync.Mutex
-	conns    map[string]int // open connections per user
-	stopping chan struct{}  // closed by Shutdown
-	sessions sync.WaitGroup
-}
-
-func (h *Handler) stop() chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.stopping == nil {
-		h.stopping = make(chan struct{})
-	}
-	return h.stopping
-}
-
-// begin counts a session unless Shutdown has begun (under mu, as Shutdown
-// closes stopping, so no session starts after its Wait).
-func (h *Handler) begin() bool {
-	st := h.stop()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	select {
-	case <-st:
-		return false
-	default:
-		h.sessions.Add(1)
-		return true
-	}
+	conns conns.Tracker // open connections per user; ended by Shutdown
 }
 
 // Shutdown ends every open connection with close code 1012 (service
@@ -80,49 +53,7 @@ func (h *Handler) begin() bool {
 // HTTP server's own Shutdown does not reach hijacked WebSocket
 // connections; without this a client would stay attached to a session
 // that no longer forwards anything. Upgrades asked for afterwards get 503.
-func (h *Handler) Shutdown(ctx context.Context) error {
-	st := h.stop()
-	h.mu.Lock()
-	select {
-	case <-st:
-	default:
-		close(st)
-	}
-	h.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		h.sessions.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// open counts a connection of user, or reports false at the limit.
-func (h *Handler) open(user string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.conns == nil {
-		h.conns = map[string]int{}
-	}
-	if h.ConnectionsPerUser > 0 && h.conns[user] >= h.ConnectionsPerUser {
-		return false
-	}
-	h.conns[user]++
-	return true
-}
-
-func (h *Handler) close(user string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.conns[user]--; h.conns[user] <= 0 {
-		delete(h.conns, user) // memory is bounded by the users connected
-	}
-}
+func (h *Handler) Shutdown(ctx context.Context) error { return h.conns.Shutdown(ctx) }
 
 // transport writes frames as binary WebSocket messages once ready is closed
 // (the ServerInfo is out), so the ServerInfo is always the first frame.
@@ -145,15 +76,15 @@ func (t transport) Send(ctx context.Context, frame []byte) error {
 // Serve is the echo handler of /v1/ws (behind auth.Middleware).
 func (h *Handler) Serve(c echo.Context) error {
 	user := auth.UserOf(c)
-	if !h.open(user) {
+	release, err := h.conns.Open(user, h.ConnectionsPerUser)
+	switch {
+	case errors.Is(err, conns.ErrTooMany):
 		return echo.NewHTTPError(http.StatusTooManyRequests,
 			fmt.Sprintf("too many WebSocket connections for this user (at most %d); close one first", h.ConnectionsPerUser))
-	}
-	defer h.close(user)
-	if !h.begin() {
+	case err != nil:
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "the server is shutting down; reconnect")
 	}
-	defer h.sessions.Done()
+	defer release()
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: h.OriginPatterns})
 	if err != nil {
 		return nil // Accept already answered the request
@@ -178,7 +109,7 @@ func (h *Handler) Serve(c echo.Context) error {
 	// connection without a close frame), then the session ends.
 	go func() {
 		select {
-		case <-h.stop():
+		case <-h.conns.Stopping():
 			conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect")
 			cancel()
 		case <-ctx.Done():
