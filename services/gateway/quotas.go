@@ -16,7 +16,10 @@ type Quotas struct {
 	// client meta (ALICIA_EDGE_*, ALICIA_CLIENT_META_*; see edge.Limits).
 	Edge edge.Limits
 	// ConnectionsPerUser bounds a user's open WebSockets on one gateway
-	// replica (ALICIA_WS_CONNECTIONS_PER_USER, default 8; 429 beyond).
+	// replica (ALICIA_WS_CONNECTIONS_PER_USER, default 8; 429 beyond), and
+	// apart from them the user's open timeline streams (GET
+	// /v1/conversations/{id}/timeline/stream): a debug view never costs
+	// the user a chat connection.
 	ConnectionsPerUser int
 	// RoomsPerUser bounds the voice rooms a user has asked an agent for or
 	// an agent holds, over all replicas (ALICIA_ROOMS_PER_USER, default 3;

@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
 	v1.GET("/ws", wsh.Serve)
 	api := &rest.API{Store: st, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
-		MCPAllowedHosts: cfg.MCPAllowedHosts,
+		MCPAllowedHosts: cfg.MCPAllowedHosts, StreamsPerUser: cfg.Quotas.ConnectionsPerUser,
 		Probe: probe.New(map[string]probe.Backend{
 			"llm":        probe.Backend(cfg.LLM),
 			"asr":        probe.Backend(cfg.ASR),
@@ -146,6 +146,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	// WebSocket clients are told to reconnect (1012) before the server stops.
 	if err := wsh.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("WebSocket sessions still open at shutdown")
+	}
+	// So are timeline streams (EventSource reconnects by itself); the HTTP
+	// server's Shutdown would wait for them until its deadline.
+	if err := api.Shutdown(sctx); err != nil {
+		log.Warn().Err(err).Msg("timeline streams still open at shutdown")
 	}
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/netguard"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
@@ -39,6 +40,12 @@ type API struct {
 	MCPAllowedHosts []string
 	// Resolver looks up MCP server hosts; nil: the system's.
 	Resolver netguard.Resolver
+	// StreamsPerUser bounds a user's open timeline streams on this replica
+	// (GET /v1/conversations/{id}/timeline/stream; 0: no limit, 429
+	// beyond); Shutdown ends them.
+	StreamsPerUser int
+
+	streams conns.Tracker
 }
 
 // Register adds the routes to g (the authenticated /v1 group).
@@ -49,6 +56,8 @@ func (a *API) Register(g *echo.Group) {
 	g.PATCH("/conversations/:id", a.patchConversation)
 	g.DELETE("/conversations/:id", a.deleteConversation)
 	g.GET("/conversations/:id/token", a.conversationToken)
+	g.GET("/conversations/:id/timeline", a.conversationTimeline)
+	g.GET("/conversations/:id/timeline/stream", a.conversationTimelineStream)
 	g.GET("/messages/:id/siblings", a.siblings)
 
 	g.POST("/messages/:id/votes", a.vote)
