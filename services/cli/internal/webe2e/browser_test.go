@@ -30,17 +30,23 @@ const chromium = "/usr/bin/chromium"
 func TestBrowser(t *testing.T) {
 	web := webDir(t)
 	need(t, web)
-	start := time.Now()
 	s := startStack(t)
+	runPlaywright(t, web, s, "playwright.config.ts")
+}
+
+// runPlaywright runs `npx playwright test --config config` in web against
+// the stack, with a control server and the specs' environment (plus env).
+func runPlaywright(t *testing.T, web string, s *stack, config string, env ...string) {
+	start := time.Now()
 	control := startControl(t, s)
-	t.Logf("stack up in %s: %s (control %s)", time.Since(start).Round(time.Millisecond), s.base, control)
+	t.Logf("stack up: %s (control %s)", s.base, control)
 
 	screenshots := filepath.Join(web, "screenshots")
 	ctx, cancel := context.WithTimeout(context.Background(), playwrightTimeout(t))
 	defer cancel()
 	// ALICIA_WEB_PLAYWRIGHT_ARGS picks specs or tests while working on them,
 	// e.g. "e2e/chat.spec.ts" or "--grep reconnect".
-	args := append([]string{"--no-install", "playwright", "test"}, strings.Fields(os.Getenv("ALICIA_WEB_PLAYWRIGHT_ARGS"))...)
+	args := append([]string{"--no-install", "playwright", "test", "--config", config}, strings.Fields(os.Getenv("ALICIA_WEB_PLAYWRIGHT_ARGS"))...)
 	cmd := exec.CommandContext(ctx, "npx", args...)
 	cmd.Dir = web
 	cmd.Env = append(os.Environ(),
@@ -53,6 +59,7 @@ func TestBrowser(t *testing.T) {
 		"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1",
 		"FORCE_COLOR=0",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	lines := &lineLogger{t: t}
 	cmd.Stdout = lines
 	cmd.Stderr = cmd.Stdout
@@ -61,7 +68,7 @@ func TestBrowser(t *testing.T) {
 	lines.flush()
 	t.Logf("playwright ran in %s", time.Since(start).Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("npx playwright test: %v (its output is above)", err)
+		t.Fatalf("npx playwright test --config %s: %v (its output is above)", config, err)
 	}
 }
 
@@ -100,13 +107,15 @@ func need(t *testing.T, web string) {
 	if _, err := os.Stat(filepath.Join(web, "dist", "assets")); err != nil {
 		testkit.Missing(t, "%s/dist holds no build of the web client: run npm run build there", web)
 	}
-	inputs := []string{filepath.Join(web, "playwright.config.ts")}
-	_ = filepath.WalkDir(filepath.Join(web, "e2e"), func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			inputs = append(inputs, path)
-		}
-		return nil
-	})
+	inputs := []string{filepath.Join(web, "playwright.config.ts"), filepath.Join(web, "playwright.voice.config.ts")}
+	for _, dir := range []string{"e2e", "e2e-voice"} {
+		_ = filepath.WalkDir(filepath.Join(web, dir), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				inputs = append(inputs, path)
+			}
+			return nil
+		})
+	}
 	for _, f := range inputs {
 		if _, err := os.ReadFile(f); err != nil {
 			t.Fatalf("browser tests: %v", err)

@@ -82,6 +82,9 @@ func newModel() http.Handler {
 	// The first request fails as a dead backend would, the retry works.
 	repeat(user(failPhrase), fakeopenai.Turn{Status: http.StatusServiceUnavailable}, fakeopenai.Text("It works now."))
 	repeat(user(continueInstruction), fakeopenai.Text("And that is the rest of it."))
+	// The voice specs (voice_test.go).
+	repeat(user(voiceQuestion), fakeopenai.Text(strings.Join(voiceAnswer, " ")))
+	repeat(user(voiceInterrupt), fakeopenai.Text(voiceJoke))
 	return paced{h}
 }
 

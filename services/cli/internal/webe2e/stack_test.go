@@ -47,8 +47,17 @@ type stack struct {
 	mcpURL  string // an MCP server (streamable HTTP) on 127.0.0.1
 }
 
-func startStack(t testing.TB) *stack {
+// stackOptions: voice adds the voice path (see voice_test.go).
+type stackOptions struct {
+	voice *voiceScript
+}
+
+func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
 	t.Helper()
+	var o stackOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	ns := natstest.Run(t)
 	nc := natstest.Connect(t, ns)
 	pgURL := pgtest.NewURL(t)
@@ -94,6 +103,9 @@ func startStack(t testing.TB) *stack {
 	gcfg.TTS = engines.Engine{Kind: engines.OpenAI, URL: chatURL, Model: ttsModel, Voice: engines.DefaultVoice(engines.OpenAI)}
 	// Nothing listens on the discard port: settings show a backend that does not answer.
 	gcfg.ASR = engines.Engine{Kind: engines.OpenAI, URL: "http://127.0.0.1:9/v1", Model: engines.DefaultASRModel}
+	if o.voice != nil {
+		startVoice(t, o.voice, ns.ClientURL(), &gcfg)
+	}
 	gw := &restartable{t: t, cfg: gcfg, log: log.With().Str("service", "gateway").Logger()}
 	addr, err := gw.start()
 	if err != nil {

@@ -3,7 +3,7 @@
 // never kept by the page.
 import type {
   Conversation, ConversationPage, ConversationStatus, ConversationWithMessages, MCPServer, Memory, MemoryPage,
-  MemoryUse, Note, NoteCategory, ServerInfoJSON, Session, Siblings, Tool, VoteResult, VoteTarget, VoteValue,
+  MemoryUse, Note, NoteCategory, RoomToken, ServerInfoJSON, Session, Siblings, Tool, VoteResult, VoteTarget, VoteValue,
 } from './types'
 
 export class ApiError extends Error {
@@ -110,4 +110,5 @@ export const api = {
   setMCPServer: (name: string, enabled: boolean) => request<MCPServer>('PATCH', `/v1/mcp-servers/${enc(name)}`, { enabled }),
   deleteMCPServer: (name: string) => request<void>('DELETE', `/v1/mcp-servers/${enc(name)}`),
   serverInfo: () => request<ServerInfoJSON>('GET', '/v1/server-info'),
+  roomToken: (id: string) => request<RoomToken>('GET', `/v1/conversations/${enc(id)}/token`),
 }

@@ -73,6 +73,26 @@ export interface Message {
   noteCount?: number
   // The sentences stored so far of an answer still streaming.
   sentences?: { sequence: number; text: string }[]
+  // A spoken answer's sentences with what became of their audio.
+  spoken?: SpokenSentence[]
+}
+
+export type Playout = 'pending' | 'playing' | 'played' | 'interrupted' | 'unplayed'
+
+export interface SpokenSentence {
+  sequence: number
+  text: string
+  playout: Playout
+  playedMs: number
+}
+
+// GET /v1/conversations/{id}/token: a LiveKit token for the conversation's room.
+export interface RoomToken {
+  url: string
+  token: string
+  room: string
+  identity: string
+  expiresAt: number
 }
 
 export interface ConversationWithMessages extends Conversation {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { MessageType, type Envelope } from '../protocol'
 import type { ConversationWithMessages } from '../types'
-import { addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, streamingAnswer, visible, type ChatState } from './model'
+import { addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, spokenView, streamingAnswer, visible, type ChatState } from './model'
 
 const cid = 'ac_test'
 let seq = 0
@@ -169,5 +169,65 @@ describe('branches', () => {
     ])
     expect(visible(s).map((m) => m.id)).toEqual(['am_u1', 'am_a1', 'am_u2b', 'am_a3'])
     expect(s.byId['am_u2b']!.siblingCount).toBe(2)
+  })
+})
+
+describe('voice', () => {
+  const playout = (messageId: string, sequence: number, status: string, playedMs = 0): Envelope =>
+    ({ stanzaId: 0, conversationId: cid, type: MessageType.SentencePlayout, body: { conversationId: cid, messageId, sentenceId: `ams_${sequence}`, sequence, status, playedMs } })
+
+  it('takes the final transcript as the user message, partials as the live line', () => {
+    seq = 0
+    let s = fromSnapshot(snapshot([msg('am_u0', 'user', 'typed'), msg('am_a0', 'assistant', 'answer', 'am_u0')]))
+    s = run(s, [server(MessageType.Transcription, { id: 'am_v1', conversationId: cid, text: 'what is', final: false })])
+    expect(s.partial).toBe('what is')
+    expect(s.byId['am_v1']).toBeUndefined()
+    s = run(s, [server(MessageType.Transcription, { id: 'am_v1', conversationId: cid, text: 'what is the time?', final: true })])
+    expect(s.partial).toBeUndefined()
+    expect(visible(s).map((m) => [m.id, m.role, m.content, m.voice])).toEqual([
+      ['am_u0', 'user', 'typed', undefined], ['am_a0', 'assistant', 'answer', undefined], ['am_v1', 'user', 'what is the time?', true],
+    ])
+    expect(s.byId['am_v1']!.previousId).toBe('am_a0')
+    // An empty final transcript (nothing understood) is no message.
+    const empty = apply(s, server(MessageType.Transcription, { id: 'am_v2', conversationId: cid, text: ' ', final: true }))
+    expect(empty.byId['am_v2']).toBeUndefined()
+  })
+
+  it('follows the playout marks: the sentence being heard, then what was heard and not after a barge-in', () => {
+    seq = 0
+    let s = run(emptyChat(cid), [
+      server(MessageType.StartAnswer, { id: 'am_a', previousId: 'am_v', conversationId: cid }),
+      server(MessageType.AssistantSentence, { previousId: 'am_a', conversationId: cid, sequence: 1, text: 'One.' }),
+      server(MessageType.AssistantSentence, { previousId: 'am_a', conversationId: cid, sequence: 2, text: 'Two.' }),
+      server(MessageType.AssistantSentence, { previousId: 'am_a', conversationId: cid, sequence: 3, text: 'Three.', isFinal: true }),
+    ])
+    expect(spokenView(s.byId['am_a']!)).toBeUndefined()
+    const last = s.lastSeq
+    s = run(s, [playout('am_a', 1, 'playing')])
+    expect(s.lastSeq).toBe(last) // marks are not stream envelopes
+    let v = spokenView(s.byId['am_a']!)!
+    expect(v.sentences.map((x) => x.playout)).toEqual(['playing', 'pending', 'pending'])
+    expect(v.cut).toBe(false)
+    expect(v.heard).toBe('One.')
+    s = run(s, [playout('am_a', 1, 'played', 900), playout('am_a', 2, 'playing'), playout('am_a', 2, 'interrupted', 300), playout('am_a', 3, 'unplayed')])
+    v = spokenView(s.byId['am_a']!)!
+    expect(v.cut).toBe(true)
+    expect(v.heard).toBe('One. Two.')
+    expect(v.notHeard).toBe('Three.')
+    expect(s.byId['am_a']!.interrupted).toBe(true)
+  })
+
+  it('shows a stored spoken answer the same way', () => {
+    const a = {
+      ...msg('am_a', 'assistant', 'One.', 'am_u'),
+      interrupted: true,
+      spoken: [
+        { sequence: 1, text: 'One.', playout: 'played' as const, playedMs: 900 },
+        { sequence: 2, text: 'Two.', playout: 'unplayed' as const, playedMs: 0 },
+      ],
+    }
+    const s = fromSnapshot(snapshot([msg('am_u', 'user', 'hi'), a]))
+    const v = spokenView(s.byId['am_a']!)!
+    expect([v.cut, v.heard, v.notHeard]).toEqual([true, 'One.', 'Two.'])
   })
 })

@@ -4,10 +4,10 @@
 // and branch switches are tested without a browser.
 import type {
   AssistantMessage, AssistantSentence, BranchUpdate, ControlStop, ConversationUpdate, Envelope, ErrorMessage,
-  MemoryTrace, ReasoningStep, StartAnswer, ToolUseRequest, ToolUseResult, Transcription, UserMessage,
+  MemoryTrace, ReasoningStep, SentencePlayout, StartAnswer, ToolUseRequest, ToolUseResult, Transcription, UserMessage,
 } from '../protocol'
 import { MessageType } from '../protocol'
-import type { ConversationWithMessages, Message } from '../types'
+import type { ConversationWithMessages, Message, Playout } from '../types'
 
 export interface ChatError {
   code: number
@@ -22,6 +22,8 @@ export interface ChatMessage extends Omit<Message, 'sentences'> {
   error?: ChatError
   // Set on messages the page sent and the server has not confirmed.
   local?: boolean
+  // A user message that was spoken (its final transcript).
+  voice?: boolean
 }
 
 export interface ChatState {
@@ -200,7 +202,31 @@ export function apply(s: ChatState, env: Envelope, now: number = Date.now()): Ch
     }
     case MessageType.Transcription: {
       const b = env.body as Transcription
-      return { ...s, partial: b.final ? undefined : b.text }
+      if (!b.final) return { ...s, partial: b.text }
+      // The final transcript is the user's spoken message (the asr stores it
+      // under the same id); an empty one (nothing understood) is none.
+      if (!b.text.trim() || s.byId[b.id]) return { ...s, partial: undefined }
+      const previousId = b.previousId ?? s.order.at(-1)
+      const m: ChatMessage = {
+        id: b.id, previousId, role: 'user', content: b.text, status: 'completed', interrupted: false, sequenceNumber: 0,
+        createdAt: now, siblingCount: s.siblingHints[b.id] ?? 1, voice: true,
+      }
+      return { ...s, order: placeAfter(s.order, previousId, b.id), byId: { ...s.byId, [b.id]: m }, partial: undefined }
+    }
+    case MessageType.SentencePlayout: {
+      // From the room-agent on the data channel: a sentence of a spoken
+      // answer started playing, played to its end, was cut off or never
+      // played.
+      const b = env.body as SentencePlayout
+      s = ensureAnswer(s, b.messageId, now)
+      return withMessage(s, b.messageId, (m) => {
+        const spoken = (m.spoken ?? []).filter((x) => x.sequence !== b.sequence)
+        const text = m.sentences?.[b.sequence] ?? m.spoken?.find((x) => x.sequence === b.sequence)?.text ?? ''
+        spoken.push({ sequence: b.sequence, text, playout: b.status, playedMs: b.playedMs })
+        spoken.sort((x, y) => x.sequence - y.sequence)
+        const cut = b.status === 'interrupted' || b.status === 'unplayed'
+        return { ...m, spoken, interrupted: m.interrupted || cut }
+      })
     }
     case MessageType.ReasoningStep: {
       const b = env.body as ReasoningStep
@@ -281,4 +307,34 @@ export function visible(s: ChatState): ChatMessage[] {
 // streamingAnswer is the answer still being produced, if any.
 export function streamingAnswer(s: ChatState): ChatMessage | undefined {
   return visible(s).findLast((m) => m.role === 'assistant' && (m.status === 'streaming' || m.status === 'pending'))
+}
+
+export interface SpokenView {
+  // Sentences in order with their text and playout ('pending': not yet
+  // reported, so not yet heard).
+  sentences: { sequence: number; text: string; playout: Playout }[]
+  // The user cut the answer off: some of it was never heard.
+  cut: boolean
+  heard: string
+  notHeard: string
+}
+
+// spokenView splits a spoken answer into what was heard and what was not,
+// from the playout the room-agent reported for each sentence (live) or
+// persistence stored (a snapshot). Undefined for an answer never spoken.
+export function spokenView(m: ChatMessage): SpokenView | undefined {
+  if (!m.spoken || m.spoken.length === 0) return undefined
+  const bySeq = new Map(m.spoken.map((x) => [x.sequence, x]))
+  const seqs = new Set<number>(m.spoken.map((x) => x.sequence))
+  for (const k of Object.keys(m.sentences ?? {})) seqs.add(Number(k))
+  const sentences = [...seqs].sort((a, b) => a - b).map((seq) => {
+    const x = bySeq.get(seq)
+    return { sequence: seq, text: m.sentences?.[seq] ?? x?.text ?? '', playout: x?.playout ?? ('pending' as Playout) }
+  })
+  const cutAt = sentences.findIndex((x) => x.playout === 'interrupted' || x.playout === 'unplayed')
+  const cut = cutAt >= 0
+  const heardPart = cut ? sentences.filter((x, i) => i < cutAt || x.playout === 'interrupted') : sentences.filter((x) => x.playout !== 'pending')
+  const notHeardPart = cut ? sentences.filter((x, i) => i >= cutAt && x.playout !== 'interrupted') : []
+  const join = (xs: { sequence: number; text: string }[]) => assemble(Object.fromEntries(xs.map((x) => [x.sequence, x.text])))
+  return { sentences, cut, heard: join(heardPart), notHeard: join(notHeardPart) }
 }

@@ -6,6 +6,7 @@ import { errorMeaning } from './errors'
 import { IconSend, IconStop } from './Icons'
 import { MessageView } from './MessageView'
 import { ConnectionBadge } from './Status'
+import { MicButton, VoicePanel } from './Voice'
 
 function Composer({ busy }: { busy: boolean }) {
   const { send, stop } = useApp.getState()
@@ -35,6 +36,7 @@ function Composer({ busy }: { busy: boolean }) {
   }
   return (
     <form onSubmit={submit} className="border-t border-slate-200 p-3 dark:border-slate-800">
+      <VoicePanel />
       {error && <p role="alert" className="mb-2 text-sm text-red-700 dark:text-red-400">{error}</p>}
       <div className="mx-auto flex max-w-3xl items-end gap-2">
         <label htmlFor="composer" className="sr-only">Message Alicia</label>
@@ -48,6 +50,7 @@ function Composer({ busy }: { busy: boolean }) {
           placeholder="Message Alicia"
           className="focus-ring max-h-48 min-h-[2.75rem] flex-1 resize-y rounded-xl border border-slate-300 bg-white px-3 py-2.5 dark:border-slate-700 dark:bg-slate-900"
         />
+        <MicButton />
         {busy ? (
           <button type="button" onClick={stop} aria-label="Stop the answer" className="focus-ring flex h-11 items-center gap-1 rounded-xl bg-slate-800 px-3 text-white dark:bg-slate-200 dark:text-slate-900">
             <IconStop /> <span className="hidden sm:inline">Stop</span>
@@ -116,7 +119,6 @@ export function MessageList({ focusId }: { focusId?: string }) {
           )
         })}
       </div>
-      {chat?.partial && <p className="mx-auto max-w-3xl px-6 pb-2 text-right text-slate-500 italic">{chat.partial}</p>}
     </div>
   )
 }
@@ -172,7 +174,7 @@ export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
         <div className="flex flex-1 flex-col items-center justify-center gap-2 p-6 text-center">
           <img src="/favicon.svg" alt="" width={48} height={48} />
           <h2 className="text-xl font-semibold">How can I help?</h2>
-          <p className="max-w-md text-slate-600 dark:text-slate-400">Type a message below. Answers stream in as they are written; every tool call and memory used is shown.</p>
+          <p className="max-w-md text-slate-600 dark:text-slate-400">Type a message below, or press Voice and talk. Answers stream in as they are written; every tool call and memory used is shown.</p>
         </div>
       ) : (
         <MessageList focusId={focusId} />

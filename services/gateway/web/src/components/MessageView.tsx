@@ -1,6 +1,6 @@
 import { lazy, memo, Suspense, useEffect, useState } from 'react'
 import { api } from '../api'
-import type { ChatMessage } from '../chat/model'
+import { spokenView, type ChatMessage, type SpokenView } from '../chat/model'
 import { useApp } from '../store/app'
 import { Notes, VoteBar } from './Feedback'
 import { MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
@@ -84,12 +84,44 @@ function BranchNav({ m }: { m: ChatMessage }) {
   )
 }
 
+// SpokenAnswer shows a spoken answer: while it plays, the sentences heard so
+// far, the one being heard marked, the rest still to come faded; once the
+// user cut in, what they heard and, set apart, what was generated but never
+// played.
+function SpokenAnswer({ m, sv }: { m: ChatMessage; sv: SpokenView }) {
+  if (sv.cut)
+    return (
+      <div className="space-y-2">
+        {sv.heard ? <Answer source={sv.heard} /> : <p className="text-slate-500 italic">Nothing was heard.</p>}
+        {sv.notHeard && (
+          <div data-testid="not-heard" aria-label="Generated but not heard"
+            className="rounded-lg border border-dashed border-slate-300 p-2 text-slate-500 dark:border-slate-700 dark:text-slate-400">
+            <p className="text-xs font-medium tracking-wide uppercase">Not heard: you interrupted</p>
+            <p className="whitespace-pre-wrap">{sv.notHeard}</p>
+          </div>
+        )}
+      </div>
+    )
+  if (sv.sentences.every((x) => x.playout === 'played') && m.status !== 'streaming') return <Answer source={m.content} />
+  return (
+    <p className="whitespace-pre-wrap" data-testid="spoken-live">
+      {sv.sentences.map((x, i) => (
+        <span key={x.sequence} data-playout={x.playout}
+          className={x.playout === 'playing' ? 'rounded bg-emerald-100 dark:bg-emerald-900' : x.playout === 'pending' ? 'text-slate-400 dark:text-slate-500' : ''}>
+          {i > 0 && !x.text.startsWith('\n') ? ' ' : ''}{x.text}
+        </span>
+      ))}
+    </p>
+  )
+}
+
 export const MessageView = memo(function MessageView({ m, last, busy }: { m: ChatMessage; last: boolean; busy: boolean }) {
   const { regenerate, continueAnswer, edit } = useApp.getState()
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(m.content)
   const streaming = m.status === 'streaming' || m.status === 'pending'
   const user = m.role === 'user'
+  const sv = user ? undefined : spokenView(m)
 
   return (
     <article
@@ -133,11 +165,22 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
               : 'w-full max-w-3xl'
           }
         >
-          {user ? m.content : m.content ? <Answer source={m.content} /> : streaming ? <span className="text-slate-500" aria-live="polite">Thinking…</span> : null}
+          {user ? (
+            <>
+              {m.voice && <span className="sr-only">Spoken: </span>}
+              {m.content}
+            </>
+          ) : sv ? (
+            <SpokenAnswer m={m} sv={sv} />
+          ) : m.content ? (
+            <Answer source={m.content} />
+          ) : streaming ? (
+            <span className="text-slate-500" aria-live="polite">Thinking…</span>
+          ) : null}
           {!user && streaming && m.content && <span className="ml-0.5 inline-block h-4 w-2 animate-pulse bg-slate-400 align-middle" aria-hidden="true" />}
         </div>
       )}
-      {m.interrupted && <p className="text-xs text-amber-700 dark:text-amber-400">Stopped</p>}
+      {m.interrupted && <p className="text-xs text-amber-700 dark:text-amber-400">{sv?.cut ? 'Interrupted' : 'Stopped'}</p>}
       {m.error && (
         <div role="alert" className="w-full max-w-3xl rounded-lg border border-red-300 bg-red-50 p-2 text-sm text-red-900 dark:border-red-800 dark:bg-red-950 dark:text-red-100">
           <p>

@@ -6,7 +6,7 @@ import { Connection, type ConnectionStatus } from '../chat/connection'
 import { addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, streamingAnswer, type ChatState } from '../chat/model'
 import { newId } from '../ids'
 import { takeConversation, takeSession } from '../prefetch'
-import { MessageType, type ServerInfo, type StartAnswer } from '../protocol'
+import { MessageType, type Envelope, type ServerInfo, type StartAnswer } from '../protocol'
 import { navigate } from '../router'
 import type { Conversation, Session } from '../types'
 
@@ -45,6 +45,8 @@ interface AppState {
   openConversation(id: string): Promise<void>
   closeConversation(): void
   startNew(): void
+  // newConversation makes a conversation and opens it; it returns its id.
+  newConversation(title: string): Promise<string>
   send(text: string): Promise<void>
   stop(): void
   regenerate(messageId: string): void
@@ -53,6 +55,9 @@ interface AppState {
   showBranch(throughMessageId: string): Promise<void>
   reconnect(): void
   dismissError(id: string): void
+  // receive applies an envelope that came another way than the WebSocket
+  // (the voice room's data channel) to the open conversation.
+  receive(env: Envelope): void
 }
 
 let conn: Connection | null = null
@@ -187,18 +192,21 @@ export const useApp = create<AppState>()((set, get) => ({
     get().closeConversation()
     navigate('/')
   },
+  async newConversation(title) {
+    const c = await api.createConversation(title)
+    set((s) => ({ conversations: s.listStatus === 'active' ? upsert(s.conversations, c) : s.conversations }))
+    navigate({ name: 'conversation', id: c.id })
+    set({ chat: fromSnapshot({ ...c, messages: [] }), chatLoad: 'ready' })
+    connect(c.id, c.lastClientStanzaId)
+    return c.id
+  },
   async send(text) {
     const content = text.trim()
     if (!content) return
     let chat = get().chat
     if (!chat) {
       // The first message of a new conversation: make it, then open it.
-      const title = content.length > 60 ? content.slice(0, 57).trimEnd() + '…' : content
-      const c = await api.createConversation(title)
-      set((s) => ({ conversations: s.listStatus === 'active' ? upsert(s.conversations, c) : s.conversations }))
-      navigate({ name: 'conversation', id: c.id })
-      set({ chat: fromSnapshot({ ...c, messages: [] }), chatLoad: 'ready' })
-      connect(c.id, c.lastClientStanzaId)
+      await get().newConversation(content.length > 60 ? content.slice(0, 57).trimEnd() + '…' : content)
       chat = get().chat
       if (!chat) return
     }
@@ -252,6 +260,12 @@ export const useApp = create<AppState>()((set, get) => ({
   dismissError(id) {
     const chat = get().chat
     if (chat) set({ chat: { ...chat, errors: chat.errors.filter((e) => e.id !== id) } })
+  },
+  receive(env) {
+    const chat = get().chat
+    if (!chat || env.conversationId !== chat.conversationId) return
+    const next = apply(chat, env)
+    if (next !== chat) set({ chat: next })
   },
 }))
 

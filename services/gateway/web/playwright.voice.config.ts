@@ -1,0 +1,38 @@
+// The voice browser tests: Chromium with a fake microphone that plays the
+// recording TestVoiceBrowser (services/cli/internal/webe2e) synthesised, in
+// the test's network namespace with livekit-server and the whole stack:
+// `go test -run TestVoiceBrowser -v ./services/cli/internal/webe2e/`.
+import { defineConfig } from '@playwright/test'
+import { chromiumLaunch } from './e2e/chromium'
+
+const baseURL = process.env.ALICIA_WEB_BASE_URL
+const mic = process.env.ALICIA_WEB_FAKE_MIC
+if (!baseURL || !mic) throw new Error('ALICIA_WEB_BASE_URL or ALICIA_WEB_FAKE_MIC is not set: run through go test -run TestVoiceBrowser ./services/cli/internal/webe2e/')
+
+export default defineConfig({
+  testDir: 'e2e-voice',
+  workers: 1,
+  fullyParallel: false,
+  forbidOnly: !!process.env.CI,
+  retries: 0,
+  timeout: 120_000,
+  expect: { timeout: 20_000 },
+  reporter: 'list',
+  outputDir: 'test-results-voice',
+  use: {
+    baseURL,
+    viewport: { width: 1280, height: 800 },
+    screenshot: 'only-on-failure',
+    trace: 'off',
+    actionTimeout: 10_000,
+    permissions: ['microphone'],
+    launchOptions: {
+      ...chromiumLaunch,
+      // The fake microphone plays the recording once from when the page
+      // opens it; the prompt is answered yes.
+      args: [...chromiumLaunch.args, '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
+        `--use-file-for-fake-audio-capture=${mic}%noloop`, '--autoplay-policy=no-user-gesture-required'],
+    },
+  },
+  projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
+})

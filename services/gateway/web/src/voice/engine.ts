@@ -1,0 +1,292 @@
+// The voice session: joins the conversation's LiveKit room with the token
+// the gateway gives, sends the microphone, plays Alicia's answer, and tells
+// the page what is happening. Loaded on the first press of the microphone
+// (it brings livekit-client), never with the page.
+//
+// The microphone goes through WebAudio (source → gain → the published
+// track), so mute and push-to-talk send silence instead of stopping the
+// track: the room-agent's end-pointer needs the silence to end a turn, and
+// device changes swap the source without publishing again. Envelopes still
+// come over the page's WebSocket; from the data channel the page takes only
+// the room-agent's playout marks (SentencePlayout), which say which sentence
+// is being heard.
+import { Room, RoomEvent, Track, type RemoteParticipant, type RemoteTrack } from 'livekit-client'
+import { api } from '../api'
+import { decodeEnvelope, MessageType } from '../protocol'
+import { useApp } from '../store/app'
+import { initialVoice, phaseOf, useVoice } from './store'
+
+const AGENT = 'alicia-agent'
+// Levels (dBFS of 20 ms windows) that count as speech: the person's after
+// the browser's processing, Alicia's as played.
+const USER_DB = -48
+const AGENT_DB = -50
+// How long a level must stay under its threshold before speech counts as
+// over (pauses between words).
+const USER_HANGOVER_MS = 600
+const AGENT_HANGOVER_MS = 400
+const TICK_MS = 20
+
+// A voice event, for the page's own timing (latency figures) and tests:
+// dispatched on window as 'alicia:voice'.
+export interface VoiceEvent {
+  kind: 'listening' | 'user-speech-start' | 'user-speech-end' | 'agent-audio-start' | 'agent-audio-end'
+  // performance.now() of the moment, estimated to the sample.
+  at: number
+}
+
+function emit(e: VoiceEvent) {
+  window.dispatchEvent(new CustomEvent<VoiceEvent>('alicia:voice', { detail: e }))
+}
+
+// Meter measures one signal: the level of the last window and, when speech
+// starts or ends, when exactly (the first or last loud sample).
+class Meter {
+  private buf: Float32Array<ArrayBuffer>
+  private loudUntil = -Infinity
+  speaking = false
+  level = 0
+
+  constructor(
+    readonly node: AnalyserNode,
+    private readonly db: number,
+    private readonly hangover: number,
+  ) {
+    node.fftSize = 1024
+    this.buf = new Float32Array(node.fftSize)
+  }
+
+  // tick returns 'start' or 'end' with the moment it happened.
+  tick(now: number, rate: number): { edge: 'start' | 'end'; at: number } | undefined {
+    this.node.getFloatTimeDomainData(this.buf)
+    const amp = 10 ** (this.db / 20)
+    let sum = 0
+    let first = -1
+    let last = -1
+    for (let i = 0; i < this.buf.length; i++) {
+      const v = this.buf[i] ?? 0
+      sum += v * v
+      if (Math.abs(v) > amp * 1.41) {
+        if (first < 0) first = i
+        last = i
+      }
+    }
+    const rms = Math.sqrt(sum / this.buf.length)
+    this.level = Math.min(1, Math.max(0, (20 * Math.log10(rms + 1e-9) + 60) / 60))
+    const loud = 20 * Math.log10(rms + 1e-9) > this.db
+    const ago = (i: number) => ((this.buf.length - i) / rate) * 1000
+    if (loud) {
+      this.loudUntil = now - ago(last)
+      if (!this.speaking) {
+        this.speaking = true
+        return { edge: 'start', at: now - ago(Math.max(first, 0)) }
+      }
+    } else if (this.speaking && now - this.loudUntil > this.hangover) {
+      this.speaking = false
+      return { edge: 'end', at: this.loudUntil }
+    }
+    return undefined
+  }
+}
+
+export class VoiceEngine {
+  private room: Room | null = null
+  private ctx: AudioContext | null = null
+  private stream: MediaStream | null = null
+  private source: MediaStreamAudioSourceNode | null = null
+  private gain: GainNode | null = null
+  private mic: Meter | null = null
+  private agent: Meter | null = null
+  private agentEl: HTMLMediaElement | null = null
+  private timer: ReturnType<typeof setInterval> | undefined
+  private stopped = false
+  private connected = false
+
+  constructor(readonly conversationId: string) {}
+
+  async start(deviceId?: string): Promise<void> {
+    const t0 = performance.now()
+    useVoice.setState({ ...initialVoice, phase: 'connecting', conversationId: this.conversationId, startedAt: t0,
+      pushToTalk: useVoice.getState().pushToTalk, deviceId })
+    try {
+      // The microphone and the token in parallel: both wait on something
+      // else (the permission prompt, the gateway).
+      const [token] = await Promise.all([api.roomToken(this.conversationId), this.openMicrophone(deviceId)])
+      if (this.stopped) return
+      const room = new Room({ adaptiveStream: false, dynacast: false, disconnectOnPageLeave: true })
+      this.room = room
+      room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => this.onTrack(track, p))
+      room.on(RoomEvent.DataReceived, (payload, p) => this.onData(payload, p))
+      room.on(RoomEvent.AudioPlaybackStatusChanged, () => useVoice.setState({ needsClick: !room.canPlaybackAudio }))
+      room.on(RoomEvent.Disconnected, () => {
+        if (!this.stopped) this.fail('The voice connection was lost.')
+      })
+      await room.connect(token.url, token.token, { autoSubscribe: true })
+      if (this.stopped) return
+      const track = this.published()
+      await room.localParticipant.publishTrack(track, { source: Track.Source.Microphone, name: 'microphone', dtx: false, red: false })
+      if (this.stopped) return
+      this.connected = true
+      const at = performance.now()
+      useVoice.setState({ listeningAt: at, needsClick: !room.canPlaybackAudio })
+      emit({ kind: 'listening', at })
+      void this.listDevices()
+      this.timer = setInterval(() => this.tick(), TICK_MS)
+      this.applyGain()
+    } catch (e) {
+      this.fail(e instanceof Error ? e.message : String(e))
+    }
+  }
+
+  private async openMicrophone(deviceId?: string) {
+    const stream = await navigator.mediaDevices.getUserMedia({
+      audio: { deviceId: deviceId ? { exact: deviceId } : undefined, echoCancellation: true, noiseSuppression: true, autoGainControl: true, channelCount: 1 },
+    })
+    if (this.stopped) {
+      stream.getTracks().forEach((t) => t.stop())
+      return
+    }
+    if (!this.ctx) {
+      this.ctx = new AudioContext({ latencyHint: 'interactive' })
+      this.gain = this.ctx.createGain()
+      const an = this.ctx.createAnalyser()
+      this.gain.connect(an)
+      this.mic = new Meter(an, USER_DB, USER_HANGOVER_MS)
+    }
+    await this.ctx.resume()
+    this.source?.disconnect()
+    this.stream?.getTracks().forEach((t) => t.stop())
+    this.stream = stream
+    this.source = this.ctx.createMediaStreamSource(stream)
+    this.source.connect(this.gain!)
+  }
+
+  // published is the track Alicia hears: the microphone after the gain.
+  private published(): MediaStreamTrack {
+    const dest = this.ctx!.createMediaStreamDestination()
+    this.gain!.connect(dest)
+    const t = dest.stream.getAudioTracks()[0]
+    if (!t) throw new Error('no audio track from the microphone')
+    return t
+  }
+
+  private async listDevices() {
+    try {
+      const all = await navigator.mediaDevices.enumerateDevices()
+      const devices = all.filter((d) => d.kind === 'audioinput').map((d, i) => ({ id: d.deviceId, label: d.label || `Microphone ${i + 1}` }))
+      const current = this.stream?.getAudioTracks()[0]?.getSettings().deviceId
+      useVoice.setState({ devices, deviceId: useVoice.getState().deviceId ?? current })
+    } catch {
+      /* the list stays empty: the default device is used */
+    }
+  }
+
+  private onTrack(track: RemoteTrack, p: RemoteParticipant) {
+    if (p.identity !== AGENT || track.kind !== Track.Kind.Audio || !this.ctx) return
+    // The element plays it (Chrome feeds WebAudio a remote track only while
+    // a media element plays it); the analyser only listens.
+    this.agentEl?.remove()
+    const el = track.attach()
+    el.setAttribute('aria-hidden', 'true')
+    el.dataset.alicia = 'agent-audio'
+    document.body.appendChild(el)
+    this.agentEl = el
+    const an = this.ctx.createAnalyser()
+    this.ctx.createMediaStreamSource(new MediaStream([track.mediaStreamTrack])).connect(an)
+    this.agent = new Meter(an, AGENT_DB, AGENT_HANGOVER_MS)
+  }
+
+  private onData(payload: Uint8Array, p?: RemoteParticipant) {
+    if (p?.identity !== AGENT) return
+    try {
+      const env = decodeEnvelope(payload)
+      if (env.type === MessageType.SentencePlayout && env.conversationId === this.conversationId) useApp.getState().receive(env)
+    } catch {
+      /* not an envelope for the page */
+    }
+  }
+
+  private tick() {
+    const ctx = this.ctx
+    if (!ctx || !this.mic) return
+    const now = performance.now()
+    const u = this.mic.tick(now, ctx.sampleRate)
+    if (u) emit({ kind: u.edge === 'start' ? 'user-speech-start' : 'user-speech-end', at: u.at })
+    const a = this.agent?.tick(now, ctx.sampleRate)
+    if (a) emit({ kind: a.edge === 'start' ? 'agent-audio-start' : 'agent-audio-end', at: a.at })
+    const v = useVoice.getState()
+    const phase = phaseOf({ connected: this.connected, muted: v.muted, userSpeaking: this.mic.speaking,
+      agentSpeaking: this.agent?.speaking ?? false, awaiting: awaitingAnswer() })
+    const level = Math.round(this.mic.level * 20) / 20
+    if (phase !== v.phase || level !== v.level) useVoice.setState({ phase, level })
+  }
+
+  private applyGain() {
+    const v = useVoice.getState()
+    if (this.gain) this.gain.gain.value = v.muted || (v.pushToTalk && !v.talking) ? 0 : 1
+  }
+
+  setMuted(muted: boolean) {
+    useVoice.setState({ muted })
+    this.applyGain()
+  }
+
+  setPushToTalk(on: boolean) {
+    useVoice.setState({ pushToTalk: on, talking: false })
+    this.applyGain()
+  }
+
+  setTalking(talking: boolean) {
+    useVoice.setState({ talking })
+    this.applyGain()
+  }
+
+  async setDevice(id: string) {
+    useVoice.setState({ deviceId: id })
+    try {
+      await this.openMicrophone(id)
+    } catch (e) {
+      useVoice.setState({ error: `That microphone could not be opened: ${e instanceof Error ? e.message : String(e)}` })
+    }
+  }
+
+  async startAudio() {
+    await this.room?.startAudio()
+    useVoice.setState({ needsClick: !(this.room?.canPlaybackAudio ?? true) })
+  }
+
+  private fail(msg: string) {
+    this.release()
+    useVoice.setState({ phase: 'error', error: msg, level: 0 })
+  }
+
+  // stop leaves the room and releases the microphone.
+  stop() {
+    this.release()
+    useVoice.setState({ ...initialVoice, pushToTalk: useVoice.getState().pushToTalk })
+  }
+
+  private release() {
+    this.stopped = true
+    this.connected = false
+    clearInterval(this.timer)
+    void this.room?.disconnect()
+    this.room = null
+    this.stream?.getTracks().forEach((t) => t.stop())
+    this.stream = null
+    this.agentEl?.remove()
+    this.agentEl = null
+    void this.ctx?.close()
+    this.ctx = null
+  }
+}
+
+// awaitingAnswer: the person's last words are transcribed and Alicia has
+// not started speaking yet.
+function awaitingAnswer(): boolean {
+  const chat = useApp.getState().chat
+  const last = chat ? chat.byId[chat.order.at(-1) ?? ''] : undefined
+  if (!last) return false
+  if (last.role === 'user') return last.voice === true
+  return last.role === 'assistant' && (last.status === 'streaming' || last.status === 'pending') && !last.spoken?.length && !last.error
+}

@@ -1,0 +1,53 @@
+// The voice session's state as the page shows it. It holds no LiveKit
+// object: the engine (./engine.ts, with livekit-client) is loaded when the
+// person first presses the microphone, and writes here.
+import { create } from 'zustand'
+
+export type VoicePhase = 'off' | 'connecting' | 'listening' | 'user' | 'thinking' | 'agent' | 'muted' | 'error'
+
+export interface VoiceState {
+  phase: VoicePhase
+  conversationId?: string
+  error?: string
+  // Microphone level 0..1 after mute and push-to-talk (what Alicia gets).
+  level: number
+  muted: boolean
+  pushToTalk: boolean
+  // Push-to-talk: the talk button or key is held.
+  talking: boolean
+  devices: { id: string; label: string }[]
+  deviceId?: string
+  // The browser blocked playback until a click (autoplay policy).
+  needsClick: boolean
+  // When the engine started (performance.now()) and when it was listening.
+  startedAt?: number
+  listeningAt?: number
+}
+
+export const initialVoice: VoiceState = {
+  phase: 'off', level: 0, muted: false, pushToTalk: false, talking: false, devices: [], needsClick: false,
+}
+
+export const useVoice = create<VoiceState>()(() => ({ ...initialVoice }))
+
+// phaseOf derives what the page says from what the engine hears: the
+// person's voice wins (a barge-in stops Alicia), then Alicia's, then a
+// transcript waiting for its answer.
+export function phaseOf(o: { connected: boolean; muted: boolean; userSpeaking: boolean; agentSpeaking: boolean; awaiting: boolean }): VoicePhase {
+  if (!o.connected) return 'connecting'
+  if (o.userSpeaking && !o.muted) return 'user'
+  if (o.agentSpeaking) return 'agent'
+  if (o.awaiting) return 'thinking'
+  return o.muted ? 'muted' : 'listening'
+}
+
+export const phaseLabel: Record<VoicePhase, string> = {
+  off: 'Voice off',
+  connecting: 'Connecting…',
+  listening: 'Listening',
+  user: 'You are speaking',
+  thinking: 'Thinking…',
+  agent: 'Alicia is speaking',
+  muted: 'Microphone muted',
+  error: 'Voice failed',
+}
