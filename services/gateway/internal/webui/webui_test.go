@@ -126,6 +126,34 @@ func TestFiles(t *testing.T) {
 	}
 }
 
+// TestNoFallbackForWebAppFiles: the service worker and the manifest are
+// files, never a client route: present, they are served as themselves (see
+// TestFiles); absent (a build without them), they are a 404, not
+// index.html, which a browser would try to run as the worker or read as
+// the manifest.
+func TestNoFallbackForWebAppFiles(t *testing.T) {
+	fsys := build()
+	delete(fsys, "sw.js")
+	delete(fsys, "manifest.webmanifest")
+	h, err := webui.New(fsys, webui.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/sw.js", "/manifest.webmanifest", "/icon-512.png", "/apple-touch-icon.png"} {
+		for _, method := range []string{"GET", "HEAD"} {
+			rec := serve(t, h, method, p, nil)
+			if rec.Code != 404 || strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") || rec.Header().Get("Content-Security-Policy") != "" {
+				t.Errorf("%s %s without the file: %d %q", method, p, rec.Code, rec.Header().Get("Content-Type"))
+			}
+		}
+	}
+	// Present, the manifest has its own type and is revalidated.
+	rec := serve(t, newHandler(t, webui.Options{}), "GET", "/manifest.webmanifest", map[string]string{"Accept-Encoding": "gzip"})
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/manifest+json" || rec.Header().Get("Cache-Control") != webui.Revalidate {
+		t.Fatalf("manifest: %d %v", rec.Code, rec.Header())
+	}
+}
+
 func TestGzip(t *testing.T) {
 	h := newHandler(t, webui.Options{})
 	for _, c := range []struct {
