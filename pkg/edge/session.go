@@ -26,6 +26,12 @@ import (
 // edge sets it and persistence stores it on the conversation.
 const MetaUserID = "alicia.user_id"
 
+// MetaUtteranceID is the meta key of an input AudioChunk naming the
+// utterance it recorded: the utterance id, which is also the id of its final
+// Transcription and of the user message. The room-agent sets it; persistence
+// stores the audio on that message, and the timeline links the chunk to it.
+const MetaUtteranceID = "alicia.utterance_id"
+
 // Transport sends one binary frame (a msgpack envelope) to the client.
 type Transport interface {
 	Send(ctx context.Context, frame []byte) error

@@ -13,14 +13,10 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
-
-// MetaUtteranceID is the meta key of an input AudioChunk naming the
-// utterance (= the user message) it recorded; the room-agent sets it
-// (services/room-agent/internal/agent, MetaUtteranceID).
-const MetaUtteranceID = "alicia.utterance_id"
 
 // Step is one envelope of the timeline. The link fields are set where the
 // envelope names them, and are absent otherwise.
@@ -115,7 +111,7 @@ func link(st *Step, env protocol.Envelope) {
 	case *protocol.UserMessage:
 		st.MessageID = b.ID
 	case *protocol.AudioChunk:
-		st.MessageID, _ = env.Meta[MetaUtteranceID].(string)
+		st.MessageID, _ = env.Meta[edge.MetaUtteranceID].(string)
 	case *protocol.StartAnswer:
 		st.MessageID, st.ReplyTo = b.ID, b.PreviousID
 	case *protocol.AssistantMessage:

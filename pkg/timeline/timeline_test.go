@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/timeline"
@@ -41,7 +42,7 @@ func TestLinkFields(t *testing.T) {
 			Body: &protocol.UserMessage{ID: "am_u", ConversationID: cid, Content: "what time"}},
 			timeline.Step{MessageID: "am_u"}, `"what time"`},
 		{"input audio of an utterance", subjects.OriginClient, protocol.Envelope{StanzaID: 2, ConversationID: cid, Type: protocol.TypeAudioChunk,
-			Meta: map[string]any{timeline.MetaUtteranceID: "am_u", "alicia.user_id": "alice"},
+			Meta: map[string]any{edge.MetaUtteranceID: "am_u", "alicia.user_id": "alice"},
 			Body: &protocol.AudioChunk{ConversationID: cid, Format: "pcm_s16le_16000", Sequence: 1, DurationMs: 2000, Data: audio}},
 			timeline.Step{MessageID: "am_u"}, "pcm_s16le_16000 #1 2000 ms"},
 		{"audio without an utterance", subjects.OriginClient, protocol.Envelope{StanzaID: 2, ConversationID: cid, Type: protocol.TypeAudioChunk,

@@ -45,7 +45,7 @@ func (s *stack) voiceTurn(t *testing.T, cid, utt, answer string) {
 	t.Helper()
 	ctx := context.Background()
 	chunk := protocol.Envelope{StanzaID: 40, ConversationID: cid, Type: protocol.TypeAudioChunk,
-		Meta: map[string]any{edge.MetaUserID: "alice", timeline.MetaUtteranceID: utt},
+		Meta: map[string]any{edge.MetaUserID: "alice", edge.MetaUtteranceID: utt},
 		Body: &protocol.AudioChunk{ConversationID: cid, Format: "pcm_s16le_16000", Sequence: 1, DurationMs: 1500, Data: make([]byte, 48000)}}
 	if _, err := s.pub.PublishClient(ctx, chunk); err != nil {
 		t.Fatal(err)

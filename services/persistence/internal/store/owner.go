@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -153,7 +154,7 @@ func refsOf(env *protocol.Envelope) []ref {
 	case *protocol.Transcription:
 		return []ref{{refMessage, b.ID}, {refAudio, transcriptionAudioID(b.ID)}}
 	case *protocol.AudioChunk:
-		if utt, _ := env.Meta[MetaUtteranceID].(string); utt != "" {
+		if utt, _ := env.Meta[edge.MetaUtteranceID].(string); utt != "" {
 			return []ref{{refMessage, utt}, {refAudio, transcriptionAudioID(utt)}}
 		}
 	case *protocol.SentenceAudio:

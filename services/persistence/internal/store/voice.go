@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -17,11 +18,6 @@ import (
 // row's UNIQUE key. In stream order the AssistantSentence comes first; should
 // one of them come first all the same, it creates the row without text
 // (completion_status pending) and the sentence fills it in (sentences.go).
-
-// MetaUtteranceID is the envelope meta key of an AudioChunk that carries
-// (part of) a user utterance's audio: the utterance id, which is also the id
-// of its final Transcription and of the user message.
-const MetaUtteranceID = "alicia.utterance_id"
 
 // sentenceRowID is the id a sentence row gets when its audio or playout comes
 // first: the id they name, or the one an AssistantSentence without id gets.
@@ -148,7 +144,7 @@ func (w *writer) utteranceAudio(cid, utteranceID string, b *protocol.AudioChunk,
 // utterance's input audio row; without, to a row of its own per track and
 // chunk sequence.
 func (w *writer) audio(cid string, env *protocol.Envelope, b *protocol.AudioChunk, at time.Time) (string, error) {
-	v, ok := env.Meta[MetaUtteranceID]
+	v, ok := env.Meta[edge.MetaUtteranceID]
 	if !ok {
 		return w.audioChunk(cid, b, at), nil
 	}

@@ -18,9 +18,6 @@ import (
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
-// MetaUtteranceID links an input AudioChunk to the utterance (= user message) it recorded.
-const MetaUtteranceID = "alicia.utterance_id"
-
 // asrRate is the sample rate of ASR jobs.
 const asrRate = 16000
 
@@ -190,7 +187,7 @@ func (l *listener) record(pcm []byte) {
 		c.Data = pcm
 	}
 	env := protocol.New(cid, c)
-	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity), MetaUtteranceID: l.utt}
+	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity), edge.MetaUtteranceID: l.utt}
 	msgID := cid + ":audio:" + l.utt
 	go func() {
 		ctx, cancel := context.WithTimeout(l.r.ctx, 10*time.Second)
