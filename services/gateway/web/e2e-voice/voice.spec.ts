@@ -80,6 +80,11 @@ test('a spoken question, its answer heard, and a barge-in that cuts it off', asy
   expect(cut, 'the interruption was heard in the page').toBeDefined()
   await expect.poll(async () => (await events(page, 'agent-audio-end')).some((e) => e.at > cut!.at && e.at < cut!.at + 2000)).toBe(true)
 
+  // Where the spoken answer's time went, from the stream's timestamps.
+  const wf = first.getByTestId('waterfall')
+  for (const mark of ['transcript', 'answer started', 'first sentence', 'first audio']) await expect(wf.locator(`[data-mark="${mark}"]`)).toContainText(/\+\d+ ms/)
+  await expect(wf).toContainText('end of speech → first audio')
+
   // The interruption is the next question, and its answer plays.
   await expect(userMessages(page).last()).toContainText(interruption, { timeout: at.interruptLength + 20_000 })
   await expect(answers(page).last()).toContainText(joke, { timeout: 20_000 })

@@ -5,6 +5,7 @@ import type {
   Conversation, ConversationPage, ConversationStatus, ConversationWithMessages, MCPServer, Memory, MemoryPage,
   MemoryUse, Note, NoteCategory, RoomToken, ServerInfoJSON, Session, Siblings, Tool, VoteResult, VoteTarget, VoteValue,
 } from './types'
+import type { TimelinePage } from './chat/timeline'
 
 export class ApiError extends Error {
   constructor(
@@ -111,4 +112,6 @@ export const api = {
   deleteMCPServer: (name: string) => request<void>('DELETE', `/v1/mcp-servers/${enc(name)}`),
   serverInfo: () => request<ServerInfoJSON>('GET', '/v1/server-info'),
   roomToken: (id: string) => request<RoomToken>('GET', `/v1/conversations/${enc(id)}/token`),
+  timeline: (id: string, after: number, limit: number, signal?: AbortSignal) =>
+    request<TimelinePage>('GET', `/v1/conversations/${enc(id)}/timeline?after=${after}&limit=${limit}`, undefined, signal),
 }

@@ -5,6 +5,7 @@ import { useSyncExternalStore } from 'react'
 export type Route =
   | { name: 'home' }
   | { name: 'conversation'; id: string; message?: string }
+  | { name: 'timeline'; id: string }
   | { name: 'memories'; id?: string }
   | { name: 'settings' }
   | { name: 'signin' }
@@ -23,6 +24,7 @@ export function parse(path: string, search = ''): Route {
     const message = new URLSearchParams(search).get('m') ?? undefined
     return { name: 'conversation', id: parts[1], message }
   }
+  if (parts[0] === 'c' && parts.length === 3 && parts[1] && parts[2] === 'timeline') return { name: 'timeline', id: parts[1] }
   if (parts[0] === 'memories' && parts.length <= 2) return { name: 'memories', id: parts[1] }
   if (parts[0] === 'settings' && parts.length === 1) return { name: 'settings' }
   if (parts[0] === 'signin' && parts.length === 1) return { name: 'signin' }
@@ -35,6 +37,8 @@ export function href(r: Route): string {
       return '/'
     case 'conversation':
       return `/c/${encodeURIComponent(r.id)}${r.message ? `?m=${encodeURIComponent(r.message)}` : ''}`
+    case 'timeline':
+      return `/c/${encodeURIComponent(r.id)}/timeline`
     case 'memories':
       return r.id ? `/memories/${encodeURIComponent(r.id)}` : '/memories'
     case 'settings':

@@ -10,6 +10,7 @@ import { SignIn } from './SignIn'
 // Screens other than the conversation load when first opened.
 const Memories = lazy(() => import('./Memories').then((m) => ({ default: m.Memories })))
 const Settings = lazy(() => import('./Settings').then((m) => ({ default: m.Settings })))
+const Timeline = lazy(() => import('./Timeline').then((m) => ({ default: m.Timeline })))
 
 export function App() {
   const session = useApp((s) => s.session)
@@ -36,6 +37,9 @@ export function App() {
   switch (route.name) {
     case 'conversation':
       main = <ChatView id={route.id} focusId={route.message} />
+      break
+    case 'timeline':
+      main = <Timeline id={route.id} />
       break
     case 'memories':
       main = <Memories focusId={route.id} />

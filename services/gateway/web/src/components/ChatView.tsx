@@ -1,6 +1,7 @@
 import { useEffect, useLayoutEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react'
 import { useVirtualizer } from '@tanstack/react-virtual'
 import { streamingAnswer, visible } from '../chat/model'
+import { href, navigate } from '../router'
 import { useApp } from '../store/app'
 import { errorMeaning } from './errors'
 import { IconSend, IconStop } from './Icons'
@@ -152,6 +153,10 @@ export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
         <h1 className="truncate text-base font-semibold">{chat?.title || (id ? 'Conversation' : 'New conversation')}</h1>
         <div className="flex items-center gap-2">
           {chat?.status === 'archived' && <span className="rounded bg-slate-200 px-2 py-0.5 text-xs dark:bg-slate-800">Archived</span>}
+          {id && (
+            <a href={href({ name: 'timeline', id })} onClick={(e) => { e.preventDefault(); navigate({ name: 'timeline', id }) }}
+              className="focus-ring rounded px-1 text-sm text-indigo-700 underline dark:text-indigo-300">Timeline</a>
+          )}
           {id && <ConnectionBadge />}
         </div>
       </header>

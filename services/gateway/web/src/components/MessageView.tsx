@@ -4,6 +4,7 @@ import { spokenView, type ChatMessage, type SpokenView } from '../chat/model'
 import { useApp } from '../store/app'
 import { Notes, VoteBar } from './Feedback'
 import { MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
+import { Waterfall } from './Waterfall'
 import { errorMeaning } from './errors'
 import { IconChevronLeft, IconChevronRight, IconEdit, IconRefresh, IconArrowRight } from './Icons'
 
@@ -122,6 +123,10 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
   const streaming = m.status === 'streaming' || m.status === 'pending'
   const user = m.role === 'user'
   const sv = user ? undefined : spokenView(m)
+  const conversationId = useApp((s) => s.chat?.conversationId)
+  // A spoken answer shows where its time went; any other on request.
+  const [timingOpen, setTimingOpen] = useState<boolean>()
+  const open = timingOpen ?? (sv !== undefined && !streaming)
 
   return (
     <article
@@ -218,6 +223,10 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
                   <IconArrowRight />
                 </button>
               )}
+              <button type="button" aria-expanded={open} onClick={() => setTimingOpen(!open)}
+                className="focus-ring rounded px-1.5 py-0.5 text-xs text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
+                Timing
+              </button>
               <button type="button" aria-label="Copy answer" onClick={() => void navigator.clipboard?.writeText(m.content)}
                 className="focus-ring rounded px-1.5 py-0.5 text-xs text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
                 Copy
@@ -226,6 +235,9 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
           )}
           <Notes messageId={m.id} count={m.noteCount} />
         </div>
+      )}
+      {!user && open && conversationId && (
+        <Waterfall conversationId={conversationId} answerId={m.id} live={`${m.status}:${m.spoken?.length ?? 0}`} />
       )}
     </article>
   )
