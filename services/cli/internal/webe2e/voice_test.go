@@ -56,11 +56,11 @@ var voiceAnswer = []string{
 // joins the room meanwhile), the question, a pause while the answer starts
 // playing, the interruption, then silence.
 type voiceScript struct {
-	wav            string        // 48 kHz mono 16-bit, for --use-file-for-fake-audio-capture
-	questionAt     time.Duration // from the start of the capture
-	question       time.Duration
-	interruptAt    time.Duration
-	interrupt      time.Duration
+	wav         string        // 48 kHz mono 16-bit, for --use-file-for-fake-audio-capture
+	questionAt  time.Duration // from the start of the capture
+	question    time.Duration
+	interruptAt time.Duration
+	interrupt   time.Duration
 }
 
 const (
@@ -128,7 +128,7 @@ func say(t testing.TB, text string) []int16 {
 // tts against a fake speech server (transcriptions as the script says,
 // audible synthetic speech), and a room-agent; the gateway hands out tokens
 // for that LiveKit.
-func startVoice(t testing.TB, script *voiceScript, natsURL string, gcfg *gateway.Config) {
+func startVoice(t testing.TB, o stackOptions, natsURL string, gcfg *gateway.Config) {
 	t.Helper()
 	netns.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -139,7 +139,7 @@ func startVoice(t testing.TB, script *voiceScript, natsURL string, gcfg *gateway
 	}
 	t.Cleanup(func() { _ = lk.Stop() })
 	speech := fakeopenai.New(t, fakeopenai.WithModels("fake-whisper", "fake-kokoro"))
-	speech.SetTranscriber(script.transcriber())
+	speech.SetTranscriber(o.voice)
 	log := testkit.Log()
 
 	acfg := asr.DefaultConfig()
@@ -150,6 +150,7 @@ func startVoice(t testing.TB, script *voiceScript, natsURL string, gcfg *gateway
 	testkit.Go(t, "tts", func(ctx context.Context) error { return tts.Run(ctx, tcfg, log.With().Str("service", "tts").Logger()) })
 	rcfg := roomagent.DefaultConfig()
 	rcfg.NATSURL, rcfg.LiveKitURL, rcfg.LiveKitAPIKey, rcfg.LiveKitAPISecret = natsURL, lk.URL, lk.APIKey, lk.APISecret
+	rcfg.OnVoiceToVoice = o.onVoiceToVoice
 	testkit.Go(t, "room-agent", func(ctx context.Context) error {
 		return roomagent.Run(ctx, rcfg, log.With().Str("service", "room-agent").Logger())
 	})
@@ -167,7 +168,7 @@ func TestVoiceBrowser(t *testing.T) {
 	need(t, web)
 	netns.Require(t)
 	script := newVoiceScript(t, t.TempDir())
-	s := startStack(t, func(o *stackOptions) { o.voice = script })
+	s := startStack(t, func(o *stackOptions) { o.voice = script.transcriber() })
 	runPlaywright(t, web, s, "playwright.voice.config.ts", voiceEnv(script)...)
 }
 
