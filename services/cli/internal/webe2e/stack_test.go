@@ -47,9 +47,11 @@ type stack struct {
 	mcpURL  string // an MCP server (streamable HTTP) on 127.0.0.1
 }
 
-// stackOptions: voice adds the voice path (see voice_test.go).
+// stackOptions: voice adds the voice path with this transcriber (see
+// voice_test.go); onVoiceToVoice gets the room-agent's figure of each turn.
 type stackOptions struct {
-	voice *voiceScript
+	voice          fakeopenai.Transcriber
+	onVoiceToVoice func(time.Duration)
 }
 
 func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
@@ -104,7 +106,7 @@ func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
 	// Nothing listens on the discard port: settings show a backend that does not answer.
 	gcfg.ASR = engines.Engine{Kind: engines.OpenAI, URL: "http://127.0.0.1:9/v1", Model: engines.DefaultASRModel}
 	if o.voice != nil {
-		startVoice(t, o.voice, ns.ClientURL(), &gcfg)
+		startVoice(t, o, ns.ClientURL(), &gcfg)
 	}
 	gw := &restartable{t: t, cfg: gcfg, log: log.With().Str("service", "gateway").Logger()}
 	addr, err := gw.start()
