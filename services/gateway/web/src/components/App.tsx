@@ -14,6 +14,8 @@ const Timeline = lazy(() => import('./Timeline').then((m) => ({ default: m.Timel
 
 export function App() {
   const session = useApp((s) => s.session)
+  const sessionError = useApp((s) => s.sessionError)
+  const online = useApp((s) => s.online)
   const route = useRoute()
   const [menu, setMenu] = useState(false)
 
@@ -31,6 +33,17 @@ export function App() {
   }, [route.name])
 
   if (session === undefined) return <p className="p-6 text-slate-500">Loading…</p>
+  // Opened offline (the service worker's shell): the session cannot be
+  // checked, which is no reason to ask for the key again.
+  if (session === null && sessionError && !online)
+    return (
+      <main className="m-auto max-w-md p-6 text-center">
+        <img src="/favicon.svg" alt="" width={48} height={48} className="mx-auto" />
+        <h1 className="mt-3 text-xl font-semibold">You are offline</h1>
+        <p className="mt-2 text-slate-600 dark:text-slate-400">Alicia cannot be reached without the network. This page comes back by itself when you are online again.</p>
+        <button type="button" onClick={() => void useApp.getState().loadSession()} className="focus-ring mt-4 rounded-lg bg-indigo-600 px-4 py-2 text-white">Try again</button>
+      </main>
+    )
   if (session === null) return <SignIn />
 
   let main

@@ -1,0 +1,37 @@
+// The voice benchmark of the web client (issue 13's figures): Chromium with
+// a fake microphone playing the recording BenchmarkVoiceWebClient
+// (services/cli/internal/webe2e) made, against the stack with livekit-server
+// it starts in its network namespace. Not a test; the normal configs never
+// run it.
+import { defineConfig } from '@playwright/test'
+import { chromiumLaunch } from './e2e/chromium'
+
+const baseURL = process.env.ALICIA_WEB_BASE_URL
+const mic = process.env.ALICIA_WEB_FAKE_MIC
+if (!baseURL || !mic) throw new Error('ALICIA_WEB_BASE_URL or ALICIA_WEB_FAKE_MIC is not set: run through go test -bench VoiceWebClient ./services/cli/internal/webe2e/')
+
+export default defineConfig({
+  testDir: 'bench-voice',
+  testMatch: '**/*.bench.ts',
+  workers: 1,
+  fullyParallel: false,
+  retries: 0,
+  timeout: 15 * 60_000,
+  expect: { timeout: 30_000 },
+  reporter: 'list',
+  outputDir: 'bench-results/playwright-voice',
+  use: {
+    baseURL,
+    viewport: { width: 1280, height: 800 },
+    screenshot: 'off',
+    trace: 'off',
+    actionTimeout: 20_000,
+    permissions: ['microphone'],
+    launchOptions: {
+      ...chromiumLaunch,
+      args: [...chromiumLaunch.args, '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
+        `--use-file-for-fake-audio-capture=${mic}%noloop`, '--autoplay-policy=no-user-gesture-required'],
+    },
+  },
+  projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
+})
