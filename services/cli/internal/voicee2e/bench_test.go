@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
 
@@ -27,12 +28,12 @@ func BenchmarkVoiceToVoice(b *testing.B) {
 		c.OnVoiceToVoice = func(d time.Duration) { mu.Lock(); v2v = append(v2v, d); mu.Unlock() }
 	}})
 	cid := s.conversation()
-	u := join(b, s.lk.URL, s.token(cid), true)
-	u.configure(voiceConfig(cid), cid)
-	utter := speech(b, "Hello there.")
+	u := voiceclient.Join(b, s.lk.URL, s.token(cid), true)
+	u.Configure(voiceConfig(cid), cid)
+	utter := voiceclient.Speech(b, "Hello there.")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		u.say(utter)
+		u.Say(utter)
 		testkit.Eventually(b, 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(v2v) > i }, "no answer audio")
 		time.Sleep(1500 * time.Millisecond) // the answer plays out before the next turn
 	}
@@ -73,12 +74,12 @@ func sessionCPU(b *testing.B, env ...string) {
 	time.Sleep(5 * time.Second)
 	idle := procCPU(b, agent.Process.Pid) - idleFrom // the agent with no room: NATS, fetch loop, GC
 	idleRSS := procRSS(b, agent.Process.Pid)
-	talk := speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while, and it keeps going for quite some time.")
-	var users []*user
+	talk := voiceclient.Speech(b, "This is a long stream of continuous speech that goes on and on without a pause for a while, and it keeps going for quite some time.")
+	var users []*voiceclient.User
 	for range sessions {
 		cid := s.conversation()
-		u := join(b, s.lk.URL, s.token(cid), true)
-		u.configure(voiceConfig(cid), cid)
+		u := voiceclient.Join(b, s.lk.URL, s.token(cid), true)
+		u.Configure(voiceConfig(cid), cid)
 		users = append(users, u)
 	}
 	const window = 10 * time.Second
@@ -87,7 +88,7 @@ func sessionCPU(b *testing.B, env ...string) {
 	for i := 0; i < b.N; i++ {
 		for _, u := range users {
 			for range 2 {
-				u.say(talk)
+				u.Say(talk)
 			}
 		}
 		time.Sleep(time.Second) // talking has started everywhere

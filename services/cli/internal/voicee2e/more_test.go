@@ -13,6 +13,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
 
@@ -45,14 +46,14 @@ func TestBargeIn(t *testing.T) {
 		"On the weekend the weather should stay just as pleasant for a walk along the river."
 	s := newStack(t, options{answer: long, agent: func(c *roomagent.Config) { c.BargeInMin = bargeMin }})
 	cid := s.conversation()
-	u := join(t, s.lk.URL, s.token(cid), true)
-	u.configure(voiceConfig(cid), cid)
+	u := voiceclient.Join(t, s.lk.URL, s.token(cid), true)
+	u.Configure(voiceConfig(cid), cid)
 
-	u.say(speech(t, "Tell me about the weather in Paris."))
-	sa := u.waitFor(20*time.Second, "no StartAnswer", isType(protocol.TypeStartAnswer)).Body.(*protocol.StartAnswer)
+	u.Say(voiceclient.Speech(t, "Tell me about the weather in Paris."))
+	sa := u.WaitFor(20*time.Second, "no StartAnswer", isType(protocol.TypeStartAnswer)).Body.(*protocol.StartAnswer)
 	var agentStarted time.Time
 	testkit.Eventually(t, 20*time.Second, func() bool {
-		n, first, _ := loud(u.heard(), time.Time{})
+		n, first, _ := voiceclient.Loud(u.Heard(), time.Time{})
 		agentStarted = first
 		return n >= 25 // half a second of the agent's voice
 	}, "the agent never spoke")
@@ -60,7 +61,7 @@ func TestBargeIn(t *testing.T) {
 
 	stopsBefore, _ := histogram(t, "alicia_voice_barge_in_stop_seconds")
 	interrupt := time.Now()
-	u.say(speech(t, "Wait, stop, that is enough."))
+	u.Say(voiceclient.Speech(t, "Wait, stop, that is enough."))
 
 	// Playout stops: no agent voice later than the barge-in decision (speech
 	// onset + bargeMin) plus 100 ms and the audio already in flight.
@@ -77,20 +78,19 @@ func TestBargeIn(t *testing.T) {
 	// bargeMin + 100 ms + audio in flight) and that answer, silence.
 	var next time.Time
 	testkit.Eventually(t, 30*time.Second, func() bool {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		for i, e := range u.envs {
+		envs, at := u.Received(), u.ReceivedAt() // at covers envs: both only grow
+		for i, e := range envs {
 			if b, ok := e.Body.(*protocol.StartAnswer); ok && b.ID != sa.ID {
-				next = u.envAt[i]
+				next = at[i]
 				return true
 			}
 		}
 		return false
 	}, "the interruption was not answered")
 	limit := interrupt.Add(bargeMin + 100*time.Millisecond + 250*time.Millisecond)
-	for _, h := range u.heard() {
-		if h.at.After(limit) && h.at.Before(next) && audio.DBFS(h.pcm) >= -45 {
-			t.Fatalf("agent still heard %v after the user started speaking (next answer at %v)", h.at.Sub(interrupt), next.Sub(interrupt))
+	for _, h := range u.Heard() {
+		if h.At.After(limit) && h.At.Before(next) && audio.DBFS(h.PCM) >= -45 {
+			t.Fatalf("agent still heard %v after the user started speaking (next answer at %v)", h.At.Sub(interrupt), next.Sub(interrupt))
 		}
 	}
 
@@ -132,16 +132,16 @@ func TestBargeIn(t *testing.T) {
 func TestDataOnlyClient(t *testing.T) {
 	s := newStack(t, options{answer: "Hello from the room. How can I help?"})
 	cid := s.conversation()
-	u := join(t, s.lk.URL, s.token(cid), false)
-	u.configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
-	u.send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Hi there"}, cid)
-	u.waitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
+	u := voiceclient.Join(t, s.lk.URL, s.token(cid), false)
+	u.Configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
+	u.Send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Hi there"}, cid)
+	u.WaitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
 		b, ok := e.Body.(*protocol.AssistantSentence)
 		return ok && b.IsFinal != nil && *b.IsFinal
 	})
 	// Malformed input gets an error on the data channel and the session lives on.
-	u.send(&protocol.SpeechAudio{ConversationID: cid, MessageID: "x", SentenceID: "y", Sequence: 1, Format: "pcm_s16le_24000", Last: true}, cid)
-	u.waitFor(10*time.Second, "internal type not refused", func(e protocol.Envelope) bool {
+	u.Send(&protocol.SpeechAudio{ConversationID: cid, MessageID: "x", SentenceID: "y", Sequence: 1, Format: "pcm_s16le_24000", Last: true}, cid)
+	u.WaitFor(10*time.Second, "internal type not refused", func(e protocol.Envelope) bool {
 		m, ok := e.Body.(*protocol.ErrorMessage)
 		return ok && m.Code == protocol.CodeUnknownType
 	})
@@ -157,16 +157,16 @@ func TestDataOnlyClient(t *testing.T) {
 func TestTokenAllowsTheMicrophoneOnly(t *testing.T) {
 	s := newStack(t, options{answer: "Hello."})
 	cid := s.conversation()
-	u := join(t, s.lk.URL, s.token(cid), true)
+	u := voiceclient.Join(t, s.lk.URL, s.token(cid), true)
 	extra, err := lkmedia.NewPCMLocalTrack(16000, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer extra.Close()
-	if _, err := u.room.LocalParticipant.PublishTrack(extra, &lksdk.TrackPublicationOptions{Name: "screen-audio", Source: 4}); err == nil {
+	if _, err := u.Room.LocalParticipant.PublishTrack(extra, &lksdk.TrackPublicationOptions{Name: "screen-audio", Source: 4}); err == nil {
 		t.Fatal("published a screen share's audio with the gateway's token")
 	}
-	if n := len(u.room.LocalParticipant.TrackPublications()); n != 1 {
+	if n := len(u.Room.LocalParticipant.TrackPublications()); n != 1 {
 		t.Fatalf("%d tracks published, want the microphone only", n)
 	}
 }
@@ -181,22 +181,22 @@ func TestRejoinGetsEachFrameOnce(t *testing.T) {
 	s := newStack(t, options{answer: "Hello again. Nice to see you back."})
 	cid := s.conversation()
 	streaming := []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}
-	u := join(t, s.lk.URL, s.token(cid), false)
-	u.configure(&protocol.Configuration{ConversationID: &cid, Features: streaming}, cid)
-	u.room.Disconnect()
+	u := voiceclient.Join(t, s.lk.URL, s.token(cid), false)
+	u.Configure(&protocol.Configuration{ConversationID: &cid, Features: streaming}, cid)
+	u.Room.Disconnect()
 
-	again := join(t, s.lk.URL, s.token(cid), false)
-	again.stanza = u.stanza // the client's stanza ids go on across visits
-	again.configure(&protocol.Configuration{ConversationID: &cid, Features: streaming}, cid)
-	again.send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "I'm back"}, cid)
-	again.waitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
+	again := voiceclient.Join(t, s.lk.URL, s.token(cid), false)
+	again.ContinueStanzas(u) // the client's stanza ids go on across visits
+	again.Configure(&protocol.Configuration{ConversationID: &cid, Features: streaming}, cid)
+	again.Send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "I'm back"}, cid)
+	again.WaitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
 		b, ok := e.Body.(*protocol.AssistantSentence)
 		return ok && b.IsFinal != nil && *b.IsFinal
 	})
 	// A second session would forward the same frames within milliseconds.
 	<-time.After(time.Second)
 	seen := map[int32]int{}
-	for _, e := range again.received() {
+	for _, e := range again.Received() {
 		if e.StanzaID < 0 {
 			seen[e.StanzaID]++
 		}

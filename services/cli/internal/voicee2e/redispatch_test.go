@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 )
 
 // agentProcess runs the room-agent binary (built once per test binary) as
@@ -63,8 +64,8 @@ func TestDeadAgentIsReplaced(t *testing.T) {
 	s := newStack(t, options{noAgent: true, answer: "Still here. What next?"})
 	first := s.agentProcess(t)
 	cid := s.conversation()
-	u := join(t, s.lk.URL, s.token(cid), false)
-	u.configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
+	u := voiceclient.Join(t, s.lk.URL, s.token(cid), false)
+	u.Configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
 
 	second := s.agentProcess(t) // idle: the request is held by the first
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
@@ -75,10 +76,10 @@ func TestDeadAgentIsReplaced(t *testing.T) {
 
 	// The replacement joins under the same identity (LiveKit drops the dead
 	// one's session); the user configures the new data-channel session.
-	u.configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
+	u.Configure(&protocol.Configuration{ConversationID: &cid, Features: []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming}}, cid)
 	t.Logf("replacement agent answered %v after the kill", time.Since(killed).Round(time.Millisecond))
-	u.send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Are you there?"}, cid)
-	u.waitFor(20*time.Second, "no answer through the replacement agent", func(e protocol.Envelope) bool {
+	u.Send(&protocol.UserMessage{ID: protocol.NewID("am"), ConversationID: cid, Content: "Are you there?"}, cid)
+	u.WaitFor(20*time.Second, "no answer through the replacement agent", func(e protocol.Envelope) bool {
 		b, ok := e.Body.(*protocol.AssistantSentence)
 		return ok && b.IsFinal != nil && *b.IsFinal
 	})

@@ -1,10 +1,5 @@
 package voicee2e_test
 
-import (
-	"errors"
-	"fmt"
-)
-
-var errNotYet = errors.New("not yet")
+import "fmt"
 
 func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }

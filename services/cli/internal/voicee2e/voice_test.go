@@ -9,6 +9,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 )
 
 func voiceConfig(cid string) *protocol.Configuration {
@@ -29,13 +30,13 @@ func TestVoiceTurn(t *testing.T) {
 		return fakeopenai.Transcript{Text: "What is the weather like in Paris tomorrow?"}
 	})
 	cid := s.conversation()
-	u := join(t, s.lk.URL, s.token(cid), true)
-	u.configure(voiceConfig(cid), cid)
+	u := voiceclient.Join(t, s.lk.URL, s.token(cid), true)
+	u.Configure(voiceConfig(cid), cid)
 
-	spoken := u.say(speech(t, "What is the weather like in Paris tomorrow?"))
+	spoken := u.Say(voiceclient.Speech(t, "What is the weather like in Paris tomorrow?"))
 	saidAt := time.Now()
 
-	final := u.waitFor(20*time.Second, "no final transcription", func(e protocol.Envelope) bool {
+	final := u.WaitFor(20*time.Second, "no final transcription", func(e protocol.Envelope) bool {
 		tr, ok := e.Body.(*protocol.Transcription)
 		return ok && tr.Final
 	}).Body.(*protocol.Transcription)
@@ -43,7 +44,7 @@ func TestVoiceTurn(t *testing.T) {
 		t.Fatalf("final transcription %q", final.Text)
 	}
 	var partials int
-	for _, e := range u.received() {
+	for _, e := range u.Received() {
 		if tr, ok := e.Body.(*protocol.Transcription); ok && !tr.Final {
 			partials++
 			if tr.ID != final.ID {
@@ -54,25 +55,25 @@ func TestVoiceTurn(t *testing.T) {
 	if partials == 0 {
 		t.Fatalf("no partial transcription while %v of speech went on", spoken)
 	}
-	sa := u.waitFor(20*time.Second, "no StartAnswer", isType(protocol.TypeStartAnswer)).Body.(*protocol.StartAnswer)
+	sa := u.WaitFor(20*time.Second, "no StartAnswer", isType(protocol.TypeStartAnswer)).Body.(*protocol.StartAnswer)
 	if sa.PreviousID != final.ID {
 		t.Fatalf("StartAnswer answers %q, want the transcription %q", sa.PreviousID, final.ID)
 	}
-	u.waitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
+	u.WaitFor(20*time.Second, "no final sentence", func(e protocol.Envelope) bool {
 		b, ok := e.Body.(*protocol.AssistantSentence)
 		return ok && b.IsFinal != nil && *b.IsFinal
 	})
 	// The agent's voice reaches the user: several seconds of non-silent audio.
 	testkit.Eventually(t, 20*time.Second, func() bool {
-		n, _, _ := loud(u.heard(), saidAt)
+		n, _, _ := voiceclient.Loud(u.Heard(), saidAt)
 		return n >= 50 // a second of audio
-	}, fmt.Sprintf("no agent speech heard (speech requests %d, heard %d pieces)", s.speech.SpeechCount(), len(u.heard())))
+	}, fmt.Sprintf("no agent speech heard (speech requests %d, heard %d pieces)", s.speech.SpeechCount(), len(u.Heard())))
 
 	// The agent told the user, on the data channel, as each sentence started
 	// and ended: playing, then played, for the three sentences in order.
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
 		var marks []string
-		for _, e := range u.received() {
+		for _, e := range u.Received() {
 			if p, ok := e.Body.(*protocol.SentencePlayout); ok && p.MessageID == sa.ID {
 				marks = append(marks, fmt.Sprintf("%d:%s", p.Sequence, p.Status))
 			}
