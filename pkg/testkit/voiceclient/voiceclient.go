@@ -259,6 +259,12 @@ func (u *User) WaitFor(timeout time.Duration, what string, match func(protocol.E
 // Speech synthesises text with espeak-ng as 16 kHz PCM.
 func Speech(t testing.TB, text string) []int16 {
 	t.Helper()
+	return SpeechAt(t, text, 16000)
+}
+
+// SpeechAt is text spoken by espeak-ng at rate (Hz).
+func SpeechAt(t testing.TB, text string, rate int) []int16 {
+	t.Helper()
 	out, err := exec.Command("espeak-ng", "--stdout", "-v", "en-us", text).Output()
 	if err != nil {
 		t.Fatalf("espeak-ng (CI installs it): %v", err)
@@ -267,7 +273,7 @@ func Speech(t testing.TB, text string) []int16 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcm, err := audio.Resample(w.Mono(), w.SampleRate, 16000)
+	pcm, err := audio.Resample(w.Mono(), w.SampleRate, rate)
 	if err != nil {
 		t.Fatal(err)
 	}

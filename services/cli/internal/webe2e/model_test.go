@@ -85,6 +85,7 @@ func newModel() http.Handler {
 	// The voice specs (voice_test.go).
 	repeat(user(voiceQuestion), fakeopenai.Text(strings.Join(voiceAnswer, " ")))
 	repeat(user(voiceInterrupt), fakeopenai.Text(voiceJoke))
+	repeat(user(voiceBenchPhrase), fakeopenai.Text(voiceBenchAnswer))
 	return paced{h}
 }
 

@@ -3,7 +3,6 @@ package webe2e_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
+	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/gateway"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
@@ -73,7 +73,7 @@ const (
 // newVoiceScript synthesises the recording with espeak-ng into dir.
 func newVoiceScript(t testing.TB, dir string) *voiceScript {
 	t.Helper()
-	q, i := say(t, voiceQuestion), say(t, voiceInterrupt)
+	q, i := voiceclient.SpeechAt(t, voiceQuestion, wavRate), voiceclient.SpeechAt(t, voiceInterrupt, wavRate)
 	silence := func(d time.Duration) []int16 { return make([]int16, int(d.Seconds()*wavRate)) }
 	var pcm []int16
 	pcm = append(pcm, silence(voiceLead)...)
@@ -104,24 +104,6 @@ func (s *voiceScript) transcriber() fakeopenai.Transcriber {
 			return fakeopenai.Transcript{Text: voicePartial}
 		}
 	}
-}
-
-// say is text spoken by espeak-ng at 48 kHz.
-func say(t testing.TB, text string) []int16 {
-	t.Helper()
-	out, err := exec.Command("espeak-ng", "--stdout", "-v", "en-us", text).Output()
-	if err != nil {
-		t.Fatalf("espeak-ng (task deps installs it): %v", err)
-	}
-	w, err := audio.ParseWAV(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcm, err := audio.Resample(w.Mono(), w.SampleRate, wavRate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pcm
 }
 
 // startVoice runs livekit-server on the namespace's address, the asr and the
