@@ -189,20 +189,7 @@ func BenchmarkStop(b *testing.B) {
 	var lat []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		cid := h.conversation()
-		w := h.watch(cid)
-		h.fake.Reset()
-		h.fake.SetFault(fakeopenai.Fault{ChunkDelay: 25 * time.Millisecond})
-		h.fake.Enqueue(fakeopenai.Text("One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten."))
-		uid := h.say(cid, "count to ten")
-		var aid string
-		w.until(b, 10*time.Second, "two sentences", func(envs []seen) bool {
-			sa := answerOf(envs, uid)
-			if sa != nil {
-				aid = sa.ID
-			}
-			return sa != nil && len(sentencesOf(envs, sa.ID)) >= 2
-		})
+		cid, _, _, aid := h.countToTen(b)
 		b.StartTimer()
 		at := time.Now()
 		h.client(cid, &protocol.ControlStop{ConversationID: cid, TargetID: &aid, StopType: protocol.Ptr(protocol.ControlStopStopTypeAll)})

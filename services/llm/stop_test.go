@@ -39,21 +39,7 @@ func TestStopMidAnswer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cid := h.conversation()
-			w := h.watch(cid)
-			h.fake.Reset()
-			h.fake.SetFault(fakeopenai.Fault{ChunkDelay: 25 * time.Millisecond})
-			full := "One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten."
-			h.fake.Enqueue(fakeopenai.Text(full))
-			uid := h.say(cid, "count to ten")
-			var aid string
-			w.until(t, 10*time.Second, "two sentences", func(envs []seen) bool {
-				sa := answerOf(envs, uid)
-				if sa != nil {
-					aid = sa.ID
-				}
-				return sa != nil && len(sentencesOf(envs, sa.ID)) >= 2
-			})
+			cid, w, uid, aid := h.countToTen(t)
 			stop := c.stop(aid)
 			stop.ConversationID = cid
 			at := time.Now()
@@ -128,4 +114,25 @@ func TestStopMidAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countToTen starts a slow answer of ten sentences in a new conversation and
+// returns once two of them are out: the conversation, its watcher, the
+// user's message and the answer.
+func (h *harness) countToTen(t testing.TB) (cid string, w *watcher, uid, aid string) {
+	t.Helper()
+	cid = h.conversation()
+	w = h.watch(cid)
+	h.fake.Reset()
+	h.fake.SetFault(fakeopenai.Fault{ChunkDelay: 25 * time.Millisecond})
+	h.fake.Enqueue(fakeopenai.Text("One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten."))
+	uid = h.say(cid, "count to ten")
+	w.until(t, 10*time.Second, "two sentences", func(envs []seen) bool {
+		sa := answerOf(envs, uid)
+		if sa != nil {
+			aid = sa.ID
+		}
+		return sa != nil && len(sentencesOf(envs, sa.ID)) >= 2
+	})
+	return cid, w, uid, aid
 }

@@ -4,7 +4,7 @@
 // it starts in its network namespace. Not a test; the normal configs never
 // run it.
 import { defineConfig } from '@playwright/test'
-import { chromiumLaunch } from './e2e/chromium'
+import { withFakeMicrophone } from './e2e/chromium'
 
 const baseURL = process.env.ALICIA_WEB_BASE_URL
 const mic = process.env.ALICIA_WEB_FAKE_MIC
@@ -27,11 +27,7 @@ export default defineConfig({
     trace: 'off',
     actionTimeout: 20_000,
     permissions: ['microphone'],
-    launchOptions: {
-      ...chromiumLaunch,
-      args: [...chromiumLaunch.args, '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
-        `--use-file-for-fake-audio-capture=${mic}%noloop`, '--autoplay-policy=no-user-gesture-required'],
-    },
+    launchOptions: withFakeMicrophone(mic),
   },
   projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
 })

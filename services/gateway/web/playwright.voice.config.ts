@@ -3,7 +3,7 @@
 // the test's network namespace with livekit-server and the whole stack:
 // `go test -run TestVoiceBrowser -v ./services/cli/internal/webe2e/`.
 import { defineConfig } from '@playwright/test'
-import { chromiumLaunch } from './e2e/chromium'
+import { withFakeMicrophone } from './e2e/chromium'
 
 const baseURL = process.env.ALICIA_WEB_BASE_URL
 const mic = process.env.ALICIA_WEB_FAKE_MIC
@@ -26,13 +26,7 @@ export default defineConfig({
     trace: 'off',
     actionTimeout: 10_000,
     permissions: ['microphone'],
-    launchOptions: {
-      ...chromiumLaunch,
-      // The fake microphone plays the recording once from when the page
-      // opens it; the prompt is answered yes.
-      args: [...chromiumLaunch.args, '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
-        `--use-file-for-fake-audio-capture=${mic}%noloop`, '--autoplay-policy=no-user-gesture-required'],
-    },
+    launchOptions: withFakeMicrophone(mic),
   },
   projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
 })

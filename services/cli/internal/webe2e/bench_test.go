@@ -64,8 +64,6 @@ func BenchmarkWebClient(b *testing.B) {
 	b.Logf("seeded %s (%d messages) and %s (%d messages) in %s", small, 2*benchSmallTurns, large, 2*benchLargeTurns,
 		time.Since(start).Round(time.Millisecond))
 
-	args := append([]string{"--no-install", "playwright", "test", "--config", "playwright.bench.config.ts"},
-		strings.Fields(os.Getenv("ALICIA_WEB_PLAYWRIGHT_ARGS"))...)
 	b.ResetTimer()
 	for range b.N {
 		waitQuiet(b, s, 5*time.Minute)
@@ -86,13 +84,7 @@ func BenchmarkWebClient(b *testing.B) {
 		}
 
 		out := b.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-		cmd := exec.CommandContext(ctx, "npx", args...)
-		cmd.Dir = web
-		cmd.Env = append(os.Environ(),
-			"ALICIA_WEB_BASE_URL="+s.base,
-			"ALICIA_WEB_ALICE_KEY="+aliceKey,
-			"ALICIA_WEB_BENCH_OUT="+out,
+		runBenchSpecs(b, web, s, "playwright.bench.config.ts", out,
 			"ALICIA_WEB_BENCH_SMALL="+small,
 			"ALICIA_WEB_BENCH_LARGE="+large,
 			"ALICIA_WEB_BENCH_WARMUP="+strconv.Itoa(benchWarmup),
@@ -101,16 +93,7 @@ func BenchmarkWebClient(b *testing.B) {
 			"ALICIA_WEB_BENCH_MEMORY_TURNS="+strconv.Itoa(benchMemoryTurns),
 			"ALICIA_WEB_BENCH_COLD_LOADS="+strconv.Itoa(benchColdLoads),
 			"ALICIA_WEB_BENCH_OPENS="+strconv.Itoa(benchOpenRepeats),
-			"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1",
-			"FORCE_COLOR=0",
 		)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		cmd.WaitDelay = 10 * time.Second
-		err := cmd.Run()
-		cancel()
-		if err != nil {
-			b.Fatalf("npx playwright test --config playwright.bench.config.ts: %v (its output is above)", err)
-		}
 
 		loadAfter := loadAverage()
 		b.Logf("measured; load average %s", loadAfter)
@@ -140,6 +123,30 @@ func BenchmarkWebClient(b *testing.B) {
 		b.StopTimer()
 		report(b, metrics, detail, filepath.Join(web, "bench-results", "latest.json"))
 		b.StartTimer()
+	}
+}
+
+// runBenchSpecs runs `npx playwright test --config config` in web against
+// the stack; the specs write their results into out.
+func runBenchSpecs(b *testing.B, web string, s *stack, config, out string, env ...string) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", append([]string{"--no-install", "playwright", "test", "--config", config},
+		strings.Fields(os.Getenv("ALICIA_WEB_PLAYWRIGHT_ARGS"))...)...)
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(),
+		"ALICIA_WEB_BASE_URL="+s.base,
+		"ALICIA_WEB_ALICE_KEY="+aliceKey,
+		"ALICIA_WEB_BENCH_OUT="+out,
+		"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1",
+		"FORCE_COLOR=0",
+	)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("npx playwright test --config %s: %v (its output is above)", config, err)
 	}
 }
 

@@ -1,14 +1,11 @@
 package webe2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,27 +88,11 @@ func BenchmarkVoiceWebClient(b *testing.B) {
 		// The page.
 		from = len(agentSince(0))
 		out := b.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-		cmd := exec.CommandContext(ctx, "npx", append([]string{"--no-install", "playwright", "test", "--config", "playwright.bench-voice.config.ts"},
-			strings.Fields(os.Getenv("ALICIA_WEB_PLAYWRIGHT_ARGS"))...)...)
-		cmd.Dir = web
-		cmd.Env = append(os.Environ(),
-			"ALICIA_WEB_BASE_URL="+s.base,
-			"ALICIA_WEB_ALICE_KEY="+aliceKey,
-			"ALICIA_WEB_BENCH_OUT="+out,
+		runBenchSpecs(b, web, s, "playwright.bench-voice.config.ts", out,
 			"ALICIA_WEB_FAKE_MIC="+wavPath,
 			"ALICIA_WEB_BENCH_VOICE_TURNS="+strconv.Itoa(voiceBenchTurns),
 			"ALICIA_WEB_BENCH_VOICE_WARMUP="+strconv.Itoa(voiceBenchWarmup),
-			"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1",
-			"FORCE_COLOR=0",
 		)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		cmd.WaitDelay = 10 * time.Second
-		err := cmd.Run()
-		cancel()
-		if err != nil {
-			b.Fatalf("npx playwright test --config playwright.bench-voice.config.ts: %v (its output is above)", err)
-		}
 		pageAgent := agentSince(from)
 		loadAfter := loadAverage()
 

@@ -13,3 +13,14 @@ export const chromiumLaunch = {
     '--disable-quic',
   ],
 }
+
+// withFakeMicrophone is chromiumLaunch with a fake microphone that plays
+// wav once (48 kHz mono 16-bit) from when a page opens it; the permission
+// prompt is answered yes and autoplay needs no gesture.
+export function withFakeMicrophone(wav: string) {
+  return {
+    ...chromiumLaunch,
+    args: [...chromiumLaunch.args, '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${wav}%noloop`, '--autoplay-policy=no-user-gesture-required'],
+  }
+}
