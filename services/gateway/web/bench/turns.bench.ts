@@ -189,9 +189,36 @@ test('send → first sentence rendered', async ({ browser }) => {
   const ctx = await signedIn(browser)
   const page = await ctx.newPage()
   await openNew(page, 'Bench: send to first sentence')
-  const times = await paced(bench.turns, bench.warmup, (i, warm) => turn(page, `Page turn ${i}${warm ? ' (warm-up)' : ''}`))
+  // The browser's network layer (CDP, its own clock): when the page's
+  // UserMessage frame went out and the answer's first sentence frame came
+  // in, to tell the time on the wire and in the stack from the time the
+  // frame waits in the page before its JavaScript sees it.
+  const cdp = await ctx.newCDPSession(page)
+  await cdp.send('Network.enable')
+  const net = { armed: false, sent: 0, recv: 0 }
+  cdp.on('Network.webSocketFrameSent', (e) => {
+    if (net.armed && !net.sent) net.sent = e.timestamp
+  })
+  cdp.on('Network.webSocketFrameReceived', (e) => {
+    if (!net.armed || !net.sent || net.recv || e.response.opcode !== 2) return
+    try {
+      if (decodeEnvelope(Buffer.from(e.response.payloadData, 'base64')).type === MessageType.AssistantSentence) net.recv = e.timestamp
+    } catch {
+      /* not an envelope */
+    }
+  })
+  const rtt: number[] = []
+  const times = await paced(bench.turns, bench.warmup, async (i, warm) => {
+    Object.assign(net, { armed: true, sent: 0, recv: 0 })
+    const t = await turn(page, `Page turn ${i}${warm ? ' (warm-up)' : ''}`)
+    await expect.poll(() => net.recv).toBeGreaterThan(0)
+    net.armed = false
+    if (!warm) rtt.push((net.recv - net.sent) * 1000)
+    return t
+  })
   await ctx.close()
   const lat = times.map((t) => t.total)
+  const waited = times.map((t, i) => t.frame - t.send - (rtt[i] ?? 0))
   writeResult('turns', {
     'page-first-sentence-p50-ms': quantile(lat, 0.5),
     'page-first-sentence-p99-ms': quantile(lat, 0.99),
@@ -199,7 +226,9 @@ test('send → first sentence rendered', async ({ browser }) => {
     'page-key-to-send-p50-ms': quantile(times.map((t) => t.send), 0.5),
     'page-key-to-frame-p50-ms': quantile(times.map((t) => t.frame), 0.5),
     'page-frame-to-dom-p50-ms': quantile(times.map((t) => t.total - t.frame), 0.5),
-  }, { turns: lat.length, samplesMs: times.map((t) => ({ total: round(t.total, 1), send: round(t.send, 1), frame: round(t.frame, 1) })) })
+    'page-wire-p50-ms': quantile(rtt, 0.5),
+    'page-frame-waits-p50-ms': quantile(waited, 0.5),
+  }, { turns: lat.length, samplesMs: times.map((t, i) => ({ total: round(t.total, 1), send: round(t.send, 1), frame: round(t.frame, 1), wire: round(rtt[i] ?? 0, 1) })) })
 })
 
 test('memory over 500 turns', async ({ browser }) => {

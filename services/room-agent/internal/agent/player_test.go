@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,19 @@ func (e *events) get() []PlayEvent {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]PlayEvent(nil), e.evs...)
+}
+
+// of is the events of these kinds, in order.
+func (e *events) of(kinds ...PlayKind) []PlayEvent {
+	var out []PlayEvent
+	for _, ev := range e.get() {
+		for _, k := range kinds {
+			if ev.Kind == k {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out
 }
 
 // chunk is 100 ms of 24 kHz audio of sentence seq of turn.
@@ -57,8 +71,19 @@ func TestPlayerOrdersSentencesAndChunks(t *testing.T) {
 	p.Add(chunk("am_a", 2, 0, true, true))
 	p.Add(chunk("am_a", 1, 1, true, false))
 	p.Add(chunk("am_a", 1, 0, false, false))
-	testkit.Eventually(t, 3*time.Second, func() bool { return len(ev.get()) == 3 }, "sentences not played")
-	got := ev.get()
+	testkit.Eventually(t, 3*time.Second, func() bool { return len(ev.of(FirstFrame, SentenceDone)) == 3 }, "sentences not played")
+	got := ev.of(FirstFrame, SentenceDone)
+	// Each sentence's start is told as its first frame goes out, before its end.
+	all := ev.get()
+	var order []string
+	for _, e := range all {
+		if e.Kind == SentenceStart || e.Kind == SentenceDone {
+			order = append(order, fmt.Sprintf("%d:%d", e.Kind, e.Seq))
+		}
+	}
+	if want := fmt.Sprintf("[%d:1 %d:1 %d:2 %d:2]", SentenceStart, SentenceDone, SentenceStart, SentenceDone); fmt.Sprint(order) != want {
+		t.Fatalf("sentence starts and ends %v, want %s", order, want)
+	}
 	if got[0].Kind != FirstFrame || got[1].Kind != SentenceDone || got[1].Seq != 1 || got[2].Seq != 2 {
 		t.Fatalf("events %+v", got)
 	}
@@ -77,7 +102,7 @@ func TestPlayerStopsAtOnce(t *testing.T) {
 		p.Add(chunk("am_b", 1, i, i == 9, false))
 	}
 	p.Add(chunk("am_b", 2, 0, true, true))
-	testkit.Eventually(t, 2*time.Second, func() bool { return len(ev.get()) == 1 }, "playout did not start")
+	testkit.Eventually(t, 2*time.Second, func() bool { return len(ev.of(FirstFrame)) == 1 }, "playout did not start")
 	testkit.Eventually(t, 2*time.Second, func() bool { // let some of it play
 		p.mu.Lock()
 		defer p.mu.Unlock()
