@@ -89,6 +89,7 @@ type wireSpeechRequest struct {
 	Speed          float64 `json:"speed"`
 	SampleRate     int     `json:"sample_rate"`
 	Instructions   string  `json:"instructions"`
+	Stream         *bool   `json:"stream"`
 }
 
 func (h *Handler) speak(w http.ResponseWriter, r *http.Request) {
@@ -113,7 +114,7 @@ func (h *Handler) speak(w http.ResponseWriter, r *http.Request) {
 	req.Rejected = msg
 	h.record(func() { h.audio.spRequests = append(h.audio.spRequests, req) })
 	h.mu.Lock()
-	cfg := h.audio.speech.withDefaults()
+	cfg, p := h.audio.speech.withDefaults(), h.profile
 	h.mu.Unlock()
 	if msg != "" {
 		writeParamError(w, param, msg)
@@ -139,6 +140,12 @@ func (h *Handler) speak(w http.ResponseWriter, r *http.Request) {
 	total := int(cfg.Duration(req.Input, speed) * time.Duration(rate) / time.Second)
 	syn := newSynth(req.Input, total, rate)
 	chunk := max(1, int(cfg.Chunk*time.Duration(rate)/time.Second))
+	samples := func(n int) time.Duration { return time.Duration(n) * time.Second / time.Duration(rate) }
+	start := time.Now()
+	if in.Stream != nil && !*in.Stream && !h.sleep(r.Context(), p.SpeechTime(samples(total))) {
+		dropConnection(w) // not streamed: the whole synthesis before the first byte
+		return
+	}
 
 	w.Header().Set("Content-Type", "audio/"+req.ResponseFormat)
 	w.WriteHeader(http.StatusOK)
@@ -154,6 +161,13 @@ func (h *Handler) speak(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.DropAfter > 0 && i == f.DropAfter {
+			dropConnection(w)
+			return
+		}
+		// With a timing profile, this chunk's audio is ready when the
+		// synthesis has reached it (the chunk delays so far added).
+		pause := time.Duration(i) * (cfg.ChunkDelay + f.ChunkDelay)
+		if due := start.Add(p.SpeechAudioAt(samples(i*chunk)) + pause); !h.sleep(r.Context(), time.Until(due)) {
 			dropConnection(w)
 			return
 		}

@@ -165,7 +165,7 @@ func (h *Handler) transcribe(w http.ResponseWriter, r *http.Request) {
 		h.applyFault(w, r, Fault{Hang: true})
 		return
 	}
-	if !h.sleep(r.Context(), t.Latency) {
+	if !h.sleep(r.Context(), t.Latency+h.Profile().TranscriptionTime(req.Duration)) {
 		dropConnection(w)
 		return
 	}

@@ -12,8 +12,16 @@ import (
 
 // BenchmarkStreamInstant is the floor the fake adds to a turn: request sent
 // through go-openai → first content delta received, zero latency injected.
-func BenchmarkStreamInstant(b *testing.B) {
-	s := fakeopenai.New(b)
+func BenchmarkStreamInstant(b *testing.B) { benchmarkStream(b) }
+
+// BenchmarkStreamGPUBox is the same under the gpu-box profile: the first
+// delta after its time to first token (150 ms) and the fake's overhead.
+func BenchmarkStreamGPUBox(b *testing.B) {
+	benchmarkStream(b, fakeopenai.WithProfile(fakeopenai.GPUBox))
+}
+
+func benchmarkStream(b *testing.B, opts ...fakeopenai.Option) {
+	s := fakeopenai.New(b, opts...)
 	s.AddScript(fakeopenai.Script{Turns: []fakeopenai.Turn{fakeopenai.Text("Hello! How can I help you today?")}, Repeat: true})
 	c := client(s, "")
 	req := userMessage("hi")

@@ -94,8 +94,17 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := h.resolve(req, turn)
+	p := h.Profile()
 	if req.Stream {
-		h.stream(w, r, req, a, f)
+		h.stream(w, r, req, a, f, p)
+		return
+	}
+	tokens := 0
+	for _, d := range a.deltas() {
+		tokens += deltaTokens(d)
+	}
+	if !h.sleep(r.Context(), p.ChatTime(tokens)) {
+		dropConnection(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, a.completion())
@@ -174,12 +183,32 @@ func (a answer) deltas() []wireDelta {
 	return out
 }
 
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, req Request, a answer, f Fault) {
+// deltaTokens is how many generated tokens a streamed delta carries.
+func deltaTokens(d wireDelta) int {
+	n := 0
+	if d.Content != nil {
+		n += EstimateTokens(*d.Content)
+	}
+	n += EstimateTokens(d.ReasoningContent)
+	for _, c := range d.ToolCalls {
+		n += EstimateTokens(c.Function.Name) + EstimateTokens(c.Function.Arguments)
+	}
+	return n
+}
+
+// stream sends the answer as SSE chunks: with a timing profile, each delta
+// when its last token is generated (p.TokenAt), Fault.ChunkDelay added
+// between chunks.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, req Request, a answer, f Fault, p Profile) {
+	start := time.Now()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	if !p.IsInstant() {
+		_ = rc.Flush() // the stream is open before the first token, as vLLM's
+	}
 
 	send := func(payload []byte) bool {
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", payload); err != nil {
@@ -193,21 +222,33 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, req Request, a 
 		return c
 	}
 
-	chunks := []wireChunk{}
+	// at[i] is when chunk i is due, from the request: its last token's
+	// time; the finish and usage chunks follow the last delta at once.
+	chunks, at, tokens := []wireChunk{}, []time.Duration{}, 0
 	for _, d := range a.deltas() {
 		chunks = append(chunks, chunk(d, nil))
+		tokens += deltaTokens(d)
+		at = append(at, p.TokenAt(tokens-1))
 	}
 	chunks = append(chunks, chunk(wireDelta{}, &a.FinishReason))
+	at = append(at, p.ChatTime(tokens))
 	if req.IncludeUsage {
 		u := a.usage
 		last := wireChunk{ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model, Usage: &u}
 		last.Choices = []wireChunkChoice{}
 		chunks = append(chunks, last)
+		at = append(at, p.ChatTime(tokens))
 	}
 	for i, c := range chunks {
 		// Cut the connection rather than end the body: a clean end without
 		// [DONE] would look like a complete answer to some clients.
 		if (i > 0 && !h.sleep(r.Context(), f.ChunkDelay)) || (f.DropAfter > 0 && i == f.DropAfter) {
+			dropConnection(w)
+			return
+		}
+		// Due on the profile's clock, shifted by the chunk delays so far:
+		// the two add up, and slow writes do not make the pace drift.
+		if due := start.Add(at[i] + time.Duration(i)*f.ChunkDelay); !h.sleep(r.Context(), time.Until(due)) {
 			dropConnection(w)
 			return
 		}

@@ -12,6 +12,12 @@
 // a test can assert on the context a service sent. Faults (latency, per-chunk
 // delay, HTTP errors, hangs, a dead backend) can be switched at runtime.
 //
+// The models are instant unless a Profile says how long they take
+// (WithProfile, SetProfile): transcription per second of audio, time to
+// first token and tokens per second, time to first audio and real-time
+// factor, embeddings per input. GPUBox reproduces one data-centre GPU from
+// published figures; README.md gives them and their sources.
+//
 // New starts an httptest server for a test; NewHandler gives the bare
 // http.Handler for benchmarks and commands (`alicia dev fake-models` serves
 // one for hours: WithResponder makes its answers, WithoutRecording keeps its

@@ -94,6 +94,10 @@ func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 	if h.applyFault(w, r, h.takeFault()) {
 		return
 	}
+	if !h.sleep(r.Context(), h.Profile().EmbeddingsTime(len(texts))) {
+		dropConnection(w)
+		return
+	}
 
 	dims := h.dims
 	if in.Dimensions > 0 {

@@ -63,6 +63,7 @@ type Handler struct {
 	requests   []Request
 	embeds     []EmbeddingRequest
 	audio      audioState
+	profile    Profile
 }
 
 // NewHandler builds a Handler; it needs no network and no testing.TB.
@@ -180,7 +181,7 @@ func (h *Handler) EmbeddingRequests() []EmbeddingRequest {
 }
 
 // Reset forgets scripts, recorded requests and faults (the speech
-// configuration stays).
+// configuration and the timing profile stay).
 func (h *Handler) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -18,7 +18,12 @@ host:port share one listener; only those addresses are bound. Run it in one term
 another: chat answers repeat your message, speech is voice-like noise, transcripts are one canned
 sentence, embeddings are 1024 hashed dimensions. At the default URLs alicia up uses everything with
 nothing to set (it finds the speech and embedding models there); elsewhere it prints the variables
-alicia up needs. It runs until Ctrl-C.`,
+alicia up needs. It runs until Ctrl-C.
+
+--profile gpu-box makes the models take as long as one data-centre GPU would (faster-whisper
+large-v3, Qwen2.5-7B-Instruct-AWQ on vLLM, Kokoro-82M, a bge-m3 class embedder): transcription,
+time to first token and tokens per second, time to first audio and real-time factor, embeddings.
+The figures and their sources: pkg/testkit/fakeopenai/README.md. The default, instant, answers at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return devcmd.FakeModels(c.Context(), cfg, c.OutOrStdout())
@@ -28,5 +33,6 @@ alicia up needs. It runs until Ctrl-C.`,
 	f.StringVar(&cfg.ASR.URL, "asr-url", cfg.ASR.URL, "serve the ASR (transcriptions) at this base URL")
 	f.StringVar(&cfg.TTS.URL, "tts-url", cfg.TTS.URL, "serve the TTS (speech) at this base URL")
 	f.StringVar(&cfg.Embeddings.URL, "embedding-url", cfg.Embeddings.URL, "serve the embeddings at this base URL (default: the LLM's)")
+	f.Var(devcmd.ProfileFlag{P: &cfg.Profile}, "profile", "model timing: instant, or gpu-box (one data-centre GPU's latencies)")
 	return c
 }

@@ -22,11 +22,15 @@ const (
 const echoRunes = 200
 
 // newCannedHandler is a fake serving models that answers every request
-// with a canned answer, keeps no requests and paces its streams by delay.
-func newCannedHandler(models []string, delay time.Duration) *fakeopenai.Handler {
-	h := fakeopenai.NewHandler(fakeopenai.WithModels(models...), fakeopenai.WithResponder(cannedTurn), fakeopenai.WithoutRecording())
+// with a canned answer and keeps no requests. A timing profile paces it;
+// the instant one is paced by delay between streamed chunks.
+func newCannedHandler(models []string, delay time.Duration, p fakeopenai.Profile) *fakeopenai.Handler {
+	h := fakeopenai.NewHandler(fakeopenai.WithModels(models...), fakeopenai.WithResponder(cannedTurn), fakeopenai.WithoutRecording(),
+		fakeopenai.WithProfile(p))
 	h.SetTranscriber(cannedTranscript)
-	h.SetFault(fakeopenai.Fault{ChunkDelay: delay})
+	if p.IsInstant() {
+		h.SetFault(fakeopenai.Fault{ChunkDelay: delay})
+	}
 	return h
 }
 

@@ -41,7 +41,7 @@ func TestExports(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			printFakeModels(&out, lns, cfg.roles())
+			printFakeModels(&out, lns, cfg.roles(), cfg.Profile)
 			if got := exports(cfg.roles()); !slices.Equal(got, c.want) {
 				t.Errorf("exports %q, want %q", got, c.want)
 			}

@@ -36,9 +36,39 @@ type FakeModelsConfig struct {
 	// embedding model (the memory service has no default embeddings URL).
 	Embeddings FakeBackend
 	// WordDelay paces streamed chat words and speech chunks, so a
-	// client sees the answer arrive sentence by sentence.
+	// client sees the answer arrive sentence by sentence; unused when
+	// Profile paces them.
 	WordDelay time.Duration
+	// Profile is how long the models take (--profile); the zero profile
+	// (instant) answers at once, paced by WordDelay only.
+	Profile fakeopenai.Profile
 }
+
+// ProfileFlag is the --profile flag: a fakeopenai profile by name. It is a
+// flag.Value and a pflag.Value; an unknown name is an error listing the
+// known ones.
+type ProfileFlag struct{ P *fakeopenai.Profile }
+
+// String is the name of the profile set (instant for the zero profile).
+func (f ProfileFlag) String() string {
+	if f.P == nil || f.P.Name == "" {
+		return fakeopenai.Instant.Name
+	}
+	return f.P.Name
+}
+
+// Set selects the profile called name.
+func (f ProfileFlag) Set(name string) error {
+	p, err := fakeopenai.ProfileByName(name)
+	if err != nil {
+		return err
+	}
+	*f.P = p
+	return nil
+}
+
+// Type is what pflag shows in the help.
+func (ProfileFlag) Type() string { return "name" }
 
 // FakeModelsConfigFromEnv is the model URLs and names the services use:
 // the defaults of pkg/engines, overridden by the same ALICIA_* variables.
@@ -154,12 +184,12 @@ func FakeModels(ctx context.Context, cfg FakeModelsConfig, stdout io.Writer) err
 		}
 		mux := http.NewServeMux()
 		for _, s := range l.sites {
-			s.h = newCannedHandler(s.models(), cfg.WordDelay)
+			s.h = newCannedHandler(s.models(), cfg.WordDelay, cfg.Profile)
 			mux.Handle(s.prefix+"/v1/", http.StripPrefix(s.prefix, s.h))
 		}
 		l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
-	printFakeModels(stdout, lns, cfg.roles())
+	printFakeModels(stdout, lns, cfg.roles(), cfg.Profile)
 
 	g, gctx := errgroup.WithContext(ctx)
 	for _, l := range lns {
@@ -219,8 +249,14 @@ func closeAll(lns []*fakeListener) {
 
 // printFakeModels says what is served where, and what alicia up needs
 // set to use it: nothing when the defaults are served.
-func printFakeModels(w io.Writer, lns []*fakeListener, roles []fakeRole) {
+func printFakeModels(w io.Writer, lns []*fakeListener, roles []fakeRole, p fakeopenai.Profile) {
 	fmt.Fprintln(w, "alicia dev fake-models: canned answers, no real model is running (Ctrl-C stops it)")
+	if !p.IsInstant() {
+		fmt.Fprintf(w, "  timing profile %s: transcription %s + %s per audio second; chat first token %s, %g tokens/s;\n"+
+			"  speech first audio %s, %.3g× real time; embeddings %s + %s per input\n",
+			ProfileFlag{&p}, p.Transcription.Fixed, p.Transcription.PerAudioSecond, p.Chat.TimeToFirstToken, p.Chat.TokensPerSecond,
+			p.Speech.TimeToFirstAudio, 1/p.Speech.RealTimeFactor, p.Embeddings.Fixed, p.Embeddings.PerInput)
+	}
 	for _, l := range lns {
 		for _, s := range l.sites {
 			fmt.Fprintf(w, "  %s  (GET /models lists %s)\n", s.url, strings.Join(s.models(), ", "))
