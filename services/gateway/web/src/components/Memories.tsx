@@ -159,6 +159,11 @@ export function Memories({ focusId }: { focusId?: string }) {
   const [archived, setArchived] = useState(false)
   const [error, setError] = useState<string>()
   const [loading, setLoading] = useState(false)
+  // The add form opens by itself for someone with no memories yet, once
+  // the list says so; after that it is the person's to open or close (a
+  // reload of the list never snaps it shut under their typing).
+  const [loaded, setLoaded] = useState(false)
+  const [addOpen, setAddOpen] = useState<boolean>()
 
   const load = useCallback(async (more?: string) => {
     setLoading(true)
@@ -171,6 +176,7 @@ export function Memories({ focusId }: { focusId?: string }) {
       setError(e instanceof Error ? e.message : String(e))
     } finally {
       setLoading(false)
+      setLoaded(true)
     }
   }, [query, archived])
   useEffect(() => {
@@ -190,7 +196,8 @@ export function Memories({ focusId }: { focusId?: string }) {
           <input type="checkbox" checked={archived} onChange={(e) => setArchived(e.target.checked)} className="focus-ring" /> Include archived
         </label>
       </form>
-      <details className="rounded-lg border border-slate-200 dark:border-slate-800" open={memories.length === 0 && !loading && !query}>
+      <details className="rounded-lg border border-slate-200 dark:border-slate-800" open={addOpen ?? (loaded && memories.length === 0 && !query)}
+        onToggle={(e) => setAddOpen(e.currentTarget.open)}>
         <summary className="focus-ring cursor-pointer rounded-lg px-3 py-2 font-medium">Add a memory</summary>
         <div className="p-2">
           <MemoryForm submitLabel="Add memory" onSubmit={async (v) => { const m = await api.createMemory(v); setMemories((ms) => [m, ...ms]) }} />
