@@ -56,6 +56,8 @@ for (const size of [DESKTOP, PHONE]) {
       await signIn(page, stack.aliceKey, `/c/${conversation}`)
       await completed(lastAnswer(page))
       await expect(page.getByTestId('connection')).toHaveAttribute('data-status', 'open')
+      // The Markdown renderer loads with the first answer: the picture waits for it.
+      await expect(lastAnswer(page).locator('table')).toBeVisible()
       await shot(page, 'chat')
       await axe(page, 'chat')
       // The answers' parts opened, scrolled to the top of the conversation.
