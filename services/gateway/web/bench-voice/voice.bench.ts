@@ -37,12 +37,10 @@ test('voice in the page', async ({ page }) => {
   await expect(page.getByLabel('Message Alicia')).toBeEnabled()
 
   // The JavaScript fetched from pressing the microphone on: the voice code.
-  const voiceJS: { url: string; body: Buffer; sent: number }[] = []
+  const voiceJS: { url: string; body: Buffer }[] = []
   page.on('response', async (r) => {
     if (!r.url().endsWith('.js')) return
-    const body = await r.body().catch(() => Buffer.alloc(0))
-    const sent = Number((await r.allHeaders())['content-length'] ?? body.length)
-    voiceJS.push({ url: r.url(), body, sent })
+    voiceJS.push({ url: r.url(), body: await r.body().catch(() => Buffer.alloc(0)) })
   })
   const events = () => page.evaluate(() => window.__voice ?? [])
   const listening = async (n: number) => {
@@ -84,7 +82,6 @@ test('voice in the page', async ({ page }) => {
     'page-v2v-p99-ms': quantile(measured, 0.99),
     'page-v2v-turns': measured.length,
     'voice-js-gzip9-KiB': kib(gz9),
-    'voice-js-gateway-KiB': kib(engine.reduce((n, r) => n + r.sent, 0)),
     'voice-js-raw-KiB': kib(engine.reduce((n, r) => n + r.body.length, 0)),
     'mic-to-listening-cold-ms': cold,
     'mic-to-listening-warm-ms': warm,

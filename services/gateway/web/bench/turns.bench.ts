@@ -6,11 +6,11 @@
 import { expect, test, type Page } from '@playwright/test'
 import { decodeEnvelope, encodeEnvelope, makeEnvelope, MessageType, type AssistantSentence, type StartAnswer } from '../src/protocol'
 import { newId } from '../src/ids'
-import { bench, composerReady, kib, newConversation, quantile, round, signedIn, writeResult } from './common'
+import { api, bench, composerReady, kib, newConversation, quantile, round, signedIn, writeResult } from './common'
 
 declare global {
   interface Window {
-    __turn?: { t0: number; seen: Set<string>; resolve: ((ms: number) => void) | null; done: Promise<number> | null; sent: number; arrived: number }
+    __turn?: { t0: number; seen: Set<string>; resolve: ((ms: number) => void) | null; done: Promise<number> | null; sent: number; arrived: number; yielded: number; painted: number }
     __bare?: { ws: WebSocket; frames: [number, number[]][] }
   }
 }
@@ -20,7 +20,7 @@ declare global {
 // answer's first sentence is in the DOM (a MutationObserver), with the time
 // since the press.
 function instrument(): void {
-  const st: NonNullable<Window['__turn']> = { t0: 0, seen: new Set(), resolve: null, done: null, sent: 0, arrived: 0 }
+  const st: NonNullable<Window['__turn']> = { t0: 0, seen: new Set(), resolve: null, done: null, sent: 0, arrived: 0, yielded: 0, painted: 0 }
   window.__turn = st
   // Where the time goes: the page's send on its WebSocket, and the last
   // frame that arrived before the sentence showed.
@@ -35,6 +35,20 @@ function instrument(): void {
     st.t0 = performance.now()
     st.sent = 0
     st.arrived = 0
+    st.yielded = 0
+    st.painted = 0
+    // When the main thread is first free again after the key's task (the
+    // page's render of the sent message), and after the frame that paints it.
+    const ch = new MessageChannel()
+    ch.port1.onmessage = () => {
+      if (!st.yielded) st.yielded = performance.now()
+    }
+    ch.port2.postMessage(0)
+    requestAnimationFrame(() => {
+      const c2 = new MessageChannel()
+      c2.port1.onmessage = () => (st.painted = performance.now())
+      c2.port2.postMessage(0)
+    })
     answers().forEach((a) => st.seen.add(a.dataset.messageId ?? ''))
     st.done = new Promise((r) => (st.resolve = r))
   }, true)
@@ -68,19 +82,22 @@ function watchFrames(): void {
   }
 }
 
-async function openNew(page: Page, title: string): Promise<void> {
+async function openNew(page: Page, title: string): Promise<string> {
   const cid = await newConversation(title)
   await page.context().addInitScript(watchFrames)
   await page.goto(`/c/${encodeURIComponent(cid)}`)
   await composerReady(page)
   await expect(page.getByTestId('connection')).toHaveAttribute('data-status', 'open')
   await page.evaluate(instrument)
+  return cid
 }
 
 interface TurnTimes {
   total: number // Enter → the first sentence in the DOM
   send: number // Enter → the page's ws.send
   frame: number // Enter → the sentence's frame in the page's JavaScript
+  yielded: number // Enter → the main thread free again after the key's task
+  painted: number // Enter → the end of the frame that paints the sent message
 }
 
 // turn sends text with the Enter key, waits for its whole answer and
@@ -95,7 +112,7 @@ async function turn(page: Page, text: string): Promise<TurnTimes> {
     if (!d) throw new Error('the Enter key press was not seen')
     st.done = null
     const total = await d
-    return { total, send: st.sent - st.t0, frame: st.arrived - st.t0 }
+    return { total, send: st.sent - st.t0, frame: st.arrived - st.t0, yielded: st.yielded - st.t0, painted: st.painted - st.t0 }
   })
   await expect(page.locator('article[data-role="assistant"]').last()).toHaveAttribute('data-status', 'completed')
   await expect(composer).toHaveValue('')
@@ -114,6 +131,39 @@ async function paced<T>(n: number, warmup: number, run: (i: number, warm: boolea
     if (i >= warmup) out.push(r)
   }
   return out
+}
+
+// stackTimes reads a conversation's timeline (the stream's own clock) and
+// gives, for every answer after the first skip, the time from the user's
+// message stored to the answer's first sentence stored: the stack's part of
+// a turn, whatever client sent it.
+async function stackTimes(cid: string, skip: number): Promise<number[]> {
+  const ctx = await api()
+  try {
+    const steps: { type: string; timeMs: number; time: string; messageId?: string; replyTo?: string; sequence?: number }[] = []
+    for (let after = 0, more = true; more; ) {
+      const res = await ctx.get(`/v1/conversations/${encodeURIComponent(cid)}/timeline?after=${after}&limit=1000`)
+      expect(res.ok(), await res.text()).toBe(true)
+      const page = (await res.json()) as { steps: typeof steps; next: number; more: boolean }
+      steps.push(...page.steps)
+      after = page.next
+      more = page.more
+    }
+    const at = (s: { time: string }) => {
+      // RFC 3339 with nanoseconds: milliseconds with their fraction.
+      const m = /\.(\d+)Z$/.exec(s.time)
+      return Date.parse(s.time.replace(/\.\d+Z$/, 'Z')) + (m ? Number(`0.${m[1]}`) * 1000 : 0)
+    }
+    const out: number[] = []
+    for (const start of steps.filter((x) => x.type === 'StartAnswer')) {
+      const asked = steps.find((x) => x.type === 'UserMessage' && x.messageId === start.replyTo)
+      const first = steps.find((x) => x.type === 'AssistantSentence' && x.messageId === start.messageId && x.sequence === 1)
+      if (asked && first) out.push(at(first) - at(asked))
+    }
+    return out.slice(skip)
+  } finally {
+    await ctx.dispose()
+  }
 }
 
 // A WebSocket client without the app, in the same browser: the same turn
@@ -179,16 +229,18 @@ test('send → first sentence, browser WebSocket without the app', async ({ brow
     return first
   })
   await ctx.close()
+  const stack = await stackTimes(cid, bench.warmup)
   writeResult('bare', {
     'browser-ws-first-sentence-p50-ms': quantile(lat, 0.5),
     'browser-ws-first-sentence-p99-ms': quantile(lat, 0.99),
-  }, { turns: lat.length, samplesMs: lat.map((x) => round(x, 1)) })
+    'browser-ws-stack-p50-ms': quantile(stack, 0.5),
+  }, { turns: lat.length, samplesMs: lat.map((x) => round(x, 1)), stackMs: stack.map((x) => round(x, 2)) })
 })
 
 test('send → first sentence rendered', async ({ browser }) => {
   const ctx = await signedIn(browser)
   const page = await ctx.newPage()
-  await openNew(page, 'Bench: send to first sentence')
+  const cid = await openNew(page, 'Bench: send to first sentence')
   // The browser's network layer (CDP, its own clock): when the page's
   // UserMessage frame went out and the answer's first sentence frame came
   // in, to tell the time on the wire and in the stack from the time the
@@ -217,6 +269,7 @@ test('send → first sentence rendered', async ({ browser }) => {
     return t
   })
   await ctx.close()
+  const stack = await stackTimes(cid, bench.warmup)
   const lat = times.map((t) => t.total)
   const waited = times.map((t, i) => t.frame - t.send - (rtt[i] ?? 0))
   writeResult('turns', {
@@ -228,7 +281,10 @@ test('send → first sentence rendered', async ({ browser }) => {
     'page-frame-to-dom-p50-ms': quantile(times.map((t) => t.total - t.frame), 0.5),
     'page-wire-p50-ms': quantile(rtt, 0.5),
     'page-frame-waits-p50-ms': quantile(waited, 0.5),
-  }, { turns: lat.length, samplesMs: times.map((t, i) => ({ total: round(t.total, 1), send: round(t.send, 1), frame: round(t.frame, 1), wire: round(rtt[i] ?? 0, 1) })) })
+    'page-stack-p50-ms': quantile(stack, 0.5),
+    'page-key-task-p50-ms': quantile(times.map((t) => t.yielded), 0.5),
+    'page-key-painted-p50-ms': quantile(times.map((t) => t.painted), 0.5),
+  }, { stackMs: stack.map((x) => round(x, 2)), turns: lat.length, samplesMs: times.map((t, i) => ({ total: round(t.total, 1), send: round(t.send, 1), frame: round(t.frame, 1), wire: round(rtt[i] ?? 0, 1) })) })
 })
 
 test('memory over 500 turns', async ({ browser }) => {

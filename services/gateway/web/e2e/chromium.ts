@@ -2,7 +2,9 @@
 // downloaded browser): as root without the sandbox, and without the
 // background connections this machine's closed network refuses.
 export const chromiumLaunch = {
-  executablePath: '/usr/bin/chromium',
+  // ALICIA_WEB_CHROMIUM: another start command for the same browser (a
+  // wrapper that pins it to a CPU, say), for experiments.
+  executablePath: process.env.ALICIA_WEB_CHROMIUM || '/usr/bin/chromium',
   args: [
     '--no-sandbox',
     '--no-first-run',
