@@ -156,7 +156,9 @@ export function MessageList({ focusId }: { focusId?: string }) {
 }
 
 export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
-  const { chat, chatLoad, chatError } = useApp()
+  const chat = useApp((s) => s.chat)
+  const chatLoad = useApp((s) => s.chatLoad)
+  const chatError = useApp((s) => s.chatError)
   const { openConversation, dismissError } = useApp.getState()
 
   useEffect(() => {

@@ -1,10 +1,14 @@
-import { useEffect, useRef, useState } from 'react'
+import { memo, useEffect, useRef, useState } from 'react'
+import { useShallow } from 'zustand/react/shallow'
 import { useApp } from '../store/app'
 import { href, navigate, useRoute } from '../router'
 import type { Conversation } from '../types'
 import { IconPlus } from './Icons'
 
-function ConversationRow({ c, active }: { c: Conversation; active: boolean }) {
+// A row re-renders only when its conversation or whether it is open
+// changes: a message sent moves one conversation to the top, and the
+// others stay as they are.
+const ConversationRow = memo(function ConversationRow({ c, active }: { c: Conversation; active: boolean }) {
   const rename = useApp((s) => s.renameConversation)
   const archive = useApp((s) => s.archiveConversation)
   const remove = useApp((s) => s.deleteConversation)
@@ -106,11 +110,16 @@ function ConversationRow({ c, active }: { c: Conversation; active: boolean }) {
       )}
     </li>
   )
-}
+})
 
 export function Sidebar({ onNavigate }: { onNavigate?: () => void }) {
   const route = useRoute()
-  const { conversations, nextCursor, listLoading, listError, filter, listStatus, session } = useApp()
+  // Only what the sidebar shows: an answer streaming into the open
+  // conversation does not render it again.
+  const { conversations, nextCursor, listLoading, listError, filter, listStatus, session } = useApp(
+    useShallow((s) => ({ conversations: s.conversations, nextCursor: s.nextCursor, listLoading: s.listLoading, listError: s.listError,
+      filter: s.filter, listStatus: s.listStatus, session: s.session })),
+  )
   const { loadConversations, setFilter, setListStatus, startNew, signOut } = useApp.getState()
   const [q, setQ] = useState(filter)
   const sentinel = useRef<HTMLDivElement>(null)
