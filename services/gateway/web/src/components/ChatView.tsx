@@ -72,10 +72,6 @@ export function MessageList({ focusId }: { focusId?: string }) {
   const busy = chat ? streamingAnswer(chat) !== undefined : false
   const scroller = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
-  const gesture = useRef(-Infinity)
-  const userScroll = () => {
-    gesture.current = performance.now()
-  }
   const v = useVirtualizer({
     count: messages.length,
     getScrollElement: () => scroller.current,
@@ -84,29 +80,11 @@ export function MessageList({ focusId }: { focusId?: string }) {
     getItemKey: (i) => messages[i]?.id ?? i,
   })
   const lastContent = messages.at(-1)?.content.length ?? 0
-  const total = v.getTotalSize()
 
-  // A conversation opens at its end, before its first paint.
-  const positioned = useRef<string>(undefined)
+  // Follow the conversation while the reader is at its end.
   useLayoutEffect(() => {
-    if (!chat || messages.length === 0 || positioned.current === chat.conversationId) return
-    positioned.current = chat.conversationId
-    v.scrollToIndex(messages.length - 1, { align: 'end' })
-  }, [chat, messages.length, v])
-
-  // Then it follows the conversation while the reader is at its end, in the
-  // next animation frame, where the browser lays the page out anyway.
-  // Scrolling right after each render (the virtualiser's scrollToIndex reads
-  // the scroll height) forced a layout inside the task that sent the
-  // message, and the answer's first frame waited behind it.
-  useEffect(() => {
-    if (!stick.current || messages.length === 0) return
-    const el = scroller.current
-    const raf = requestAnimationFrame(() => {
-      if (el && stick.current) el.scrollTop = el.scrollHeight
-    })
-    return () => cancelAnimationFrame(raf)
-  }, [messages.length, lastContent, total])
+    if (stick.current && messages.length > 0) v.scrollToIndex(messages.length - 1, { align: 'end' })
+  }, [messages.length, lastContent, v])
 
   useEffect(() => {
     if (!focusId) return
@@ -122,18 +100,9 @@ export function MessageList({ focusId }: { focusId?: string }) {
     <div
       ref={scroller}
       className="flex-1 overflow-y-auto"
-      // The reader leaves the end by scrolling away from it themselves (a
-      // wheel, a touch, a key, the scrollbar), and is back by reaching it;
-      // content growing below, and the virtualiser's own adjustments as it
-      // measures messages, change neither.
-      onWheel={userScroll}
-      onTouchMove={userScroll}
-      onKeyDown={userScroll}
-      onPointerDown={userScroll}
       onScroll={(e) => {
         const el = e.currentTarget
-        if (el.scrollHeight - el.scrollTop - el.clientHeight < 80) stick.current = true
-        else if (performance.now() - gesture.current < 1000) stick.current = false
+        stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80
       }}
       role="log"
       aria-live="polite"
