@@ -10,6 +10,9 @@ export interface PwaEnv {
   container: Pick<ServiceWorkerContainer, 'register'> | undefined
 }
 
+// How long after the load event the service worker is registered.
+export const REGISTER_DELAY_MS = 2000
+
 export function shouldRegister(env: PwaEnv): boolean {
   return env.prod && env.secure && env.container !== undefined
 }
@@ -19,8 +22,12 @@ export function registerServiceWorker(
 ): void {
   if (!shouldRegister(env)) return
   const register = () => void env.container?.register('/sw.js', { scope: '/' }).catch(() => {})
-  if (document.readyState === 'complete') register()
-  else window.addEventListener('load', register, { once: true })
+  // Installing fetches the whole shell (the voice code too): well after the
+  // page is up, when the browser is idle, so a first visit's load never
+  // waits behind it (it cost a cold load ~100–250 ms on a 2-CPU machine).
+  const later = () => setTimeout(() => (window.requestIdleCallback ?? ((f: () => void) => f()))(register), REGISTER_DELAY_MS)
+  if (document.readyState === 'complete') later()
+  else window.addEventListener('load', later, { once: true })
 }
 
 // After the browser comes back online, a session check that failed for
