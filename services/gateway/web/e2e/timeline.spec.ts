@@ -2,7 +2,7 @@
 // The debug timeline (the conversation's envelopes, live) and the waterfall
 // under an answer.
 import { expect, test } from '@playwright/test'
-import { api, ask, axe, completed, DESKTOP, lastAnswer, newChat, PHONE, say, send, shot, signIn, stack, userMessages } from './fixtures'
+import { answers, api, ask, axe, completed, DESKTOP, lastAnswer, newChat, PHONE, say, send, shot, signIn, stack, userMessages } from './fixtures'
 
 test('an answer says where its time went; the timeline lists the envelopes, live', async ({ page, context }) => {
   await signIn(page, stack.aliceKey)
@@ -27,6 +27,7 @@ test('an answer says where its time went; the timeline lists the envelopes, live
   // Live: a message sent from another tab appears without a reload.
   const other = await context.newPage()
   await other.goto(`/c/${cid}`)
+  await expect(answers(other)).toHaveCount(1) // the conversation is shown before the next question
   await ask(other, 'Timeline second question')
   await expect(typed('UserMessage')).toHaveCount(2)
   await expect(typed('UserMessage').last()).toContainText('Timeline second question')
