@@ -60,13 +60,9 @@ func (a *API) conversationTimeline(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	r, err := a.timelineReader(conv.ID)
+	r, first, err := a.openTimeline(ctx, conv.ID, after)
 	if err != nil {
 		return err
-	}
-	first, err := r.first(ctx, after)
-	if err != nil {
-		return a.busDown(err, conv.ID)
 	}
 	page := timelinePage{Steps: []timeline.Step{}, Next: after}
 	page.More, err = r.page(ctx, after, limit, first, func(st timeline.Step) { page.Steps = append(page.Steps, st) })
@@ -117,13 +113,9 @@ func (a *API) conversationTimelineStream(c echo.Context) error {
 	}
 	defer release()
 	ctx := c.Request().Context()
-	r, err := a.timelineReader(conv.ID)
+	r, first, err := a.openTimeline(ctx, conv.ID, after)
 	if err != nil {
 		return err
-	}
-	first, err := r.first(ctx, after)
-	if err != nil {
-		return a.busDown(err, conv.ID)
 	}
 	s := &timelineStream{api: a, reader: r, after: after, first: first, w: c.Response()}
 	if err := s.open(ctx); err != nil {
@@ -280,6 +272,20 @@ func (a *API) timelineReader(cid string) (timelineReader, error) {
 }
 
 // busDown logs a failed read of the stream and answers 503.
+// openTimeline is the reader of conversation cid's steps and the time of
+// its first envelope, for a read after stream sequence after.
+func (a *API) openTimeline(ctx context.Context, cid string, after uint64) (timelineReader, time.Time, error) {
+	r, err := a.timelineReader(cid)
+	if err != nil {
+		return r, time.Time{}, err
+	}
+	first, err := r.first(ctx, after)
+	if err != nil {
+		return r, time.Time{}, a.busDown(err, cid)
+	}
+	return r, first, nil
+}
+
 func (a *API) busDown(err error, cid string) error {
 	if !errors.Is(err, context.Canceled) {
 		a.Log.Warn().Err(err).Str("conversation_id", cid).Msg("timeline read")
