@@ -158,14 +158,17 @@ func For(service string) Permissions {
 		// The LiveKit edge: client envelopes from the data channel and on
 		// the user's behalf (ControlStop, AudioChunk, Configuration),
 		// playout records, ASR jobs; hears SpeechAudio on core NATS.
-		p.Publish = []string{clientAll, serverAll, agent(protocol.TypeSentencePlayout), subjects.AllASRJobs}
-		p.Subscribe = []string{subjects.AllAudioOut}
+		p.Publish = []string{clientAll, serverAll, agent(protocol.TypeSentencePlayout), agent(protocol.TypeTurnEvent), subjects.AllASRJobs}
+		// Speculative transcripts from the asr (core NATS).
+		p.Subscribe = []string{subjects.AllAudioOut, subjects.AllSpecTranscripts}
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
 		p.Publish = append(p.Publish, consume(bus.StreamDispatch)...)
 	case ASR:
 		// The final transcript becomes the user's UserMessage.
+		// A speculative job's transcript goes to the room-agent and, as the
+		// UserMessage it would become, to the llm, on core NATS.
 		p.Publish = []string{server(protocol.TypeTranscription), server(protocol.TypeErrorMessage),
-			client(protocol.TypeUserMessage), subjects.AllDeadLetters}
+			client(protocol.TypeUserMessage), subjects.AllDeadLetters, subjects.AllSpecTranscripts, subjects.AllSpecPreempts}
 		p.Publish = append(p.Publish, consume(bus.StreamASRJobs)...)
 		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, server(protocol.TypeTranscription), client(protocol.TypeUserMessage))...)
 		p.Publish = append(p.Publish, lastOf(bus.StreamASRJobs, subjects.ASRJob("*"))...)
@@ -176,7 +179,12 @@ func For(service string) Permissions {
 			subjects.System(protocol.TypeToolRegistration), subjects.System(protocol.TypeMCPServerStatus),
 			rpc.HistorySubject, rpc.AppliedSubject, rpc.MemorySearchSubject,
 			streamAPI("CREATE", llmTurns), streamAPI("UPDATE", llmTurns), streamAPI("INFO", llmTurns)}
-		p.Subscribe = []string{client(protocol.TypeControlStop), client(protocol.TypeConfiguration)}
+		p.Subscribe = []string{client(protocol.TypeControlStop), client(protocol.TypeConfiguration),
+			// Preemptive answers: started on a speculative transcript,
+			// cancelled by the room-agent's TurnEvent; their first
+			// sentence is synthesised ahead by the tts.
+			subjects.AllSpecPreempts, agent(protocol.TypeTurnEvent)}
+		p.Publish = append(p.Publish, subjects.AllSpecSpeak)
 		p.Publish = append(p.Publish, consume(llmTurns)...)
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamSystem,
 			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig))...)
@@ -190,7 +198,10 @@ func For(service string) Permissions {
 		// hears the turn's sentences, starts, stops and errors on core NATS.
 		p.Publish = []string{subjects.AllAudioOut, agent(protocol.TypeSentenceAudio), server(protocol.TypeErrorMessage)}
 		p.Subscribe = []string{client(protocol.TypeControlStop), server(protocol.TypeAssistantSentence),
-			server(protocol.TypeStartAnswer), server(protocol.TypeErrorMessage)}
+			server(protocol.TypeStartAnswer), server(protocol.TypeErrorMessage),
+			// First sentences of preemptive answers, synthesised ahead,
+			// and their cancellation.
+			subjects.AllSpecSpeak, agent(protocol.TypeTurnEvent)}
 		// A turn's sentences and the stops after its start are read through
 		// consumers filtered on the turn's subjects.
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, server(protocol.TypeStartAnswer),

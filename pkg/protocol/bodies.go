@@ -112,3 +112,6 @@ func (*SentencePlayout) MessageType() MessageType { return TypeSentencePlayout }
 
 // MessageType returns TypeAgentDispatch.
 func (*AgentDispatch) MessageType() MessageType { return TypeAgentDispatch }
+
+// MessageType returns TypeTurnEvent.
+func (*TurnEvent) MessageType() MessageType { return TypeTurnEvent }

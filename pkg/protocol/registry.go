@@ -47,6 +47,7 @@ const (
 	TypeSentenceAudio    MessageType = 66
 	TypeSentencePlayout  MessageType = 67
 	TypeAgentDispatch    MessageType = 68
+	TypeTurnEvent        MessageType = 69
 )
 
 // Body is implemented by every generated body type (as a pointer).
@@ -98,6 +99,7 @@ var registry = map[MessageType]typeInfo{
 	TypeSentenceAudio:        {"SentenceAudio", "sentence_audio", func() Body { return new(SentenceAudio) }},
 	TypeSentencePlayout:      {"SentencePlayout", "sentence_playout", func() Body { return new(SentencePlayout) }},
 	TypeAgentDispatch:        {"AgentDispatch", "agent_dispatch", func() Body { return new(AgentDispatch) }},
+	TypeTurnEvent:            {"TurnEvent", "turn_event", func() Body { return new(TurnEvent) }},
 }
 
 var byToken = func() map[string]MessageType {

@@ -4,7 +4,8 @@ package protocol
 
 // Speech of one utterance for the asr workers, on the ASR_JOBS work queue
 // (alicia.asr.jobs.{cid}). Partial jobs carry the utterance so far; the final one
-// the whole utterance. Message type 64, internal.
+// the whole utterance; a speculative one the utterance so far when a silence
+// begins. Message type 64, internal.
 type ASRJob struct {
 	// Conversation id (ac_…).
 	ConversationID string `json:"conversationId"`
@@ -38,6 +39,12 @@ type ASRJob struct {
 	// published is stale.
 	Sequence int32 `json:"sequence"`
 
+	// Sent when the end-pointer sees a silence begin: the utterance so far,
+	// transcribed at once so that the transcript (and an answer started on it) is
+	// ready when the silence ends the turn. Its transcript goes to the room-agent and
+	// the llm on core NATS (alicia.spec.{cid}.*), never on the conversation's stream.
+	Speculative *bool `json:"speculative,omitempty,omitzero"`
+
 	// When the end-pointer decided the user stopped speaking, ms since the Unix epoch
 	// (final jobs); voice-to-voice is measured from it.
 	SpeechEndMs *int64 `json:"speechEndMs,omitempty,omitzero"`
@@ -45,9 +52,19 @@ type ASRJob struct {
 	// LiveKit track sid of the user's microphone.
 	TrackSid *string `json:"trackSid,omitempty,omitzero"`
 
+	// Final jobs: the transcript of this utterance already made by its speculative
+	// job (the user said nothing more); the asr publishes it without transcribing
+	// again.
+	Transcript *string `json:"transcript,omitempty,omitzero"`
+
 	// The utterance this job transcribes; the final transcription and the user
 	// message take this id (am_…).
 	UtteranceID string `json:"utteranceId"`
+
+	// Milliseconds from the start of data to the end of its last speech frame
+	// (speculative jobs): a partial job whose audio reaches this far covers the same
+	// speech.
+	VoicedMs *int32 `json:"voicedMs,omitempty,omitzero"`
 }
 
 // Acknowledges a stanza. Message type 8, both.
@@ -970,6 +987,50 @@ type Transcription struct {
 	// Transcribed text.
 	Text string `json:"text"`
 }
+
+// Something that happened in a voice turn and left no message
+// (alicia.conv.{cid}.agent.turn_event): a preemptive answer cancelled because the
+// user spoke again within the end-of-turn silence, or a false interruption (speech
+// with no words over an answer, which resumed). Stored in the stream and replayed
+// with the conversation, never sent to a client, no row. Message type 69,
+// internal.
+type TurnEvent struct {
+	// Conversation id (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// preempt_cancelled: how long the preemptive work ran before it was cancelled;
+	// false_interruption: how long playout was paused.
+	HeldMs *int32 `json:"heldMs,omitempty,omitzero"`
+
+	// preempt_cancelled: the answer started on a speculative transcript was thrown
+	// away; false_interruption: the answer paused for speech without words and
+	// resumed.
+	Kind TurnEventKind `json:"kind"`
+
+	// false_interruption: the assistant message that resumed.
+	MessageID *string `json:"messageId,omitempty,omitzero"`
+
+	// Why, e.g. speech_resumed (preempt_cancelled) or no_words (false_interruption).
+	Reason *string `json:"reason,omitempty,omitzero"`
+
+	// false_interruption: the sentence playout resumed from (from its start).
+	SentenceID *string `json:"sentenceId,omitempty,omitzero"`
+
+	// When it happened, ms since the Unix epoch.
+	Timestamp int64 `json:"timestamp"`
+
+	// preempt_cancelled: the speculative transcript the answer was started on.
+	Transcript *string `json:"transcript,omitempty,omitzero"`
+
+	// The utterance the event is about (am_…): the one speculated on, or the one that
+	// interrupted.
+	UtteranceID *string `json:"utteranceId,omitempty,omitzero"`
+}
+
+type TurnEventKind string
+
+const TurnEventKindFalseInterruption TurnEventKind = "false_interruption"
+const TurnEventKindPreemptCancelled TurnEventKind = "preempt_cancelled"
 
 // A message typed by the user. Message type 2, C→S.
 type UserMessage struct {

@@ -11,6 +11,7 @@
 //	alicia.agent.dispatch.{user}.{cid} room-agent dispatch work queue ({user}: DispatchUser)
 //	alicia.audio.{cid}.out            playout audio (core NATS)
 //	alicia.ctl.{cid}                  immediate control (core NATS)
+//	alicia.spec.{cid}.{kind}          speculative turn work (core NATS): transcript, preempt, speak
 //	alicia.turns.{k}.{cid}.{type}     llm turn queue, partition k (turns.go)
 package subjects
 
@@ -46,6 +47,12 @@ const (
 	AllASRJobs       = "alicia.asr.jobs.>"
 	AllDispatch      = "alicia.agent.dispatch.>"
 	AllAudioOut      = "alicia.audio.*.out"
+	// AllSpecTranscripts, AllSpecPreempts and AllSpecSpeak match the
+	// speculative work of every conversation (SpecTranscript, SpecPreempt,
+	// SpecSpeak).
+	AllSpecTranscripts = "alicia.spec.*.transcript"
+	AllSpecPreempts    = "alicia.spec.*.preempt"
+	AllSpecSpeak       = "alicia.spec.*.speak"
 )
 
 // ErrInvalid is returned by Parse and Validate for subjects or tokens that do not fit the layout.
@@ -150,6 +157,30 @@ func DispatchConversation(subject string) (string, error) {
 	_, cid, two := strings.Cut(rest, ".")
 	if !ok || !two || !ValidToken(cid) {
 		return "", fmt.Errorf("%w: %q is not a dispatch subject", ErrInvalid, subject)
+	}
+	return cid, nil
+}
+
+// SpecTranscript carries, on core NATS, the transcript of a speculative
+// ASR job (a Transcription envelope) from the asr to the room-agent.
+func SpecTranscript[C ~string](cid C) string { return root + ".spec." + string(cid) + ".transcript" }
+
+// SpecPreempt carries, on core NATS, the UserMessage a speculative
+// transcript would become, from the asr to one llm replica (queue group),
+// which starts the answer and holds it until the turn is confirmed.
+func SpecPreempt[C ~string](cid C) string { return root + ".spec." + string(cid) + ".preempt" }
+
+// SpecSpeak carries, on core NATS, the first sentence of a preemptive
+// answer from the llm to one tts replica (queue group), which synthesises
+// it ahead and holds the audio until the sentence is published for real.
+func SpecSpeak[C ~string](cid C) string { return root + ".spec." + string(cid) + ".speak" }
+
+// SpecConversation returns the conversation id of a Spec* subject.
+func SpecConversation(subject string) (string, error) {
+	rest, ok := strings.CutPrefix(subject, root+".spec.")
+	cid, _, two := strings.Cut(rest, ".")
+	if !ok || !two || !ValidToken(cid) {
+		return "", fmt.Errorf("%w: %q is not a speculation subject", ErrInvalid, subject)
 	}
 	return cid, nil
 }

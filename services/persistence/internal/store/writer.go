@@ -114,6 +114,11 @@ func (w *writer) envelope(it *consume.Item) error {
 	if err := placed(env.Type, p.Origin, perr == nil); err != nil {
 		return err
 	}
+	if env.Type == protocol.TypeTurnEvent {
+		// Kept in the stream for replay and the debug timeline; it leaves
+		// no trace in the conversation's rows (not even meta).
+		return nil
+	}
 	if perr == nil {
 		cid = p.ConversationID // the subject is authoritative
 		w.stanza(cid, p.Origin, env.StanzaID, it.Delivery.Sequence)
@@ -173,13 +178,13 @@ func (w *writer) stanza(cid string, o subjects.Origin, stanzaID int32, seq uint6
 // placed checks that an envelope of type t may be stored where it was
 // published (origin o of a conversation subject when onConversation, else a
 // system subject). Work items (64, 65, 68) travel on their own work queues
-// and core NATS, never as records; SentenceAudio and SentencePlayout only on
-// a conversation's agent subjects. Anything else is dead-lettered.
+// and core NATS, never as records; SentenceAudio, SentencePlayout and TurnEvent
+// only on a conversation's agent subjects. Anything else is dead-lettered.
 func placed(t protocol.MessageType, o subjects.Origin, onConversation bool) error {
 	switch t {
 	case protocol.TypeASRJob, protocol.TypeSpeechAudio, protocol.TypeAgentDispatch:
 		return fmt.Errorf("%w: %s", errWorkItem, t)
-	case protocol.TypeSentenceAudio, protocol.TypeSentencePlayout:
+	case protocol.TypeSentenceAudio, protocol.TypeSentencePlayout, protocol.TypeTurnEvent:
 		if !onConversation || o != subjects.OriginAgent {
 			return fmt.Errorf("%w: %s", errNotAgentSubject, t)
 		}

@@ -521,9 +521,12 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       language: { t: 'string' },
       prompt: { t: 'string' },
       sequence: { t: 'integer', min: 0, max: 2147483647 },
+      speculative: { t: 'boolean' },
       speechEndMs: { t: 'integer', min: 0, max: 9007199254740991 },
       trackSid: { t: 'string' },
+      transcript: { t: 'string' },
       utteranceId: { t: 'string' },
+      voicedMs: { t: 'integer', min: 0, max: 2147483647 },
     },
   },
   // SpeechAudio
@@ -581,6 +584,22 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       requestedAt: { t: 'integer', min: 0, max: 9007199254740991 },
       room: { t: 'string' },
       userId: { t: 'string' },
+    },
+  },
+  // TurnEvent
+  69: {
+    t: 'object',
+    required: ['conversationId', 'kind', 'timestamp'],
+    props: {
+      conversationId: { t: 'string' },
+      heldMs: { t: 'integer', min: 0, max: 2147483647 },
+      kind: { t: 'string', enum: ['preempt_cancelled', 'false_interruption'] },
+      messageId: { t: 'string' },
+      reason: { t: 'string' },
+      sentenceId: { t: 'string' },
+      timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
+      transcript: { t: 'string' },
+      utteranceId: { t: 'string' },
     },
   },
 }

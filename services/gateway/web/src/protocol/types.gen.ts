@@ -801,7 +801,7 @@ export interface MCPServerStatus {
 
 // 64: asr_job.json
 /**
- * Speech of one utterance for the asr workers, on the ASR_JOBS work queue (alicia.asr.jobs.{cid}). Partial jobs carry the utterance so far; the final one the whole utterance. Message type 64, internal.
+ * Speech of one utterance for the asr workers, on the ASR_JOBS work queue (alicia.asr.jobs.{cid}). Partial jobs carry the utterance so far; the final one the whole utterance; a speculative one the utterance so far when a silence begins. Message type 64, internal.
  */
 export interface ASRJob {
   /**
@@ -825,6 +825,10 @@ export interface ASRJob {
    */
   final: boolean
   /**
+   * Sent when the end-pointer sees a silence begin: the utterance so far, transcribed at once so that the transcript (and an answer started on it) is ready when the silence ends the turn. Its transcript goes to the room-agent and the llm on core NATS (alicia.spec.{cid}.*), never on the conversation's stream.
+   */
+  speculative?: boolean
+  /**
    * Audio format of data, e.g. pcm_s16le_16000 (mono).
    */
   format: string
@@ -836,6 +840,10 @@ export interface ASRJob {
    * Duration of data in milliseconds.
    */
   durationMs: number
+  /**
+   * Milliseconds from the start of data to the end of its last speech frame (speculative jobs): a partial job whose audio reaches this far covers the same speech.
+   */
+  voicedMs?: number
   /**
    * When the end-pointer decided the user stopped speaking, ms since the Unix epoch (final jobs); voice-to-voice is measured from it.
    */
@@ -852,6 +860,10 @@ export interface ASRJob {
    * Text to condition the transcription on (e.g. the previous transcript).
    */
   prompt?: string
+  /**
+   * Final jobs: the transcript of this utterance already made by its speculative job (the user said nothing more); the asr publishes it without transcribing again.
+   */
+  transcript?: string
   /**
    * When the job was made, ms since the Unix epoch.
    */
@@ -1002,6 +1014,49 @@ export interface AgentDispatch {
   requestedAt: number
 }
 
+// 69: turn_event.json
+/**
+ * Something that happened in a voice turn and left no message (alicia.conv.{cid}.agent.turn_event): a preemptive answer cancelled because the user spoke again within the end-of-turn silence, or a false interruption (speech with no words over an answer, which resumed). Stored in the stream and replayed with the conversation, never sent to a client, no row. Message type 69, internal.
+ */
+export interface TurnEvent {
+  /**
+   * Conversation id (ac_…).
+   */
+  conversationId: string
+  /**
+   * preempt_cancelled: the answer started on a speculative transcript was thrown away; false_interruption: the answer paused for speech without words and resumed.
+   */
+  kind: 'preempt_cancelled' | 'false_interruption'
+  /**
+   * The utterance the event is about (am_…): the one speculated on, or the one that interrupted.
+   */
+  utteranceId?: string
+  /**
+   * false_interruption: the assistant message that resumed.
+   */
+  messageId?: string
+  /**
+   * false_interruption: the sentence playout resumed from (from its start).
+   */
+  sentenceId?: string
+  /**
+   * preempt_cancelled: the speculative transcript the answer was started on.
+   */
+  transcript?: string
+  /**
+   * Why, e.g. speech_resumed (preempt_cancelled) or no_words (false_interruption).
+   */
+  reason?: string
+  /**
+   * preempt_cancelled: how long the preemptive work ran before it was cancelled; false_interruption: how long playout was paused.
+   */
+  heldMs?: number
+  /**
+   * When it happened, ms since the Unix epoch.
+   */
+  timestamp: number
+}
+
 // Message type numbers (x-alicia-type); reserved types are left out.
 export const MessageType = {
   ErrorMessage: 1,
@@ -1041,6 +1096,7 @@ export const MessageType = {
   SentenceAudio: 66,
   SentencePlayout: 67,
   AgentDispatch: 68,
+  TurnEvent: 69,
 } as const
 
 export type MessageTypeName = keyof typeof MessageType
@@ -1085,6 +1141,7 @@ export interface BodyByType {
   66: SentenceAudio
   67: SentencePlayout
   68: AgentDispatch
+  69: TurnEvent
 }
 
 // The body interface of each message type name.
@@ -1126,6 +1183,7 @@ export interface BodyByName {
   SentenceAudio: SentenceAudio
   SentencePlayout: SentencePlayout
   AgentDispatch: AgentDispatch
+  TurnEvent: TurnEvent
 }
 
 // Message types a client may send (x-alicia-senders has 'client'); the edges refuse others with 203.
@@ -1184,4 +1242,5 @@ export const MESSAGE_TOKENS: Readonly<Record<MessageTypeNumber, string>> = {
   66: 'sentence_audio',
   67: 'sentence_playout',
   68: 'agent_dispatch',
+  69: 'turn_event',
 }
