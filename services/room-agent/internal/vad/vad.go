@@ -30,6 +30,11 @@ type Config struct {
 	MaxUtterance time.Duration
 	// PartialEvery emits a Partial snapshot while speech goes on (default 500 ms; negative: never).
 	PartialEvery time.Duration
+	// PauseAfter of silence inside an utterance emits Pause, once per
+	// silence, and the next speech frame Resume (default 100 ms; negative:
+	// never). The room-agent transcribes the utterance at a Pause, so the
+	// transcript is ready when the silence ends the turn.
+	PauseAfter time.Duration
 }
 
 // ErrConfig is returned for impossible settings.
@@ -50,6 +55,7 @@ func (c Config) withDefaults() Config {
 	def(&c.PreRoll, 300*time.Millisecond)
 	def(&c.MaxUtterance, 25*time.Second)
 	def(&c.PartialEvery, 500*time.Millisecond)
+	def(&c.PauseAfter, 100*time.Millisecond)
 	if c.MarginDB == 0 {
 		c.MarginDB = 12
 	}
@@ -89,6 +95,8 @@ const (
 	Start   Kind = iota + 1 // speech began (Audio: pre-roll and speech so far)
 	Partial                 // speech goes on (Audio: the utterance so far)
 	End                     // end of the user's turn (Audio: the whole utterance)
+	Pause                   // a silence began inside the utterance (Audio: the utterance so far; Voiced: up to its last speech)
+	Resume                  // speech again after a Pause (Audio: nil)
 )
 
 func (k Kind) String() string {
@@ -99,6 +107,10 @@ func (k Kind) String() string {
 		return "partial"
 	case End:
 		return "end"
+	case Pause:
+		return "pause"
+	case Resume:
+		return "resume"
 	}
 	return "unknown"
 }
@@ -115,6 +127,9 @@ type Event struct {
 	Speech time.Duration
 	// Forced: End because the utterance reached MaxUtterance.
 	Forced bool
+	// Voiced is the length of Audio (bytes) up to the end of its last
+	// speech frame (Pause).
+	Voiced int
 }
 
 // Detector is the VAD and end-pointer of one audio stream. Not safe for
@@ -133,6 +148,7 @@ type Detector struct {
 	silence       time.Duration
 	lastVoicedEnd int // utt length (bytes) at the end of the last voiced frame
 	sincePartial  time.Duration
+	paused        bool // Pause emitted for the current silence
 	speaking      bool // last frame voiced
 	blocks        []float64
 	blockMin      float64
@@ -220,8 +236,16 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 		d.voiced += f
 		d.silence = 0
 		d.lastVoicedEnd = len(d.utt)
+		if d.paused {
+			d.paused = false
+			emit(Event{Kind: Resume, Speech: d.voiced})
+		}
 	} else {
 		d.silence += f
+	}
+	if !d.paused && d.cfg.PauseAfter > 0 && d.silence >= d.cfg.PauseAfter && d.silence < d.cfg.EndSilence {
+		d.paused = true
+		emit(Event{Kind: Pause, Audio: d.utt, Speech: d.voiced, Voiced: d.lastVoicedEnd})
 	}
 	switch {
 	case d.silence >= d.cfg.EndSilence:
@@ -239,7 +263,7 @@ func (d *Detector) end(emit func(Event), forced bool) {
 	keep := min(len(d.utt), d.lastVoicedEnd+2*(d.cfg.SampleRate/5))
 	utt := d.utt[:keep]
 	speech := d.voiced
-	d.inSpeech, d.utt, d.voiced, d.silence = false, nil, 0, 0
+	d.inSpeech, d.utt, d.voiced, d.silence, d.paused = false, nil, 0, 0, false
 	emit(Event{Kind: End, Audio: utt, Speech: speech, Forced: forced})
 }
 

@@ -220,3 +220,47 @@ func BenchmarkDetector(b *testing.B) {
 		d.Push(frame, func(vad.Event) {})
 	}
 }
+
+// A silence inside an utterance gives Pause once (the utterance so far, up
+// to its last speech), speech after it Resume, and a silence that ends the
+// turn Pause before End with the same speech.
+func TestPauseAndResume(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	q := func(d time.Duration) []int16 { return noise(d, -60, r) }
+	pcm := mix(q(time.Second), add(voice(800*time.Millisecond), q(800*time.Millisecond)), q(300*time.Millisecond),
+		add(voice(600*time.Millisecond), q(600*time.Millisecond)), q(time.Second))
+	evs := run(t, vad.Config{PartialEvery: -1}, pcm)
+	var got []vad.Kind
+	var pauses []vad.Event
+	for _, e := range evs {
+		got = append(got, e.Kind)
+		if e.Kind == vad.Pause {
+			pauses = append(pauses, e)
+		}
+	}
+	want := []vad.Kind{vad.Start, vad.Pause, vad.Resume, vad.Pause, vad.End}
+	if len(got) != len(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+	}
+	end := evs[len(evs)-1]
+	last := pauses[1]
+	// The last Pause holds all the speech the End holds: the End only adds
+	// silence after it.
+	if last.Voiced <= pauses[0].Voiced || last.Voiced > len(end.Audio) || last.Voiced > len(last.Audio) {
+		t.Fatalf("pause voiced %d (first %d), its audio %d, end audio %d", last.Voiced, pauses[0].Voiced, len(last.Audio), len(end.Audio))
+	}
+	if string(end.Audio[:last.Voiced]) != string(last.Audio[:last.Voiced]) {
+		t.Fatal("the End's audio does not start with the last Pause's speech")
+	}
+	// Off: no Pause at all.
+	for _, e := range run(t, vad.Config{PartialEvery: -1, PauseAfter: -1}, pcm) {
+		if e.Kind == vad.Pause || e.Kind == vad.Resume {
+			t.Fatalf("PauseAfter -1 gave %v", e.Kind)
+		}
+	}
+}
