@@ -57,6 +57,9 @@ type ASRJob struct {
 	// again.
 	Transcript *string `json:"transcript,omitempty,omitzero"`
 
+	// The confidence of transcript, 0-1, when the backend gave one.
+	TranscriptConfidence *float64 `json:"transcriptConfidence,omitempty,omitzero"`
+
 	// The utterance this job transcribes; the final transcription and the user
 	// message take this id (am_…).
 	UtteranceID string `json:"utteranceId"`

@@ -525,6 +525,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       speechEndMs: { t: 'integer', min: 0, max: 9007199254740991 },
       trackSid: { t: 'string' },
       transcript: { t: 'string' },
+      transcriptConfidence: { t: 'number', min: 0, max: 1 },
       utteranceId: { t: 'string' },
       voicedMs: { t: 'integer', min: 0, max: 2147483647 },
     },

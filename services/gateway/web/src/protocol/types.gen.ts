@@ -865,6 +865,10 @@ export interface ASRJob {
    */
   transcript?: string
   /**
+   * The confidence of transcript, 0-1, when the backend gave one.
+   */
+  transcriptConfidence?: number
+  /**
    * When the job was made, ms since the Unix epoch.
    */
   createdAt: number
