@@ -38,6 +38,12 @@ type Config struct {
 	MarginDB     int
 	// BargeInMin of user speech stops the agent (ALICIA_BARGE_IN_MIN).
 	BargeInMin time.Duration
+	// Speculation: transcribe the utterance when a silence begins, so the
+	// transcript and a preemptive answer are ready when the silence ends the
+	// turn (ALICIA_VOICE_SPECULATION, on by default), after PauseAfter of
+	// silence (ALICIA_VAD_PAUSE_AFTER, 100 ms).
+	Speculation bool
+	PauseAfter  time.Duration
 	// StoreAudio keeps utterance audio bytes in alicia_audio (ALICIA_STORE_INPUT_AUDIO).
 	StoreAudio bool
 	Language   string // ALICIA_ASR_LANGUAGE
@@ -67,6 +73,7 @@ func DefaultConfig() Config {
 	return Config{
 		NATSURL: "nats://127.0.0.1:4222", EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
+		Speculation: true, PauseAfter: 100 * time.Millisecond,
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
 		Edge: edge.DefaultLimits(),
 	}
@@ -91,6 +98,8 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_VAD_PARTIAL_EVERY", &c.PartialEvery),
 		config.Int("ALICIA_VAD_MARGIN_DB", &c.MarginDB),
 		config.Duration("ALICIA_BARGE_IN_MIN", &c.BargeInMin),
+		config.Bool("ALICIA_VOICE_SPECULATION", &c.Speculation),
+		config.Duration("ALICIA_VAD_PAUSE_AFTER", &c.PauseAfter),
 		config.Bool("ALICIA_STORE_INPUT_AUDIO", &c.StoreAudio),
 		config.Int("ALICIA_AGENT_MAX_ROOMS", &c.MaxRooms),
 		config.Duration("ALICIA_AGENT_LEASE", &c.Lease),
@@ -132,8 +141,9 @@ func (c Config) agent() agent.Config {
 	return agent.Config{
 		LiveKitURL: c.LiveKitURL, APIKey: c.LiveKitAPIKey, APISecret: c.LiveKitAPISecret,
 		VAD: vad.Config{EndSilence: c.EndSilence, MinSpeech: c.MinSpeech, MaxUtterance: c.MaxUtterance,
-			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB)},
-		BargeInMin: c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
+			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB), PauseAfter: c.PauseAfter},
+		NoSpeculation: !c.Speculation,
+		BargeInMin:    c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
 		OnVoiceToVoice: c.OnVoiceToVoice, Edge: c.Edge,
 	}

@@ -30,6 +30,9 @@ type Config struct {
 	StoreAudio bool
 	// Language hint for ASR ("" lets the model detect it).
 	Language string
+	// NoSpeculation turns off speculative transcription at the start of a
+	// silence, and with it preemptive answers (speculate.go).
+	NoSpeculation bool
 
 	// MaxRooms one agent joins at once.
 	MaxRooms int

@@ -37,6 +37,7 @@ type listener struct {
 	onset   time.Time
 	closed  bool
 	prevTxt string
+	spec    *speculation // the open utterance's speculative job (speculate.go)
 }
 
 func newListener(r *Room, identity, trackSID string) (*listener, error) {
@@ -120,21 +121,28 @@ func (l *listener) onEvent(ev vad.Event) {
 		l.utt, l.seq, l.barged = protocol.NewID("am"), 0, false
 		l.onset = now.Add(-ev.Speech)
 	case vad.Partial:
-		l.job(ev.Audio, false, now)
+		if l.spec == nil { // a speculative job covers the speech so far
+			l.job(ev.Audio, false, now, nil)
+		}
+	case vad.Pause:
+		l.speculate(ev.Audio, ev.Voiced, now)
+	case vad.Resume:
+		l.unspeculate(now)
 	case vad.End:
 		if l.utt == "" {
 			return
 		}
 		l.r.turns.speechEnded(l.utt, now)
-		l.job(ev.Audio, true, now)
+		l.job(ev.Audio, true, now, l.confirm())
 		l.record(ev.Audio)
 		l.utt = ""
 	}
 }
 
 // job publishes an ASR job with the utterance so far; a final job carries
-// when speech ended, for voice-to-voice timing.
-func (l *listener) job(pcm []byte, final bool, now time.Time) {
+// when speech ended, for voice-to-voice timing, and the transcript of its
+// speculative job (spec) when that covered all of its speech.
+func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation) {
 	l.seq++
 	cid := l.r.cid
 	j := &protocol.ASRJob{ID: protocol.NewID("aj"), UtteranceID: l.utt, ConversationID: cid, Sequence: l.seq, Final: final,
@@ -148,33 +156,45 @@ func (l *listener) job(pcm []byte, final bool, now time.Time) {
 	}
 	env := protocol.New(cid, j)
 	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity)}
+	if final {
+		l.r.d.Metrics.ASRJobs.WithLabelValues("final").Inc()
+		go func() {
+			if spec != nil {
+				if text, conf, ok := l.r.finalTranscript(spec); ok {
+					j.Transcript, j.TranscriptConfidence = &text, conf
+				}
+			}
+			l.publishFinal(env, j.UtteranceID)
+		}()
+		return
+	}
 	data, err := protocol.Encode(env)
 	if err != nil {
 		l.r.log.Error().Err(err).Msg("encode ASR job")
 		return
 	}
-	kind := "partial"
-	if final {
-		kind = "final"
+	l.r.d.Metrics.ASRJobs.WithLabelValues("partial").Inc()
+	// Partials are best effort: a lost one is replaced by the next.
+	if _, err := l.r.d.JS.PublishAsync(subjects.ASRJob(cid), data); err != nil {
+		l.r.log.Warn().Err(err).Msg("publish partial ASR job")
 	}
-	l.r.d.Metrics.ASRJobs.WithLabelValues(kind).Inc()
-	if !final {
-		// Partials are best effort: a lost one is replaced by the next.
-		if _, err := l.r.d.JS.PublishAsync(subjects.ASRJob(cid), data); err != nil {
-			l.r.log.Warn().Err(err).Msg("publish partial ASR job")
-		}
+}
+
+// publishFinal publishes a final ASR job, with retries.
+func (l *listener) publishFinal(env protocol.Envelope, utt string) {
+	data, err := protocol.Encode(env)
+	if err != nil {
+		l.r.log.Error().Err(err).Msg("encode ASR job")
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(l.r.ctx, 5*time.Second)
-		defer cancel()
-		for attempt := 0; attempt < 3; attempt++ {
-			if _, err = l.r.d.JS.Publish(ctx, subjects.ASRJob(cid), data); err == nil {
-				return
-			}
+	ctx, cancel := context.WithTimeout(l.r.ctx, 5*time.Second)
+	defer cancel()
+	for attempt := 0; attempt < 3; attempt++ {
+		if _, err = l.r.d.JS.Publish(ctx, subjects.ASRJob(env.ConversationID), data); err == nil {
+			return
 		}
-		l.r.log.Error().Err(err).Str("utterance_id", j.UtteranceID).Msg("publish final ASR job")
-	}()
+	}
+	l.r.log.Error().Err(err).Str("utterance_id", utt).Msg("publish final ASR job")
 }
 
 // record stores the utterance's audio row (bytes only when configured).

@@ -48,6 +48,7 @@ type Room struct {
 	mu        sync.Mutex
 	sessions  map[string]participantSession // participant identity → data-channel session
 	listeners map[string]*listener          // track sid → listener
+	specs     specs                         // speculative jobs waiting for their transcript
 	humans    map[string]bool
 	emptyAt   time.Time
 	voiceCfg  map[string]bool // identities whose Configuration asked for audio_output
@@ -147,13 +148,19 @@ func (r *Room) start() error {
 	if err != nil {
 		return fmt.Errorf("agent: subscribe audio: %w", err)
 	}
+	specSub, err := r.d.NC.Subscribe(subjects.SpecTranscript(r.cid), r.onSpecTranscript)
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("agent: subscribe speculative transcripts: %w", err)
+	}
 	if err := r.turns.follow(r.ctx); err != nil {
 		_ = sub.Unsubscribe()
+		_ = specSub.Unsubscribe()
 		return err
 	}
 	r.wg.Add(1)
 	go func() { defer r.wg.Done(); r.player.Run(r.ctx) }()
-	go func() { <-r.ctx.Done(); _ = sub.Unsubscribe() }()
+	go func() { <-r.ctx.Done(); _ = sub.Unsubscribe(); _ = specSub.Unsubscribe() }()
 	return nil
 }
 

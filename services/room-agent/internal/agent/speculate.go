@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+)
+
+// Speculative transcription. When the end-pointer sees a silence begin
+// inside an utterance (vad.Pause), the listener sends the utterance so far
+// as a speculative ASR job. The asr sends its transcript back on core NATS
+// (SpecTranscript) and, as the UserMessage it would become, to the llm,
+// which starts the answer and holds it. If the silence ends the turn, the
+// final job carries that transcript, so nothing is transcribed after the
+// silence and the held answer is released at once; if the user speaks
+// again (vad.Resume), the speculation is dropped and a TurnEvent
+// preempt_cancelled tells the llm and the tts to throw away what they
+// started, and replay to show it.
+
+// HeaderASRJob names the ASR job a speculative transcript answers (set by
+// the asr on SpecTranscript and SpecPreempt messages).
+const HeaderASRJob = "Alicia-Asr-Job"
+
+// specWait bounds how long a final job waits for its speculative
+// transcript before it goes without one (and is transcribed as usual).
+const specWait = 3 * time.Second
+
+// speculation is one speculative job of the open utterance.
+type speculation struct {
+	jobID string
+	utt   string
+	at    time.Time
+
+	once sync.Once
+	done chan struct{} // closed when the transcript came
+	text string
+	conf *float64
+}
+
+func (s *speculation) resolve(text string, conf *float64) {
+	s.once.Do(func() {
+		s.text, s.conf = text, conf
+		close(s.done)
+	})
+}
+
+// heard reports the transcript, if it came.
+func (s *speculation) heard() (string, bool) {
+	select {
+	case <-s.done:
+		return s.text, true
+	default:
+		return "", false
+	}
+}
+
+var (
+	specMetricsOnce sync.Once
+	specOutcomes    *prometheus.CounterVec
+)
+
+// speculationOutcomes counts speculative jobs by what became of them:
+// confirmed (the turn ended on it), cancelled (the user spoke again),
+// late (the turn ended before its transcript came, within specWait or not).
+func speculationOutcomes() *prometheus.CounterVec {
+	specMetricsOnce.Do(func() {
+		specOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "speculations_total",
+			Help: "Speculative transcriptions by outcome: confirmed, cancelled (the user spoke again), late (the transcript came after the silence ended the turn), missing (it never came)."}, []string{"outcome"})
+		prometheus.DefaultRegisterer.MustRegister(specOutcomes)
+	})
+	return specOutcomes
+}
+
+// speculate sends the utterance so far (pcm, speech up to voiced bytes) as
+// a speculative job. Called under l.mu.
+func (l *listener) speculate(pcm []byte, voiced int, now time.Time) {
+	if l.r.cfg.NoSpeculation || l.utt == "" {
+		return
+	}
+	l.seq++
+	cid := l.r.cid
+	data := append([]byte(nil), pcm...)
+	j := &protocol.ASRJob{ID: protocol.NewID("aj"), UtteranceID: l.utt, ConversationID: cid, Sequence: l.seq,
+		Speculative: protocol.Ptr(true), Format: audio.PCMFormat(asrRate), Data: data,
+		DurationMs: int32(audio.FramesDuration(len(data)/2, asrRate) / time.Millisecond),
+		VoicedMs:   protocol.Ptr(int32(audio.FramesDuration(voiced/2, asrRate) / time.Millisecond)),
+		TrackSid:   &l.trackSID, CreatedAt: now.UnixMilli()}
+	if l.r.cfg.Language != "" {
+		j.Language = &l.r.cfg.Language
+	}
+	env := protocol.New(cid, j)
+	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity)}
+	b, err := protocol.Encode(env)
+	if err != nil {
+		l.r.log.Error().Err(err).Msg("encode speculative ASR job")
+		return
+	}
+	s := &speculation{jobID: j.ID, utt: l.utt, at: now, done: make(chan struct{})}
+	l.spec = s
+	l.r.specs.add(s)
+	l.r.d.Metrics.ASRJobs.WithLabelValues("speculative").Inc()
+	// Best effort, like partials: without it the final job is transcribed.
+	if _, err := l.r.d.JS.PublishAsync(subjects.ASRJob(cid), b); err != nil {
+		l.r.log.Warn().Err(err).Msg("publish speculative ASR job")
+	}
+}
+
+// unspeculate drops the open speculation: the user spoke again. If the
+// llm may have started an answer on it (its transcript had words, or has
+// not come yet), a TurnEvent preempt_cancelled tells the llm and the tts
+// to drop it and records it in the stream. Called under l.mu.
+func (l *listener) unspeculate(now time.Time) {
+	s := l.spec
+	if s == nil {
+		return
+	}
+	l.spec = nil
+	l.r.specs.remove(s)
+	speculationOutcomes().WithLabelValues("cancelled").Inc()
+	text, ok := l.specText(s)
+	if ok && text == "" {
+		return // nothing was said: the asr started nothing
+	}
+	ev := &protocol.TurnEvent{ConversationID: l.r.cid, Kind: protocol.TurnEventKindPreemptCancelled, UtteranceID: &s.utt,
+		Reason: protocol.Ptr("speech_resumed"), HeldMs: protocol.Ptr(int32(now.Sub(s.at) / time.Millisecond)), Timestamp: now.UnixMilli()}
+	if ok {
+		ev.Transcript = &text
+	}
+	env := protocol.New(l.r.cid, ev)
+	msgID := l.r.cid + ":te:" + s.jobID
+	go func() {
+		ctx, cancel := context.WithTimeout(l.r.ctx, 5*time.Second)
+		defer cancel()
+		if _, err := l.r.pub.PublishAgent(ctx, env, msgID); err != nil {
+			l.r.log.Warn().Err(err).Str("utterance_id", s.utt).Msg("publish preempt cancellation")
+		}
+	}()
+}
+
+func (l *listener) specText(s *speculation) (string, bool) { return s.heard() }
+
+// confirm returns the open speculation for the final job and forgets it.
+// Called under l.mu.
+func (l *listener) confirm() *speculation {
+	s := l.spec
+	l.spec = nil
+	return s
+}
+
+// finalTranscript waits (outside the listener's lock) for the speculative
+// transcript the final job carries; false: send the job without one.
+func (r *Room) finalTranscript(s *speculation) (string, *float64, bool) {
+	defer r.specs.remove(s)
+	if text, ok := s.heard(); ok {
+		speculationOutcomes().WithLabelValues("confirmed").Inc()
+		return text, s.conf, true
+	}
+	t := time.NewTimer(specWait)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		speculationOutcomes().WithLabelValues("late").Inc()
+		return s.text, s.conf, true
+	case <-t.C:
+	case <-r.ctx.Done():
+	}
+	speculationOutcomes().WithLabelValues("missing").Inc()
+	return "", nil, false
+}
+
+// specs are a room's speculations waiting for their transcript, by job id.
+type specs struct {
+	mu   sync.Mutex
+	byID map[string]*speculation
+}
+
+func (s *specs) add(sp *speculation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID = map[string]*speculation{}
+	}
+	s.byID[sp.jobID] = sp
+}
+
+func (s *specs) remove(sp *speculation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byID, sp.jobID)
+}
+
+func (s *specs) get(id string) *speculation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[id]
+}
+
+// onSpecTranscript takes a speculative transcript from the asr.
+func (r *Room) onSpecTranscript(m *nats.Msg) {
+	sp := r.specs.get(m.Header.Get(HeaderASRJob))
+	if sp == nil {
+		return // dropped or already settled
+	}
+	env, err := protocol.Decode(m.Data)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("bad speculative transcript")
+		return
+	}
+	tr, ok := env.Body.(*protocol.Transcription)
+	if !ok || tr.ID != sp.utt {
+		return
+	}
+	sp.resolve(tr.Text, tr.Confidence)
+}
