@@ -24,6 +24,9 @@ type Metrics struct {
 	ToolCalls *prometheus.CounterVec
 	// ModelRequests by outcome (ok, retry, failed).
 	ModelAttempts *prometheus.CounterVec
+	// Preempts: answers started on a speculative transcript, by outcome
+	// (used, mismatch, cancelled, expired, replaced).
+	Preempts *prometheus.CounterVec
 	// Breaker is the circuit breaker state: 0 closed, 1 open, 2 half-open.
 	Breaker prometheus.Gauge
 }
@@ -53,7 +56,9 @@ func Default() *Metrics {
 			Breaker: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "llm", Name: "breaker_state",
 				Help: "Model backend circuit breaker: 0 closed, 1 open, 2 half-open."}),
 		}
-		prometheus.DefaultRegisterer.MustRegister(def.TurnDuration, def.FirstToken, def.FirstSentence, def.Errors, def.ToolCalls, def.ModelAttempts, def.Breaker)
+		def.Preempts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "preempts_total",
+			Help: "Answers started on a speculative transcript during the end-of-turn silence, by outcome: used (the turn confirmed it), mismatch (the confirmed turn's request differed), cancelled (the user spoke again), expired, replaced."}, []string{"outcome"})
+		prometheus.DefaultRegisterer.MustRegister(def.TurnDuration, def.FirstToken, def.FirstSentence, def.Errors, def.ToolCalls, def.ModelAttempts, def.Breaker, def.Preempts)
 	})
 	return def
 }

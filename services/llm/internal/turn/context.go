@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
@@ -66,9 +67,18 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: protocol.DeriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
 			ConversationID: t.cid, MemoryID: m.ID, Content: m.Content, Relevance: clamp01(m.Similarity)}), t.p.assistantID+":m:"+m.ID)
 	}
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: t.systemPrompt(mems)}}
+	return t.e.prompt(mems, hist, t.p.assistantID, t.p.userText, t.ans.prefixText()), nil
+}
+
+// prompt assembles the model's messages: the system prompt with the
+// memories, the branch (without answer skip, failed answers and empty
+// messages), the user's text, and a continuation's prefix. A preemptive
+// answer (preempt.go) is built by the same function, so the confirmed
+// turn's request can be compared with it.
+func (e *Engine) prompt(mems []rpc.Memory, hist []rpc.HistoryMessage, skip, userText, prefix string) []openai.ChatCompletionMessage {
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: e.systemPrompt(mems)}}
 	for _, h := range hist {
-		if h.ID == t.p.assistantID || h.CompletionStatus == "failed" || strings.TrimSpace(h.Contents) == "" {
+		if h.ID == skip || h.CompletionStatus == "failed" || strings.TrimSpace(h.Contents) == "" {
 			continue // only what the user saw: failed answers are left out
 		}
 		switch h.Role {
@@ -78,18 +88,18 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: h.Contents})
 		}
 	}
-	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: t.p.userText})
-	if prefix := t.ans.prefixText(); prefix != "" {
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: userText})
+	if prefix != "" {
 		msgs = append(msgs,
 			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: prefix},
 			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: continueInstruction})
 	}
-	return msgs, nil
+	return msgs
 }
 
-func (t *turn) systemPrompt(mems []rpc.Memory) string {
+func (e *Engine) systemPrompt(mems []rpc.Memory) string {
 	var b strings.Builder
-	b.WriteString(t.e.s.SystemPrompt)
+	b.WriteString(e.s.SystemPrompt)
 	b.WriteString("\n\nToday is ")
 	b.WriteString(time.Now().UTC().Format("Monday, 2 January 2006"))
 	b.WriteString(" (UTC).")
@@ -188,23 +198,35 @@ func (t *turn) history(ctx context.Context, minSeq uint64) (rpc.HistoryResponse,
 // memories asks memory.search for what is known about the user; without
 // the memory service the turn goes on without memories.
 func (t *turn) memories() []rpc.Memory {
-	if t.userID == "" || strings.TrimSpace(t.p.userText) == "" || t.e.s.MemoryTopK <= 0 {
+	if um := t.p.userMsg; um != nil {
+		// A preemptive answer to this message searched with the same text.
+		if mems, ok := t.e.preempts.memories(t.cid, um.ID, t.p.userText); ok {
+			return mems
+		}
+	}
+	return t.e.searchMemories(t.ctx, t.log, t.userID, t.p.userText)
+}
+
+// searchMemories asks memory.search for what is known about the user;
+// without the memory service the answer goes on without memories.
+func (e *Engine) searchMemories(ctx context.Context, log zerolog.Logger, userID, text string) []rpc.Memory {
+	if userID == "" || strings.TrimSpace(text) == "" || e.s.MemoryTopK <= 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(t.ctx, t.e.s.MemoryTimeout)
+	sctx, cancel := context.WithTimeout(ctx, e.s.MemoryTimeout)
 	defer cancel()
-	resp, err := rpc.MemorySearch(ctx, t.e.d.NC, rpc.MemorySearchRequest{UserID: t.userID, Query: t.p.userText,
-		TopK: t.e.s.MemoryTopK, Threshold: t.e.s.MemoryThreshold})
+	resp, err := rpc.MemorySearch(sctx, e.d.NC, rpc.MemorySearchRequest{UserID: userID, Query: text,
+		TopK: e.s.MemoryTopK, Threshold: e.s.MemoryThreshold})
 	if err != nil {
-		if t.ctx.Err() == nil {
-			t.log.Warn().Err(err).Msg("memory search unavailable; answering without memories")
+		if ctx.Err() == nil {
+			log.Warn().Err(err).Msg("memory search unavailable; answering without memories")
 		}
 		return nil
 	}
 	if !resp.Enabled {
 		return nil
 	}
-	return resp.Memories[:min(len(resp.Memories), t.e.s.MemoryTopK)]
+	return resp.Memories[:min(len(resp.Memories), e.s.MemoryTopK)]
 }
 
 func indexOf(msgs []rpc.HistoryMessage, id string) int {

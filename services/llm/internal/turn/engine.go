@@ -79,11 +79,12 @@ type Engine struct {
 	stops    *stops
 	features *features
 	branches *branches
+	preempts *preempts
 }
 
 // New returns an engine.
 func New(d Deps, s Settings) *Engine {
-	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations), branches: newBranches(10000, 30*time.Minute)}
+	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations), branches: newBranches(10000, 30*time.Minute), preempts: newPreempts()}
 }
 
 // Listen subscribes, on core NATS, to every conversation's ControlStop (a
@@ -103,7 +104,25 @@ func (e *Engine) Listen() (unsubscribe func(), err error) {
 		_ = stopSub.Unsubscribe()
 		return nil, fmt.Errorf("turn: subscribe configuration: %w", err)
 	}
-	return func() { _ = stopSub.Unsubscribe(); _ = cfgSub.Unsubscribe() }, nil
+	preSub, err := e.d.NC.QueueSubscribe(subjects.AllSpecPreempts, preemptGroup, e.onPreempt)
+	if err != nil {
+		_ = stopSub.Unsubscribe()
+		_ = cfgSub.Unsubscribe()
+		return nil, fmt.Errorf("turn: subscribe preempts: %w", err)
+	}
+	evSub, err := e.d.NC.Subscribe(subjects.AllOfType(subjects.OriginAgent, protocol.TypeTurnEvent), e.onTurnEvent)
+	if err != nil {
+		_ = stopSub.Unsubscribe()
+		_ = cfgSub.Unsubscribe()
+		_ = preSub.Unsubscribe()
+		return nil, fmt.Errorf("turn: subscribe turn events: %w", err)
+	}
+	return func() {
+		_ = stopSub.Unsubscribe()
+		_ = cfgSub.Unsubscribe()
+		_ = preSub.Unsubscribe()
+		_ = evSub.Unsubscribe()
+	}, nil
 }
 
 func (e *Engine) onStop(m *nats.Msg) {

@@ -29,7 +29,7 @@ func (t *turn) generate(msgs []openai.ChatCompletionMessage) error {
 		}
 		ctx, span := tracer.Start(t.ctx, "llm.model_request")
 		start := time.Now()
-		res, err := t.e.d.Model.Stream(ctx, model.Request{Messages: msgs, Tools: offer}, func(d model.Delta) { t.ans.delta(start, d) })
+		res, err := t.stream(ctx, round, model.Request{Messages: msgs, Tools: offer}, func(d model.Delta) { t.ans.delta(start, d) })
 		span.End()
 		t.ans.endRound()
 		t.countAttempts(res, err)
