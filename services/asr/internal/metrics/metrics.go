@@ -19,9 +19,18 @@ type Metrics struct {
 	SpeechEndToFinal prometheus.Histogram
 	// QueueWait: job made (ASRJob.createdAt) → taken by a worker, by kind.
 	QueueWait *prometheus.HistogramVec
-	// Jobs by kind and outcome (published, user_message, stale, empty,
-	// low_confidence, duplicate, unavailable, rejected, malformed, retry).
+	// Jobs by kind (partial, speculative, final) and outcome (published,
+	// user_message, stale, empty, low_confidence, duplicate, unavailable,
+	// rejected, malformed, failed, retry).
 	Jobs *prometheus.CounterVec
+	// Reused: transcripts published without a transcription of their own, by
+	// source: partial (a speculative job took an in-flight partial's
+	// transcript), partial_failed (it waited for one that failed, then
+	// transcribed itself), speculative (a final job carried its speculative
+	// job's transcript).
+	Reused *prometheus.CounterVec
+	// ReuseWaiting: speculative jobs waiting for an in-flight partial.
+	ReuseWaiting prometheus.Gauge
 	// Confidence of final transcripts.
 	Confidence prometheus.Histogram
 	// InFlight is the number of jobs being worked on.
@@ -46,12 +55,16 @@ func Default() *Metrics {
 				Help: "Time from a job's creation to a worker taking it.", Buckets: latency}, []string{"kind"}),
 			Jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "asr", Name: "jobs_total",
 				Help: "ASR jobs by kind and outcome."}, []string{"kind", "outcome"}),
+			Reused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "asr", Name: "reused_transcripts_total",
+				Help: "Transcripts published without a transcription of their own, by source (partial, partial_failed, speculative)."}, []string{"source"}),
+			ReuseWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "asr", Name: "speculative_waiting",
+				Help: "Speculative jobs waiting for the transcript of an in-flight partial of their utterance."}),
 			Confidence: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "asr", Name: "final_confidence",
 				Help: "Confidence of final transcripts.", Buckets: prometheus.LinearBuckets(0.1, 0.1, 10)}),
 			InFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "asr", Name: "jobs_in_flight",
 				Help: "ASR jobs being worked on."}),
 		}
-		prometheus.DefaultRegisterer.MustRegister(def.RequestDuration, def.SpeechEndToFinal, def.QueueWait, def.Jobs, def.Confidence, def.InFlight)
+		prometheus.DefaultRegisterer.MustRegister(def.RequestDuration, def.SpeechEndToFinal, def.QueueWait, def.Jobs, def.Reused, def.ReuseWaiting, def.Confidence, def.InFlight)
 	})
 	return def
 }

@@ -15,8 +15,9 @@ import (
 
 // Job kinds (metrics label, log field).
 const (
-	kindPartial = "partial"
-	kindFinal   = "final"
+	kindPartial     = "partial"
+	kindSpeculative = "speculative"
+	kindFinal       = "final"
 )
 
 // job is one decoded ASR job and where it came from.
@@ -31,12 +32,22 @@ type job struct {
 	rate      int // sample rate of body.Data
 }
 
+// kind: a job marked speculative is one whatever its final flag says, so
+// nothing of it ever reaches the conversation's stream.
 func (j *job) kind() string {
-	if j.body.Final {
+	switch {
+	case j.speculative():
+		return kindSpeculative
+	case j.body.Final:
 		return kindFinal
 	}
 	return kindPartial
 }
+
+func (j *job) speculative() bool { return deref(j.body.Speculative) }
+
+// final: the job ends the user's turn (its transcript becomes the message).
+func (j *job) final() bool { return j.body.Final && !j.speculative() }
 
 // decode reads and checks a job; the error carries a protocol code. The
 // returned job has cid set whenever the subject names a conversation.
@@ -122,7 +133,7 @@ func (w *Worker) reject(ctx context.Context, data []byte, d bus.Delivery, j *job
 // final one the client hears that its speech was lost.
 func (w *Worker) giveUp(ctx context.Context, data []byte, d bus.Delivery, cause error) {
 	j, err := decode(d.Subject, data, d)
-	if err == nil && j.body.Final {
+	if err == nil && j.final() {
 		e := errorEnvelope(j.cid, j.body.UtteranceID, protocol.CodeInternal, "Your speech could not be transcribed because of an internal error.")
 		e.Meta = copyMeta(j.env.Meta)
 		if perr := w.publishError(ctx, e, errorMsgID(j)); perr != nil {

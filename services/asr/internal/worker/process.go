@@ -22,7 +22,7 @@ var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/asr")
 
 // Job outcomes (metrics label, span attribute, log field).
 const (
-	outPublished     = "published"      // a partial transcript went out
+	outPublished     = "published"      // a partial transcript went out; a speculative one with its user message
 	outUserMessage   = "user_message"   // a final one became the user's message
 	outStale         = "stale"          // a partial overtaken by a later job
 	outEmpty         = "empty"          // nothing was said
@@ -32,6 +32,7 @@ const (
 	outRejected      = "rejected"
 	outRetry         = "retry"
 	outCanceled      = "canceled"
+	outFailed        = "failed" // a speculative job's publish failed (not retried)
 )
 
 // process does one valid job; free is called when it needs the backend no more.
@@ -45,7 +46,8 @@ func (w *Worker) process(ctx context.Context, j *job, free func()) (err error) {
 	ctx = telemetry.ExtractMeta(ctx, j.env.Meta)
 	ctx, span := tracer.Start(ctx, "asr.job", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		attribute.String("alicia.conversation_id", j.cid), attribute.String("alicia.utterance_id", b.UtteranceID),
-		attribute.String("alicia.asr.job_id", b.ID), attribute.Bool("alicia.asr.final", b.Final),
+		attribute.String("alicia.asr.job_id", b.ID), attribute.Bool("alicia.asr.final", j.final()),
+		attribute.Bool("alicia.asr.speculative", j.speculative()),
 		attribute.Int("alicia.asr.sequence", int(b.Sequence)), attribute.Int("alicia.asr.audio_ms", int(b.DurationMs)),
 		attribute.Int64("alicia.delivery", int64(j.delivered))))
 	log := telemetry.ForConversation(w.d.Log, j.cid).With().Str("utterance_id", b.UtteranceID).Str("job_id", b.ID).
@@ -64,15 +66,15 @@ func (w *Worker) process(ctx context.Context, j *job, free func()) (err error) {
 		span.End()
 		w.d.Metrics.Jobs.WithLabelValues(kind, outcome).Inc()
 		ev := log.Debug()
-		if b.Final {
+		if j.final() {
 			ev = log.Info()
 		}
 		ev.Str("outcome", outcome).Dur("took", time.Since(start)).Err(err).Msg("asr job")
 	}()
 
 	var res whisper.Result
-	reused := false
-	if !b.Final {
+	reused := false // a final job's earlier try published its transcription
+	if !j.final() {
 		if newer, err := w.newerJob(ctx, j); err != nil {
 			log.Warn().Err(err).Msg("cannot tell whether a later job is queued")
 		} else if newer {
@@ -93,8 +95,22 @@ func (w *Worker) process(ctx context.Context, j *job, free func()) (err error) {
 		}
 	}
 	if !reused {
-		res, err = w.transcribe(ctx, j, span)
-		free()
+		switch {
+		case j.final() && b.Transcript != nil:
+			// The speculative job's transcript: the user said nothing more.
+			free()
+			res = whisper.Result{Text: *b.Transcript, Confidence: b.TranscriptConfidence}
+			w.d.Metrics.Reused.WithLabelValues(reusedSpeculative).Inc()
+			span.SetAttributes(attribute.String("alicia.asr.reused", reusedSpeculative))
+		case j.speculative():
+			res, err = w.transcribeSpeculative(ctx, j, span, log, free)
+		case j.final():
+			res, err = w.transcribe(ctx, j, span)
+			free()
+		default:
+			res, err = w.transcribePartial(ctx, j, span)
+			free()
+		}
 		if err != nil {
 			return w.failed(ctx, j, err, &outcome)
 		}
@@ -102,11 +118,14 @@ func (w *Worker) process(ctx context.Context, j *job, free func()) (err error) {
 	if res.Confidence != nil {
 		span.SetAttributes(attribute.Float64("alicia.asr.confidence", *res.Confidence))
 	}
-	tr := &protocol.Transcription{ID: b.UtteranceID, ConversationID: j.cid, Final: b.Final, Text: res.Text, Confidence: res.Confidence}
+	tr := &protocol.Transcription{ID: b.UtteranceID, ConversationID: j.cid, Final: j.final(), Text: res.Text, Confidence: res.Confidence}
 	if lang := firstNonEmpty(res.Language, deref(b.Language), w.s.Language); lang != "" {
 		tr.Language = &lang
 	}
-	if !b.Final {
+	switch {
+	case j.speculative():
+		return w.speculate(ctx, j, tr, &outcome)
+	case !j.final():
 		return w.partial(ctx, j, tr, &outcome)
 	}
 	return w.final(ctx, j, tr, reused, span, log, &outcome)
@@ -172,7 +191,7 @@ func (w *Worker) transcribe(ctx context.Context, j *job, span trace.Span) (whisp
 		Prompt:   deref(b.Prompt),
 		Attempts: 1, // the next partial is due soon
 	}
-	if b.Final {
+	if j.final() {
 		req.Attempts = w.s.Attempts
 	}
 	start := time.Now()
@@ -197,8 +216,9 @@ func (w *Worker) transcribe(ctx context.Context, j *job, span trace.Span) (whisp
 	return res, err
 }
 
-// failed settles a job the backend could not transcribe. A partial is
-// dropped quietly (the next one, or the final, will tell); a final one
+// failed settles a job the backend could not transcribe. A partial or a
+// speculative job is dropped quietly (the next one, or the final, will
+// tell); a final one
 // reports ErrorMessage 503 (or 501 when the backend refused the audio) to
 // the client and is terminated rather than retried in a loop.
 func (w *Worker) failed(ctx context.Context, j *job, err error, outcome *string) error {
@@ -215,7 +235,7 @@ func (w *Worker) failed(ctx context.Context, j *job, err error, outcome *string)
 		*outcome = outRetry
 		return err
 	}
-	if j.body.Final {
+	if j.final() {
 		e := errorEnvelope(j.cid, j.body.UtteranceID, code, msg)
 		e.Meta = copyMeta(j.env.Meta)
 		if perr := w.publishError(ctx, e, errorMsgID(j)); perr != nil {

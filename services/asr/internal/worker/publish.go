@@ -22,6 +22,10 @@ import (
 // it came from: the order of transcriptions a partial must not overtake.
 const HeaderJobSequence = "Alicia-Asr-Job-Sequence"
 
+// HeaderJob on a speculative transcript or user message is the id of the
+// speculative job it came from.
+const HeaderJob = "Alicia-Asr-Job"
+
 // orderAttempts bounds how often a partial retries its ordered publish when
 // other transcriptions of the conversation keep landing first.
 const orderAttempts = 64
@@ -71,6 +75,21 @@ func (w *Worker) publishTranscription(ctx context.Context, j *job, tr *protocol.
 // publishUserMessage makes the final transcript the user's message, once
 // per utterance whatever the deliveries.
 func (w *Worker) publishUserMessage(ctx context.Context, j *job, text string) error {
+	data, err := encode(ctx, userMessage(j, text))
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, w.s.PublishTimeout)
+	defer cancel()
+	_, err = w.d.JS.Publish(pctx, subjects.Client(j.cid, protocol.TypeUserMessage), data, jetstream.WithMsgID(userMessageMsgID(j)))
+	return err
+}
+
+// userMessage is the UserMessage a job's transcript becomes: published on
+// the stream for a final job, and — the same envelope — on core NATS for a
+// speculative one, so the answer the llm starts on it is the one it would
+// give the final.
+func userMessage(j *job, text string) protocol.Envelope {
 	ts := j.body.CreatedAt
 	if end := deref(j.body.SpeechEndMs); end > 0 {
 		ts = end
@@ -80,14 +99,19 @@ func (w *Worker) publishUserMessage(ctx context.Context, j *job, text string) er
 	}
 	env := protocol.New(j.cid, &protocol.UserMessage{ID: j.body.UtteranceID, ConversationID: j.cid, Content: text, Timestamp: &ts})
 	env.Meta = copyMeta(j.env.Meta)
-	data, err := encode(ctx, env)
-	if err != nil {
+	return env
+}
+
+// publishSpeculative publishes env on core NATS (never on a stream: a
+// speculation leaves no trace in the conversation), naming the job.
+func (w *Worker) publishSpeculative(ctx context.Context, j *job, subject string, env protocol.Envelope) error {
+	msg := nats.NewMsg(subject)
+	var err error
+	if msg.Data, err = encode(ctx, env); err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, w.s.PublishTimeout)
-	defer cancel()
-	_, err = w.d.JS.Publish(pctx, subjects.Client(j.cid, protocol.TypeUserMessage), data, jetstream.WithMsgID(userMessageMsgID(j)))
-	return err
+	msg.Header.Set(HeaderJob, j.body.ID)
+	return w.d.JS.Conn().PublishMsg(msg)
 }
 
 func (w *Worker) publishError(ctx context.Context, env protocol.Envelope, msgID string) error {

@@ -1,7 +1,9 @@
 // Package worker takes ASR jobs off the ASR_JOBS work queue — one durable
 // pull consumer shared by every replica — transcribes them and publishes
 // what they became: partial and final Transcriptions for the client, the
-// final one's UserMessage for the llm, or an ErrorMessage.
+// final one's UserMessage for the llm, or an ErrorMessage; and for a
+// speculative job, its transcript and the UserMessage it would become on
+// core NATS (alicia.spec.{cid}.*), never on the stream.
 package worker
 
 import (
@@ -60,6 +62,8 @@ type Worker struct {
 	mu sync.Mutex
 	// cons is remade when the server lost it.
 	cons jetstream.Consumer
+	// partials being transcribed here, for speculative jobs to reuse.
+	partials inFlight
 }
 
 // Ensure creates or updates the shared consumer and returns a worker on it.
