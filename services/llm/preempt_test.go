@@ -126,6 +126,7 @@ func TestPreemptiveAnswerDropped(t *testing.T) {
 			id := protocol.NewID("am")
 			h.preempt(cid, id, "What is the")
 			testkit.Eventually(t, 10*time.Second, func() bool { return len(h.fake.Requests()) == before+1 }, "the preemptive request")
+			n := len(w.all())
 			if c.cancel {
 				ev := &protocol.TurnEvent{ConversationID: cid, Kind: protocol.TurnEventKindPreemptCancelled, UtteranceID: &id,
 					Reason: protocol.Ptr("speech_resumed"), Timestamp: time.Now().UnixMilli()}
@@ -133,7 +134,6 @@ func TestPreemptiveAnswerDropped(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n := len(w.all())
 			h.client(cid, &protocol.UserMessage{ID: id, ConversationID: cid, Content: "What is the time in Lisbon?"})
 			_, sents, _ := w.answered(t, id)
 			if len(sents) != 1 || sents[0].Text != "Answer to all of it." {
