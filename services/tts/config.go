@@ -60,6 +60,11 @@ type Config struct {
 	// playout before the next one is synthesised (ALICIA_TTS_MAX_AHEAD).
 	MaxAhead int
 
+	// AheadTTL is how long the first sentence of a preemptive answer,
+	// synthesised ahead (alicia.spec.{cid}.speak), waits for its turn; 0
+	// synthesises nothing ahead (ALICIA_TTS_AHEAD_TTL).
+	AheadTTL time.Duration
+
 	// MaxTurns is the most voice turns one replica speaks at once; past it a
 	// turn is left to another replica (ALICIA_TTS_MAX_TURNS).
 	MaxTurns int
@@ -93,6 +98,7 @@ func DefaultConfig() Config {
 		RetryDelay:     100 * time.Millisecond,
 		Chunk:          100 * time.Millisecond,
 		MaxAhead:       2,
+		AheadTTL:       30 * time.Second,
 		MaxTurns:       256,
 		AckWait:        10 * time.Second,
 		TurnIdle:       2 * time.Minute,
@@ -126,6 +132,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Bool("ALICIA_TTS_STORE_AUDIO", &c.StoreAudio),
 		config.Duration("ALICIA_TTS_CHUNK", &c.Chunk),
 		config.Int("ALICIA_TTS_MAX_AHEAD", &c.MaxAhead),
+		config.Duration("ALICIA_TTS_AHEAD_TTL", &c.AheadTTL),
 		config.Int("ALICIA_TTS_MAX_TURNS", &c.MaxTurns),
 		config.Duration("ALICIA_TTS_ACK_WAIT", &c.AckWait),
 		config.Duration("ALICIA_TTS_TURN_IDLE", &c.TurnIdle),
@@ -181,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxAhead < 1 || c.MaxAhead > 100 {
 		bad("ALICIA_TTS_MAX_AHEAD %d is outside 1..100", c.MaxAhead)
+	}
+	if c.AheadTTL < 0 || c.AheadTTL > 5*time.Minute {
+		bad("ALICIA_TTS_AHEAD_TTL %s is outside 0..5m", c.AheadTTL)
 	}
 	if c.MaxTurns < 1 {
 		bad("ALICIA_TTS_MAX_TURNS must be at least 1")

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}, speech.Settings{
 		Chunk: cfg.Chunk, MaxAhead: cfg.MaxAhead, MaxTurns: cfg.MaxTurns, AckWait: cfg.AckWait,
 		TurnIdle: cfg.TurnIdle, MaxLag: cfg.MaxLag, Timeout: cfg.Timeout, RetryDelay: cfg.RetryDelay,
-		StoreAudio: cfg.StoreAudio,
+		StoreAudio: cfg.StoreAudio, AheadTTL: cfg.AheadTTL,
 	})
 	log.Info().Str("engine", synthesizer.Engine()).Str("consumer", cfg.Consumer).Msg("tts running")
 	return sp.Run(ctx, cons)

@@ -288,6 +288,9 @@ func TestConfig(t *testing.T) {
 		{"bad bool", map[string]string{"ALICIA_TTS_STORE_AUDIO": "maybe"}, false, nil},
 		{"chunk too small", map[string]string{"ALICIA_TTS_CHUNK": "1ms"}, false, nil},
 		{"max ahead 0", map[string]string{"ALICIA_TTS_MAX_AHEAD": "0"}, false, nil},
+		{"ahead ttl default", nil, true, func(c tts.Config) bool { return c.AheadTTL == 30*time.Second }},
+		{"nothing ahead", map[string]string{"ALICIA_TTS_AHEAD_TTL": "0s"}, true, func(c tts.Config) bool { return c.AheadTTL == 0 }},
+		{"ahead ttl negative", map[string]string{"ALICIA_TTS_AHEAD_TTL": "-1s"}, false, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

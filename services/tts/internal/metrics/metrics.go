@@ -26,6 +26,14 @@ type Metrics struct {
 	ActiveTurns prometheus.Gauge
 	// BackendRequests by engine and outcome (ok, retry, failed).
 	BackendRequests *prometheus.CounterVec
+	// Ahead counts the sentences synthesised ahead by how they ended: used,
+	// cancelled (the preemptive answer was), expired, mismatch (the answer
+	// began with another sentence), replaced (a newer speculation), failed,
+	// refused (too many held).
+	Ahead *prometheus.CounterVec
+	// AheadSaved: the backend's time to first audio a turn did not wait
+	// for because its first sentence was synthesised ahead.
+	AheadSaved prometheus.Histogram
 }
 
 var (
@@ -52,8 +60,13 @@ func Default() *Metrics {
 				Help: "Voice turns being spoken by this process."}),
 			BackendRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "tts", Name: "backend_requests_total",
 				Help: "Synthesis requests by engine and outcome."}, []string{"engine", "outcome"}),
+			Ahead: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "tts", Name: "ahead_total",
+				Help: "First sentences of preemptive answers synthesised ahead, by outcome."}, []string{"outcome"}),
+			AheadSaved: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "tts", Name: "ahead_saved_seconds",
+				Help: "Backend time to first audio a turn did not wait for, its first sentence synthesised ahead.", Buckets: buckets}),
 		}
-		prometheus.DefaultRegisterer.MustRegister(def.FirstByte, def.Synthesis, def.SentenceToAudio, def.Sentences, def.Turns, def.ActiveTurns, def.BackendRequests)
+		prometheus.DefaultRegisterer.MustRegister(def.FirstByte, def.Synthesis, def.SentenceToAudio, def.Sentences, def.Turns, def.ActiveTurns, def.BackendRequests,
+			def.Ahead, def.AheadSaved)
 	})
 	return def
 }

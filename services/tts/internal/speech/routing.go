@@ -35,16 +35,25 @@ func (sp *Speaker) listen() (unsubscribe func(), err error) {
 			_ = s.Unsubscribe()
 		}
 	}
-	for _, r := range []struct {
-		subject string
-		fn      nats.MsgHandler
-	}{
-		{subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), sp.onStop},
-		{subjects.AllOfType(subjects.OriginServer, protocol.TypeAssistantSentence), sp.onSentence},
-		{subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer), sp.onStart},
-		{subjects.AllOfType(subjects.OriginServer, protocol.TypeErrorMessage), sp.onError},
-	} {
-		s, err := sp.d.NC.Subscribe(r.subject, r.fn)
+	type route struct {
+		subject, queue string
+		fn             nats.MsgHandler
+	}
+	routes := []route{
+		{subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), "", sp.onStop},
+		{subjects.AllOfType(subjects.OriginServer, protocol.TypeAssistantSentence), "", sp.onSentence},
+		{subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer), "", sp.onStart},
+		{subjects.AllOfType(subjects.OriginServer, protocol.TypeErrorMessage), "", sp.onError},
+	}
+	if sp.ahead != nil {
+		// One replica synthesises a sentence ahead; every replica hears
+		// the cancellations (the one holding the entry drops it).
+		routes = append(routes,
+			route{subjects.AllSpecSpeak, AheadQueue, sp.onSpecSpeak},
+			route{subjects.AllOfType(subjects.OriginAgent, protocol.TypeTurnEvent), "", sp.onTurnEvent})
+	}
+	for _, r := range routes {
+		s, err := sp.d.NC.QueueSubscribe(r.subject, r.queue, r.fn)
 		if err != nil {
 			unsubscribe()
 			return nil, fmt.Errorf("speech: subscribe %s: %w", r.subject, err)

@@ -35,6 +35,11 @@ func (t *turn) speak(s sentence) {
 	defer span.End()
 	synthStart := time.Now()
 	out := t.newChunks(ctx, s, synthStart)
+	req := sp.synthesisFor(t.cid, s.body.Text)
+	var ahead *aheadEntry
+	if s.body.Sequence == 1 && sp.ahead != nil {
+		ahead = sp.ahead.take(req)
+	}
 	if strings.TrimSpace(s.body.Text) == "" {
 		// Nothing to say (the llm ends an answer whose text is all out with
 		// an empty final sentence): an empty last chunk closes it.
@@ -42,7 +47,24 @@ func (t *turn) speak(s sentence) {
 		return
 	}
 	var err error
+	fromBackend := true
+	if ahead != nil {
+		span.SetAttributes(attribute.Bool("alicia.tts.ahead", true))
+		out.gotFirst = true // the backend's first byte was timed ahead
+		err = ahead.replay(ctx, out.write)
+		if err == nil || t.ctx.Err() != nil || out.sent > 0 {
+			fromBackend = false
+		} else {
+			// The synthesis ahead failed before any audio went out: the
+			// sentence is synthesised as if it had not been.
+			t.log.Warn().Err(err).Str("sentence_id", s.id).Msg("synthesis ahead failed; synthesising again")
+			out = t.newChunks(ctx, s, synthStart)
+		}
+	}
 	for attempt := range 2 {
+		if !fromBackend {
+			break
+		}
 		if attempt > 0 {
 			m.BackendRequests.WithLabelValues(engine, "retry").Inc()
 			if sleep(t.ctx, sp.s.RetryDelay) != nil {
@@ -52,7 +74,7 @@ func (t *turn) speak(s sentence) {
 		}
 		sctx, cancel := context.WithTimeout(ctx, sp.s.Timeout)
 		out.requested = time.Now()
-		err = sp.d.Synth.Synthesize(sctx, s.body.Text, out.write)
+		err = sp.synthesize(sctx, req, out.write)
 		cancel()
 		if err == nil || t.ctx.Err() != nil || out.sent > 0 || errors.Is(err, synth.ErrRejected) {
 			break
@@ -65,7 +87,9 @@ func (t *turn) speak(s sentence) {
 		return
 	}
 	if err != nil {
-		m.BackendRequests.WithLabelValues(engine, "failed").Inc()
+		if fromBackend { // a failure ahead was counted there
+			m.BackendRequests.WithLabelValues(engine, "failed").Inc()
+		}
 		m.Sentences.WithLabelValues("failed").Inc()
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "synthesis failed")
@@ -74,14 +98,36 @@ func (t *turn) speak(s sentence) {
 		t.reportFailure(ctx, s)
 		return
 	}
-	m.BackendRequests.WithLabelValues(engine, "ok").Inc()
-	m.Synthesis.WithLabelValues(engine).Observe(time.Since(out.requested).Seconds())
+	if fromBackend {
+		m.BackendRequests.WithLabelValues(engine, "ok").Inc()
+		m.Synthesis.WithLabelValues(engine).Observe(time.Since(out.requested).Seconds())
+	}
 	if out.finish() != nil {
 		return // halted
 	}
 	m.Sentences.WithLabelValues("spoken").Inc()
 	span.SetAttributes(attribute.Int("alicia.tts.bytes", out.sent), attribute.Int("alicia.tts.chunks", int(out.next)))
 	t.store(ctx, s, out)
+}
+
+// synthesis is one backend request: what decides a sentence's audio. A
+// turn's sentence and the same sentence synthesised ahead both get theirs
+// from synthesisFor, so audio made ahead is the audio the turn would have
+// made; an entry ahead is used only for an equal request. The backend's
+// model, voice and format are the replica's (Config), the same for every
+// conversation.
+type synthesis struct {
+	cid    string
+	engine string
+	text   string
+}
+
+func (sp *Speaker) synthesisFor(cid, text string) synthesis {
+	return synthesis{cid: cid, engine: sp.d.Synth.Engine(), text: text}
+}
+
+func (sp *Speaker) synthesize(ctx context.Context, req synthesis, emit synth.Emit) error {
+	return sp.d.Synth.Synthesize(ctx, req.text, emit)
 }
 
 // store publishes the sentence's SentenceAudio for persistence. Its audio

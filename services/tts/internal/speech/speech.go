@@ -60,6 +60,9 @@ type Settings struct {
 	Timeout    time.Duration // one synthesis request
 	RetryDelay time.Duration // before the one retry of a failed synthesis
 	StoreAudio bool          // SentenceAudio carries the PCM
+	// AheadTTL keeps a sentence synthesised ahead (SpecSpeak) this long
+	// waiting for its turn; 0 synthesises nothing ahead.
+	AheadTTL time.Duration
 	// PublishTimeout bounds a JetStream publish (SentenceAudio, ErrorMessage).
 	PublishTimeout time.Duration
 }
@@ -72,6 +75,7 @@ type Speaker struct {
 	active atomic.Int64
 	wg     sync.WaitGroup
 	format string
+	ahead  *aheadStore // nil when AheadTTL is 0
 }
 
 // New returns a speaker.
@@ -82,7 +86,11 @@ func New(d Deps, s Settings) *Speaker {
 	if s.PublishTimeout <= 0 {
 		s.PublishTimeout = 5 * time.Second
 	}
-	return &Speaker{d: d, s: s, stops: newStops(), format: synth.Format}
+	sp := &Speaker{d: d, s: s, stops: newStops(), format: synth.Format}
+	if s.AheadTTL > 0 {
+		sp.ahead = newAheadStore(s.AheadTTL, sp.countAhead)
+	}
+	return sp
 }
 
 // ConsumerConfig is the durable consumer of StartAnswers every replica
@@ -103,9 +111,10 @@ func ConsumerConfig(name string, ackWait time.Duration, maxPending int) jetstrea
 	}
 }
 
-// Run listens for ControlStops and takes turns from cons until ctx is
-// cancelled; then the turns being spoken are handed back (another replica
-// resumes them after their last stored sentence).
+// Run listens for ControlStops (and, with AheadTTL, for sentences to
+// synthesise ahead) and takes turns from cons until ctx is cancelled; then
+// the turns being spoken are handed back (another replica resumes them
+// after their last stored sentence).
 func (sp *Speaker) Run(ctx context.Context, cons jetstream.Consumer) error {
 	unsubscribe, err := sp.listen()
 	if err != nil {
@@ -123,6 +132,9 @@ func (sp *Speaker) Run(ctx context.Context, cons jetstream.Consumer) error {
 		t.halt(ErrShutdown)
 	}
 	sp.wg.Wait()
+	if sp.ahead != nil {
+		sp.ahead.close()
+	}
 	return nil
 }
 
