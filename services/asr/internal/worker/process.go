@@ -24,7 +24,7 @@ var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/asr")
 const (
 	outPublished     = "published"      // a partial transcript went out; a speculative one with its user message
 	outUserMessage   = "user_message"   // a final one became the user's message
-	outStale         = "stale"          // a partial overtaken by a later job
+	outStale         = "stale"          // a partial or speculative job overtaken by a later job
 	outEmpty         = "empty"          // nothing was said
 	outLowConfidence = "low_confidence" // a final below the confidence floor
 	outDuplicate     = "duplicate"      // an earlier try of this job did it all
@@ -218,9 +218,9 @@ func (w *Worker) transcribe(ctx context.Context, j *job, span trace.Span) (whisp
 
 // failed settles a job the backend could not transcribe. A partial or a
 // speculative job is dropped quietly (the next one, or the final, will
-// tell); a final one
-// reports ErrorMessage 503 (or 501 when the backend refused the audio) to
-// the client and is terminated rather than retried in a loop.
+// tell); a final one reports ErrorMessage 503 (or 501 when the backend
+// refused the audio) to the client and is terminated rather than retried
+// in a loop.
 func (w *Worker) failed(ctx context.Context, j *job, err error, outcome *string) error {
 	if ctx.Err() != nil {
 		*outcome = outCanceled
