@@ -38,7 +38,11 @@ func (s *stack) asrJobs(cid string) func() []*protocol.ASRJob {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() { _ = sub.Unsubscribe() })
-	return func() []*protocol.ASRJob { mu.Lock(); defer mu.Unlock(); return append([]*protocol.ASRJob(nil), jobs...) }
+	return func() []*protocol.ASRJob {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*protocol.ASRJob(nil), jobs...)
+	}
 }
 
 // record is what a conversation left: the types of its stream's envelopes
