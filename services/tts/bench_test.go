@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/services/tts"
 )
@@ -67,6 +68,63 @@ func BenchmarkSentenceToFirstAudio(b *testing.B) {
 				start := time.Now()
 				h.sentence(ctx, cid, turn, seq, "Hi there.", false)
 				lat = append(lat, (<-first).Sub(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
+		})
+	}
+}
+
+// BenchmarkFirstAudioAhead measures what synthesising a preemptive
+// answer's first sentence ahead saves, with the gpu-box profile's speech
+// timing (300 ms to first audio, 35× real time): a voice turn's first
+// sentence published (right after its StartAnswer) → its first SpeechAudio
+// chunk received.
+//
+//   - normal: the sentence is synthesised when it comes;
+//   - ahead: the llm sent it on alicia.spec.{cid}.speak during the
+//     end-of-turn silence and its synthesis ahead is over.
+//
+// go test -run '^$' -bench FirstAudioAhead -benchtime 30x ./services/tts/
+func BenchmarkFirstAudioAhead(b *testing.B) {
+	for _, mode := range []string{"normal", "ahead"} {
+		b.Run(mode, func(b *testing.B) {
+			h := newHarness(b, nil)
+			h.fake.SetProfile(fakeopenai.Profile{Speech: fakeopenai.GPUBox.Speech})
+			first := make(chan string, 16)
+			sub, err := h.nc.Subscribe(subjects.AllAudioOut, func(m *nats.Msg) {
+				env, err := protocol.Decode(m.Data)
+				if a, ok := env.Body.(*protocol.SpeechAudio); err == nil && ok && a.Chunk == 0 {
+					first <- a.MessageID
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = sub.Unsubscribe() }()
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				cid, turn := fmt.Sprintf("ac_fa%d", i), fmt.Sprintf("am_fa%d", i)
+				if mode == "ahead" {
+					ok := backendOK()
+					h.specSpeak(cid, "Hi there.")
+					testkit.Eventually(b, 10*time.Second, func() bool { return backendOK() == ok+1 }, "the synthesis ahead over")
+				}
+				b.StartTimer()
+				h.startAnswer(cid, turn, protocol.Ptr(protocol.StartAnswerAnswerTypeVoice))
+				start := time.Now()
+				h.sentence(ctx, cid, turn, 1, "Hi there.", true)
+				for id := range first {
+					if id == turn {
+						break
+					}
+				}
+				lat = append(lat, time.Since(start))
 			}
 			b.StopTimer()
 			slices.Sort(lat)

@@ -7,6 +7,8 @@
 // in sequence order, at most MaxAhead ahead of the estimated playout; each
 // sentence's audio goes out in order as SpeechAudio chunks on core NATS and
 // its SentenceAudio on JetStream. A ControlStop halts the turn at once.
+// The first sentence of a preemptive answer may be synthesised ahead and
+// held in memory until a turn here speaks it (ahead.go).
 package speech
 
 import (
