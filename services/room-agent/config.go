@@ -38,6 +38,13 @@ type Config struct {
 	MarginDB     int
 	// BargeInMin of user speech stops the agent (ALICIA_BARGE_IN_MIN).
 	BargeInMin time.Duration
+	// OnsetHangover: silences this short inside speech count as speech for
+	// MinSpeech and BargeInMin (ALICIA_VAD_ONSET_HANGOVER, 60 ms; 0: none).
+	OnsetHangover time.Duration
+	// BargeInWordsWait: a barge-in pauses playout until the interrupting
+	// utterance has words; with none this long after it ended, the answer
+	// resumes (ALICIA_BARGE_IN_WORDS_WAIT, 3 s).
+	BargeInWordsWait time.Duration
 	// Speculation: transcribe the utterance when a silence begins, so the
 	// transcript and a preemptive answer are ready when the silence ends the
 	// turn (ALICIA_VOICE_SPECULATION, on by default), after PauseAfter of
@@ -73,6 +80,7 @@ func DefaultConfig() Config {
 	return Config{
 		NATSURL: "nats://127.0.0.1:4222", EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
+		OnsetHangover: 60 * time.Millisecond, BargeInWordsWait: 3 * time.Second,
 		Speculation: true, PauseAfter: 100 * time.Millisecond,
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
 		Edge: edge.DefaultLimits(),
@@ -98,6 +106,8 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_VAD_PARTIAL_EVERY", &c.PartialEvery),
 		config.Int("ALICIA_VAD_MARGIN_DB", &c.MarginDB),
 		config.Duration("ALICIA_BARGE_IN_MIN", &c.BargeInMin),
+		config.Duration("ALICIA_VAD_ONSET_HANGOVER", &c.OnsetHangover),
+		config.Duration("ALICIA_BARGE_IN_WORDS_WAIT", &c.BargeInWordsWait),
 		config.Bool("ALICIA_VOICE_SPECULATION", &c.Speculation),
 		config.Duration("ALICIA_VAD_PAUSE_AFTER", &c.PauseAfter),
 		config.Bool("ALICIA_STORE_INPUT_AUDIO", &c.StoreAudio),
@@ -131,6 +141,12 @@ func (c Config) Validate() error {
 	if c.BargeInMin < 0 {
 		errs = append(errs, errors.New("ALICIA_BARGE_IN_MIN must not be negative"))
 	}
+	if c.OnsetHangover < 0 || c.OnsetHangover > 200*time.Millisecond {
+		errs = append(errs, errors.New("ALICIA_VAD_ONSET_HANGOVER must be 0-200ms"))
+	}
+	if c.BargeInWordsWait < 0 {
+		errs = append(errs, errors.New("ALICIA_BARGE_IN_WORDS_WAIT must not be negative"))
+	}
 	if err := c.agent().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -138,13 +154,19 @@ func (c Config) Validate() error {
 }
 
 func (c Config) agent() agent.Config {
+	hangover := c.OnsetHangover
+	if hangover == 0 {
+		hangover = -1 // none (vad takes 0 for its default)
+	}
 	return agent.Config{
 		LiveKitURL: c.LiveKitURL, APIKey: c.LiveKitAPIKey, APISecret: c.LiveKitAPISecret,
 		VAD: vad.Config{EndSilence: c.EndSilence, MinSpeech: c.MinSpeech, MaxUtterance: c.MaxUtterance,
-			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB), PauseAfter: c.PauseAfter},
+			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB), PauseAfter: c.PauseAfter,
+			OnsetHangover: hangover},
 		NoSpeculation: !c.Speculation,
 		BargeInMin:    c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
 		OnVoiceToVoice: c.OnVoiceToVoice, Edge: c.Edge,
+		BargeInWordsWait: c.BargeInWordsWait,
 	}
 }

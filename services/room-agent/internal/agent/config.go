@@ -26,6 +26,10 @@ type Config struct {
 	VAD vad.Config
 	// BargeInMin of user speech while the agent answers stops the answer.
 	BargeInMin time.Duration
+	// BargeInWordsWait: a barge-in pauses playout until the interrupting
+	// utterance has words (a transcript); when it has none this long after
+	// it ended, playout resumes: a false interruption (default 3 s).
+	BargeInWordsWait time.Duration
 	// StoreAudio keeps the user's utterances' PCM in alicia_audio.
 	StoreAudio bool
 	// Language hint for ASR ("" lets the model detect it).
@@ -57,6 +61,7 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	def(&c.BargeInMin, 200*time.Millisecond)
+	def(&c.BargeInWordsWait, 3*time.Second)
 	def(&c.Lease, 10*time.Second)
 	def(&c.JoinTimeout, 10*time.Second)
 	def(&c.EmptyTimeout, 30*time.Second)

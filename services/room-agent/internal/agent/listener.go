@@ -88,9 +88,11 @@ func (l *listener) WriteSample(s media.PCM16Sample) error {
 		return nil
 	}
 	l.det.Push(s, l.onEvent)
-	if l.det.InSpeech() && !l.barged && l.det.Speech() >= l.r.cfg.BargeInMin {
+	// Speech with its short gaps (the onset hangover), as the minimum
+	// speech that started the utterance was counted.
+	if l.det.InSpeech() && !l.barged && l.det.SpeechBridged() >= l.r.cfg.BargeInMin {
 		l.barged = true
-		l.r.turns.bargeIn(l.onset)
+		l.r.turns.bargeIn(l.utt, l.onset)
 	}
 	return nil
 }

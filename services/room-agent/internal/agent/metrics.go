@@ -18,8 +18,12 @@ type Metrics struct {
 	ASRJobs *prometheus.CounterVec
 	// Rooms the agent is in.
 	Rooms prometheus.Gauge
-	// BargeIns counted.
+	// BargeIns counted (playout paused).
 	BargeIns prometheus.Counter
+	// BargeInConfirm: playout paused → the interrupting speech had words (the answer stopped).
+	BargeInConfirm prometheus.Histogram
+	// FalseInterruptions: barge-ins whose speech had no words; playout resumed.
+	FalseInterruptions prometheus.Counter
 }
 
 var (
@@ -40,11 +44,14 @@ func DefaultMetrics() *Metrics {
 			BargeInStop:           h("barge_in_stop_seconds", "Barge-in detected to agent audio stopped."),
 			ASRJobs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "asr_jobs_total",
 				Help: "ASR jobs published by kind."}, []string{"kind"}),
-			Rooms:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "voice", Name: "rooms", Help: "Rooms this agent is in."}),
-			BargeIns: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "barge_ins_total", Help: "Barge-ins."}),
+			Rooms:          prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "voice", Name: "rooms", Help: "Rooms this agent is in."}),
+			BargeIns:       prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "barge_ins_total", Help: "Barge-ins."}),
+			BargeInConfirm: h("barge_in_confirm_seconds", "Barge-in (playout paused) to the first words of the interrupting speech (answer stopped)."),
+			FalseInterruptions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "false_interruptions_total",
+				Help: "Barge-ins whose speech had no words: playout resumed."}),
 		}
 		prometheus.DefaultRegisterer.MustRegister(metricsDef.VoiceToVoice, metricsDef.SpeechEndToTranscript, metricsDef.BargeInStop,
-			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns)
+			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns, metricsDef.BargeInConfirm, metricsDef.FalseInterruptions)
 	})
 	return metricsDef
 }

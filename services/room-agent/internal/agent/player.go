@@ -64,16 +64,26 @@ type turnAudio struct {
 }
 
 // Player plays TTS audio on the agent's track in turn order, at real time,
-// and can stop at once. Sentence ids and played durations are reported
-// through onEvent.
+// and can pause, resume and stop at once. Sentence ids and played durations
+// are reported through onEvent.
+//
+// Once Pause or Stop returns, no frame of what they cut goes out: the frame
+// writer holds writeMu from its last look at the state to the end of the
+// write, and both take it first. A frame is 20 ms, so the last one on the
+// wire left at most one frame before the decision.
 type Player struct {
 	track   *webrtc.TrackLocalStaticSample
 	enc     media.PCM16Writer
 	onEvent func(PlayEvent)
 
+	writeMu sync.Mutex
+
 	mu       sync.Mutex
 	wake     chan struct{}
 	queue    []frame
+	sent     []frame // frames of the sentence being played taken so far (a Resume plays it again from its start)
+	hold     bool    // paused: nothing plays until Resume or Stop
+	gen      uint64  // bumped by Pause and Stop: a frame taken before is not written
 	turns    map[string]*turnAudio
 	current  string          // turn being played
 	stopped  map[string]bool // turns never to play again
@@ -207,8 +217,11 @@ type Stopped struct {
 }
 
 // Stop ends playout of turn (the current one when empty) at once: queued
-// audio is dropped and later chunks of the turn are ignored.
+// audio is dropped and later chunks of the turn are ignored. It also ends a
+// Pause.
 func (p *Player) Stop(turn string) Stopped {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if turn == "" {
@@ -218,6 +231,9 @@ func (p *Player) Stop(turn string) Stopped {
 		return Stopped{}
 	}
 	p.stopped[turn] = true
+	p.gen++
+	p.hold = false
+	p.sent = nil
 	if len(p.stopped) > 256 {
 		for id := range p.stopped {
 			if id != turn {
@@ -245,6 +261,35 @@ func (p *Player) Stop(turn string) Stopped {
 	return st
 }
 
+// Pause holds playout at once, whatever turn plays: nothing is written
+// until Resume or Stop. Audio keeps coming into the queue meanwhile. The
+// sentence cut in the middle goes back to the queue whole, so a Resume
+// plays it again from its start; Pause reports it as Stop would.
+func (p *Player) Pause() Stopped {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = true
+	p.gen++
+	st := Stopped{Turn: p.current}
+	if p.playing != "" {
+		st.Sentence, st.Seq, st.Played = p.playing, p.playSeq, p.played
+		p.queue = append(p.sent, p.queue...)
+	}
+	p.sent, p.playing, p.played = nil, "", 0
+	return st
+}
+
+// Resume ends a Pause: playout goes on from where it stood, the sentence
+// cut in the middle from its start.
+func (p *Player) Resume() {
+	p.mu.Lock()
+	p.hold = false
+	p.mu.Unlock()
+	p.signal()
+}
+
 // nextTurnLocked starts the next turn that has audio waiting, if any.
 func (p *Player) nextTurnLocked() {
 	ids := make([]string, 0, len(p.turns))
@@ -266,7 +311,7 @@ func (p *Player) Run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		f, ok, wait := p.pop()
+		f, gen, ok, wait := p.pop()
 		if !ok {
 			next = time.Time{}
 			if wait <= 0 {
@@ -292,28 +337,45 @@ func (p *Player) Run(ctx context.Context) {
 				return
 			case <-timer.C:
 			}
-			if !p.stillCurrent(f) {
-				continue // stopped while waiting: never played
-			}
 		}
-		pcm := f.pcm
-		if len(pcm) < frameLen {
-			pcm = append(pcm, make(media.PCM16Sample, frameLen-len(pcm))...)
+		if p.write(f, gen) {
+			next = next.Add(frameDur)
 		}
-		_ = p.enc.WriteSample(pcm)
-		next = next.Add(frameDur)
-		p.played1(f)
 	}
 }
 
-// pop takes the next frame to play; when there is none it says how long
-// to wait before looking for a missing sentence to skip.
-func (p *Player) pop() (frame, bool, time.Duration) {
+// write puts f on the track unless a Pause or Stop came since it was taken
+// (gen), and accounts it.
+func (p *Player) write(f frame, gen uint64) bool {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.mu.Lock()
+	ok := gen == p.gen && !p.hold && !p.stopped[f.turn]
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	pcm := f.pcm
+	if len(pcm) < frameLen {
+		pcm = append(pcm, make(media.PCM16Sample, frameLen-len(pcm))...)
+	}
+	_ = p.enc.WriteSample(pcm)
+	p.played1(f)
+	return true
+}
+
+// pop takes the next frame to play, with the generation it was taken in;
+// when there is none it says how long to wait before looking for a missing
+// sentence to skip.
+func (p *Player) pop() (frame, uint64, bool, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.hold {
+		return frame{}, 0, false, 0
+	}
 	if len(p.queue) == 0 {
 		if wait := p.skipLocked(); len(p.queue) == 0 {
-			return frame{}, false, wait
+			return frame{}, 0, false, wait
 		}
 	}
 	f := p.queue[0]
@@ -321,7 +383,9 @@ func (p *Player) pop() (frame, bool, time.Duration) {
 	started := p.playing != f.sentence
 	if started {
 		p.playing, p.playSeq, p.played = f.sentence, f.seq, 0
+		p.sent = p.sent[:0]
 	}
+	p.sent = append(p.sent, f)
 	first := p.lastTurn != f.turn
 	p.lastTurn = f.turn
 	if p.onEvent != nil {
@@ -333,7 +397,7 @@ func (p *Player) pop() (frame, bool, time.Duration) {
 			p.onEvent(PlayEvent{Kind: SentenceStart, Turn: f.turn, Sentence: f.sentence, Seq: f.seq, At: now})
 		}
 	}
-	return f, true, 0
+	return f, p.gen, true, 0
 }
 
 // skipLocked gives up on a sentence of the current turn whose audio has
@@ -351,12 +415,6 @@ func (p *Player) skipLocked() time.Duration {
 	return 0
 }
 
-func (p *Player) stillCurrent(f frame) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.stopped[f.turn]
-}
-
 // played1 accounts one frame written and reports a finished sentence.
 func (p *Player) played1(f frame) {
 	p.mu.Lock()
@@ -365,7 +423,7 @@ func (p *Player) played1(f frame) {
 		p.played += frameDur
 		if f.last {
 			ev = &PlayEvent{Kind: SentenceDone, Turn: f.turn, Sentence: f.sentence, Seq: f.seq, Played: p.played, At: time.Now()}
-			p.playing, p.played = "", 0
+			p.playing, p.played, p.sent = "", 0, p.sent[:0]
 		}
 	}
 	if f.last && f.final && p.current == f.turn {

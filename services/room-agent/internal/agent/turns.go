@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
-	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
@@ -49,6 +48,8 @@ type tracker struct {
 	// in order on the data channel by another goroutine (never behind a
 	// JetStream publish).
 	marks chan []byte
+	// paused is the barge-in waiting for words, if any (bargein.go).
+	paused *interruption
 }
 
 func newTracker(r *Room) *tracker {
@@ -125,6 +126,7 @@ func (t *tracker) follow(ctx context.Context) error {
 			if b.Final {
 				t.transcribed(b.ID)
 			}
+			t.heard(b)
 		}
 	})
 	if err != nil {
@@ -179,6 +181,7 @@ func (t *tracker) sentence(b *protocol.AssistantSentence) {
 // speechEnded notes when an utterance ended.
 func (t *tracker) speechEnded(utterance string, at time.Time) {
 	t.mu.Lock()
+	t.interrupterEndedLocked(utterance, at)
 	t.speechEnds[utterance] = at
 	if len(t.speechEnds) > 64 {
 		for k := range t.speechEnds {
@@ -271,66 +274,6 @@ func (t *tracker) busy() (string, bool) {
 		}
 	}
 	return tu.id, true
-}
-
-// bargeIn: the user speaks while the agent answers. Playout stops at once,
-// ControlStop (speech) goes out so every service drops the turn, and what
-// was played is recorded.
-func (t *tracker) bargeIn(onset time.Time) {
-	turnID, busy := t.busy()
-	if !busy {
-		return
-	}
-	decided := time.Now()
-	st := t.r.player.Stop(turnID)
-	stopped := time.Now()
-	if st.Turn != "" {
-		turnID = st.Turn
-	}
-	m := t.r.d.Metrics
-	m.BargeIns.Inc()
-	m.BargeInStop.Observe(stopped.Sub(decided).Seconds())
-	_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.barge_in", trace.WithTimestamp(onset))
-	span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", turnID),
-		attribute.Int64("alicia.barge_in_stop_us", stopped.Sub(decided).Microseconds()),
-		attribute.Int64("alicia.onset_to_stop_us", stopped.Sub(onset).Microseconds()))
-	span.End(trace.WithTimestamp(stopped))
-	t.r.log.Info().Str("message_id", turnID).Dur("since_onset", stopped.Sub(onset)).Msg("barge-in: playout stopped")
-	if turnID == "" {
-		return
-	}
-	cid := t.r.cid
-	stop := protocol.New(cid, &protocol.ControlStop{ConversationID: cid, TargetID: &turnID,
-		StopType: protocol.Ptr(protocol.ControlStopStopTypeSpeech), Reason: protocol.Ptr("barge-in")})
-	stop.Meta = map[string]any{edge.MetaUserID: t.r.userOr("")}
-	t.mu.Lock()
-	tu := t.turnLocked(turnID)
-	tu.stopped = true
-	var recs []*sentence
-	var interrupted *sentence
-	for _, s := range tu.sentences {
-		if s.recorded {
-			continue
-		}
-		s.recorded = true
-		if s.id == st.Sentence {
-			interrupted = s
-		} else {
-			recs = append(recs, s)
-		}
-	}
-	t.mu.Unlock()
-	t.enqueue(func(ctx context.Context) {
-		if _, err := t.r.pub.PublishOnBehalf(ctx, stop, "stop:"+turnID); err != nil {
-			t.r.log.Error().Err(err).Msg("publish ControlStop")
-		}
-	})
-	if interrupted != nil {
-		t.record(turnID, interrupted, protocol.SentencePlayoutStatusInterrupted, st.Played)
-	}
-	for _, s := range recs {
-		t.record(turnID, s, protocol.SentencePlayoutStatusUnplayed, 0)
-	}
 }
 
 func (t *tracker) enqueue(f func(context.Context)) {

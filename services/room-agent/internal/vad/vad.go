@@ -35,6 +35,11 @@ type Config struct {
 	// never). The room-agent transcribes the utterance at a Pause, so the
 	// transcript is ready when the silence ends the turn.
 	PauseAfter time.Duration
+	// OnsetHangover: gaps of at most this much silence between speech
+	// frames count as speech while the minimum speech is counted (a stop
+	// consonant, "wh|at"), instead of starting the count again (default
+	// 60 ms; negative: none). Speech (the barge-in count) bridges them too.
+	OnsetHangover time.Duration
 }
 
 // ErrConfig is returned for impossible settings.
@@ -56,6 +61,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxUtterance, 25*time.Second)
 	def(&c.PartialEvery, 500*time.Millisecond)
 	def(&c.PauseAfter, 100*time.Millisecond)
+	def(&c.OnsetHangover, 60*time.Millisecond)
 	if c.MarginDB == 0 {
 		c.MarginDB = 12
 	}
@@ -144,7 +150,9 @@ type Detector struct {
 	preMax        int
 	inSpeech      bool
 	utt           []byte        // little-endian PCM
-	voiced        time.Duration // voiced run before start / speech total after
+	voiced        time.Duration // voiced run before start (bridged gaps included) / speech total after
+	gap           time.Duration // silence since the last speech frame of the run before start
+	bridged       time.Duration // gaps of at most OnsetHangover bridged inside the utterance
 	silence       time.Duration
 	lastVoicedEnd int // utt length (bytes) at the end of the last voiced frame
 	sincePartial  time.Duration
@@ -174,6 +182,16 @@ func (d *Detector) Speech() time.Duration {
 		return 0
 	}
 	return d.voiced
+}
+
+// SpeechBridged is Speech with the gaps of at most OnsetHangover between
+// its speech frames counted as speech: how long the user has been talking,
+// the count barge-in waits for.
+func (d *Detector) SpeechBridged() time.Duration {
+	if !d.inSpeech {
+		return 0
+	}
+	return d.voiced + d.bridged
 }
 
 // Push analyses samples and calls emit for each decision, in order.
@@ -215,13 +233,20 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 		if over := len(d.pre) - d.preMax - int(int64(d.cfg.SampleRate)*int64(d.cfg.MinSpeech)/int64(time.Second)); over > 0 {
 			d.pre = append(d.pre[:0], d.pre[over:]...)
 		}
-		if voiced {
-			d.voiced += f
-		} else {
-			d.voiced = 0
+		switch {
+		case voiced:
+			if d.voiced > 0 {
+				d.voiced += d.gap // a short gap inside the run is speech
+			}
+			d.voiced, d.gap = d.voiced+f, 0
+		case d.voiced > 0:
+			d.gap += f
+			if d.gap > d.cfg.OnsetHangover {
+				d.voiced, d.gap = 0, 0
+			}
 		}
 		if d.voiced >= d.cfg.MinSpeech {
-			d.inSpeech = true
+			d.inSpeech, d.gap, d.bridged = true, 0, 0
 			d.utt = appendPCM(make([]byte, 0, len(d.pre)*8), d.pre)
 			d.pre = d.pre[:0]
 			d.silence, d.sincePartial = 0, 0
@@ -229,6 +254,9 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 			emit(Event{Kind: Start, Audio: d.utt, Speech: d.voiced})
 		}
 		return
+	}
+	if voiced && d.silence > 0 && d.silence <= d.cfg.OnsetHangover {
+		d.bridged += d.silence
 	}
 	d.utt = appendPCM(d.utt, frame)
 	d.sincePartial += f

@@ -264,3 +264,107 @@ func TestPauseAndResume(t *testing.T) {
 		}
 	}
 }
+
+// chopped is speech-like sound in on-frame pieces separated by off-frame
+// silences (at -60 dBFS): 20 ms frames.
+func chopped(on, off, pieces int, r *rand.Rand) []int16 {
+	var out []int16
+	for range pieces {
+		out = append(out, voice(time.Duration(on)*20*time.Millisecond)...)
+		out = append(out, noise(time.Duration(off)*20*time.Millisecond, -60, r)...)
+	}
+	return out
+}
+
+// startAt is the frame (20 ms, counted from the first sample) after which
+// the detector started an utterance, or -1; and the detector.
+func startAt(t *testing.T, cfg vad.Config, pcm []int16) (int, *vad.Detector) {
+	t.Helper()
+	d, err := vad.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := -1
+	for i := 0; (i+1)*320 <= len(pcm); i++ {
+		d.Push(pcm[i*320:(i+1)*320], func(e vad.Event) {
+			if e.Kind == vad.Start && at < 0 {
+				at = i
+			}
+		})
+	}
+	return at, d
+}
+
+// Speech whose voiced run breaks for one silent frame every few frames (a
+// stop consonant) starts an utterance once MinSpeech has passed since its
+// onset, as unbroken speech does; without the hangover it never would.
+func TestOnsetHangoverBridgesShortGaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	lead := 25 // frames of quiet before the speech
+	for _, c := range []struct {
+		name    string
+		on, off int
+	}{{"one silent frame", 2, 1}, {"two silent frames", 3, 2}, {"three silent frames", 4, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			pcm := mix(noise(time.Duration(lead)*20*time.Millisecond, -60, r), chopped(c.on, c.off, 20, r))
+			at, d := startAt(t, vad.Config{PartialEvery: -1}, pcm)
+			if at < 0 {
+				t.Fatal("no utterance")
+			}
+			// MinSpeech (150 ms) is the 8th frame from the onset; a gap may
+			// end there, so the start comes with the next speech frame.
+			if since := at - lead + 1; since < 8 || since > 8+c.off {
+				t.Fatalf("started %d frames after the onset, want 8-%d", since, 8+c.off)
+			}
+			if s, b := d.Speech(), d.SpeechBridged(); b <= s {
+				t.Fatalf("speech %v, bridged %v: the gaps inside the utterance were not counted", s, b)
+			}
+			if at2, _ := startAt(t, vad.Config{PartialEvery: -1, OnsetHangover: -1}, pcm); c.on < 8 && at2 >= 0 {
+				t.Fatalf("without hangover the utterance started at frame %d", at2)
+			}
+		})
+	}
+}
+
+// Bursts of sound shorter than MinSpeech apart by more than the hangover
+// never start an utterance, however many come.
+func TestOnsetHangoverKeepsBurstsApart(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct {
+		name    string
+		on, off int
+	}{{"60 ms bursts, 80 ms apart", 3, 4}, {"100 ms bursts, 100 ms apart", 5, 5}, {"140 ms bursts, 200 ms apart", 7, 10}} {
+		t.Run(c.name, func(t *testing.T) {
+			pcm := mix(noise(time.Second, -60, r), chopped(c.on, c.off, 15, r))
+			if at, _ := startAt(t, vad.Config{PartialEvery: -1}, pcm); at >= 0 {
+				t.Fatalf("an utterance started at frame %d", at)
+			}
+		})
+	}
+}
+
+// Barge-in counts speech with its short gaps: SpeechBridged grows with
+// the time since the onset, not only with the voiced frames.
+func TestSpeechBridgedCountsShortGaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	pcm := mix(noise(500*time.Millisecond, -60, r), chopped(2, 1, 30, r))
+	d, err := vad.New(vad.Config{PartialEvery: -1, PauseAfter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onset := 25
+	reached := -1
+	for i := 0; (i+1)*320 <= len(pcm); i++ {
+		d.Push(pcm[i*320:(i+1)*320], func(vad.Event) {})
+		if reached < 0 && d.SpeechBridged() >= 200*time.Millisecond {
+			reached = i - onset + 1
+		}
+	}
+	// 200 ms is 10 frames after the onset (11 when the 10th is a gap).
+	if reached < 10 || reached > 11 {
+		t.Fatalf("200 ms of bridged speech %d frames after the onset, want 10-11", reached)
+	}
+	if d.Speech() >= d.SpeechBridged() {
+		t.Fatalf("speech %v not below bridged %v", d.Speech(), d.SpeechBridged())
+	}
+}

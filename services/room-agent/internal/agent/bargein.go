@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+)
+
+// Barge-in: the user speaks over the answer for BargeInMin. Playout pauses
+// at once (the audio stops within a frame), but the answer is not dropped
+// yet: a cough or a door is not an interruption. It is confirmed when the
+// interrupting speech has words — a partial or final Transcription with
+// text — and only then do the ControlStop (speech) and the
+// interrupted/unplayed SentencePlayout records go out, as they always did.
+// When the utterance ends without words (its final transcript is empty, or
+// none comes within BargeInWordsWait), playout resumes from the start of
+// the sentence it cut and a TurnEvent false_interruption records it.
+
+// pauseCap bounds a pause whose utterance never ends (its track went away).
+const pauseCap = 30 * time.Second
+
+// interruption is a barge-in waiting for words.
+type interruption struct {
+	turn  string    // the answer paused
+	cut   Stopped   // what the pause cut
+	at    time.Time // when playout paused
+	onset time.Time // of the first interrupting speech
+	// utts are the utterances that barged in while paused, by id, with
+	// when each ended (zero while it goes on) and whether its final
+	// transcript came empty.
+	utts  map[string]time.Time
+	empty map[string]bool
+	first string // the utterance that paused playout
+}
+
+// bargeIn: utterance (speech since onset) has reached BargeInMin while the
+// agent answers. Called from the listener, under its lock.
+func (t *tracker) bargeIn(utterance string, onset time.Time) {
+	t.mu.Lock()
+	if p := t.paused; p != nil { // already paused: this speech must have words too
+		if _, ok := p.utts[utterance]; !ok {
+			p.utts[utterance] = time.Time{}
+		}
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	turnID, busy := t.busy()
+	if !busy {
+		return
+	}
+	decided := time.Now()
+	cut := t.r.player.Pause()
+	stopped := time.Now()
+	if cut.Turn != "" {
+		turnID = cut.Turn
+	}
+	m := t.r.d.Metrics
+	m.BargeIns.Inc()
+	m.BargeInStop.Observe(stopped.Sub(decided).Seconds())
+	_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.barge_in", trace.WithTimestamp(onset))
+	span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", turnID),
+		attribute.String("alicia.utterance_id", utterance),
+		attribute.Int64("alicia.barge_in_stop_us", stopped.Sub(decided).Microseconds()),
+		attribute.Int64("alicia.onset_to_stop_us", stopped.Sub(onset).Microseconds()))
+	span.End(trace.WithTimestamp(stopped))
+	t.r.log.Info().Str("message_id", turnID).Str("utterance_id", utterance).Dur("since_onset", stopped.Sub(onset)).
+		Msg("barge-in: playout paused until the speech has words")
+	if turnID == "" {
+		t.r.player.Resume()
+		return
+	}
+	p := &interruption{turn: turnID, cut: cut, at: stopped, onset: onset, first: utterance,
+		utts: map[string]time.Time{utterance: {}}, empty: map[string]bool{}}
+	t.mu.Lock()
+	t.paused = p
+	t.mu.Unlock()
+	time.AfterFunc(pauseCap, func() { t.settle(p, true) })
+}
+
+// heard takes a Transcription from the stream: words confirm a paused
+// barge-in (whichever utterance they come from: the user is talking); an
+// empty final transcript of an interrupting utterance may end it.
+func (t *tracker) heard(b *protocol.Transcription) {
+	t.mu.Lock()
+	p := t.paused
+	if p == nil {
+		t.mu.Unlock()
+		return
+	}
+	if strings.TrimSpace(b.Text) != "" {
+		t.paused = nil
+		t.mu.Unlock()
+		t.confirm(p, b.ID)
+		return
+	}
+	if _, ok := p.utts[b.ID]; ok && b.Final {
+		p.empty[b.ID] = true
+	}
+	t.mu.Unlock()
+	t.settle(p, false)
+}
+
+// interrupterEndedLocked notes the end of an utterance that barged in, and
+// looks again BargeInWordsWait later.
+func (t *tracker) interrupterEndedLocked(utterance string, at time.Time) {
+	p := t.paused
+	if p == nil {
+		return
+	}
+	if _, ok := p.utts[utterance]; !ok {
+		return
+	}
+	p.utts[utterance] = at
+	time.AfterFunc(t.r.cfg.BargeInWordsWait, func() { t.settle(p, false) })
+}
+
+// settle resumes p's playout when every interrupting utterance has ended
+// without words: its final transcript came empty, or none came within
+// BargeInWordsWait. force: the pause has lasted pauseCap.
+func (t *tracker) settle(p *interruption, force bool) {
+	t.mu.Lock()
+	if t.paused != p {
+		t.mu.Unlock()
+		return // confirmed or settled already
+	}
+	now := time.Now()
+	for id, ended := range p.utts {
+		if force {
+			break
+		}
+		if ended.IsZero() || !p.empty[id] && now.Sub(ended) < t.r.cfg.BargeInWordsWait {
+			t.mu.Unlock()
+			return // still speaking, or its words may yet come
+		}
+	}
+	t.paused = nil
+	t.mu.Unlock()
+	t.resume(p, now)
+}
+
+// resume: a false interruption. Playout goes on from the start of the
+// sentence the pause cut, and a TurnEvent records it (no row).
+func (t *tracker) resume(p *interruption, now time.Time) {
+	if t.r.ctx.Err() != nil {
+		return
+	}
+	t.r.player.Resume()
+	held := now.Sub(p.at)
+	t.r.d.Metrics.FalseInterruptions.Inc()
+	t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).
+		Msg("false interruption: no words; playout resumed")
+	cid := t.r.cid
+	ev := &protocol.TurnEvent{ConversationID: cid, Kind: protocol.TurnEventKindFalseInterruption, UtteranceID: &p.first,
+		MessageID: &p.turn, Reason: protocol.Ptr("no_words"), HeldMs: protocol.Ptr(int32(held / time.Millisecond)), Timestamp: now.UnixMilli()}
+	if p.cut.Sentence != "" {
+		ev.SentenceID = &p.cut.Sentence
+	}
+	env := protocol.New(cid, ev)
+	t.enqueue(func(ctx context.Context) {
+		if _, err := t.r.pub.PublishAgent(ctx, env, cid+":fi:"+p.first); err != nil {
+			t.r.log.Error().Err(err).Msg("publish TurnEvent false_interruption")
+		}
+	})
+}
+
+// confirm: the interruption has words. The paused answer is dropped:
+// ControlStop (speech) goes out so every service drops the turn, and what
+// was played is recorded.
+func (t *tracker) confirm(p *interruption, by string) {
+	t.r.player.Stop(p.turn)
+	t.r.d.Metrics.BargeInConfirm.Observe(time.Since(p.at).Seconds())
+	t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", by).Dur("paused", time.Since(p.at)).Msg("barge-in confirmed: answer stopped")
+	turnID, cut := p.turn, p.cut
+	cid := t.r.cid
+	stop := protocol.New(cid, &protocol.ControlStop{ConversationID: cid, TargetID: &turnID,
+		StopType: protocol.Ptr(protocol.ControlStopStopTypeSpeech), Reason: protocol.Ptr("barge-in")})
+	stop.Meta = map[string]any{edge.MetaUserID: t.r.userOr("")}
+	t.mu.Lock()
+	tu := t.turnLocked(turnID)
+	tu.stopped = true
+	var recs []*sentence
+	var interrupted *sentence
+	for _, s := range tu.sentences {
+		if s.recorded {
+			continue
+		}
+		s.recorded = true
+		if s.id == cut.Sentence {
+			interrupted = s
+		} else {
+			recs = append(recs, s)
+		}
+	}
+	t.mu.Unlock()
+	t.enqueue(func(ctx context.Context) {
+		if _, err := t.r.pub.PublishOnBehalf(ctx, stop, "stop:"+turnID); err != nil {
+			t.r.log.Error().Err(err).Msg("publish ControlStop")
+		}
+	})
+	if interrupted != nil {
+		t.record(turnID, interrupted, protocol.SentencePlayoutStatusInterrupted, cut.Played)
+	}
+	for _, s := range recs {
+		t.record(turnID, s, protocol.SentencePlayoutStatusUnplayed, 0)
+	}
+}
