@@ -156,8 +156,10 @@ type Detector struct {
 	silence       time.Duration
 	lastVoicedEnd int // utt length (bytes) at the end of the last voiced frame
 	sincePartial  time.Duration
-	paused        bool // Pause emitted for the current silence
-	speaking      bool // last frame voiced
+	paused        bool          // Pause emitted for the current silence
+	endSilence    time.Duration // set for the open utterance by its transcript (0: none; endpoint.go)
+	endHeard      int           // utt bytes the transcript behind endSilence heard
+	speaking      bool          // last frame voiced
 	blocks        []float64
 	blockMin      float64
 	blockFrames   int
@@ -271,12 +273,12 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 	} else {
 		d.silence += f
 	}
-	if !d.paused && d.cfg.PauseAfter > 0 && d.silence >= d.cfg.PauseAfter && d.silence < d.cfg.EndSilence {
+	if !d.paused && d.cfg.PauseAfter > 0 && d.silence >= d.cfg.PauseAfter && d.silence < d.EndSilence() {
 		d.paused = true
 		emit(Event{Kind: Pause, Audio: d.utt, Speech: d.voiced, Voiced: d.lastVoicedEnd})
 	}
 	switch {
-	case d.silence >= d.cfg.EndSilence:
+	case d.silence >= d.EndSilence():
 		d.end(emit, false)
 	case audio.FramesDuration(len(d.utt)/2, d.cfg.SampleRate) >= d.cfg.MaxUtterance:
 		d.end(emit, true)
@@ -292,6 +294,7 @@ func (d *Detector) end(emit func(Event), forced bool) {
 	utt := d.utt[:keep]
 	speech := d.voiced
 	d.inSpeech, d.utt, d.voiced, d.silence, d.paused = false, nil, 0, 0, false
+	d.endSilence, d.endHeard = 0, 0
 	emit(Event{Kind: End, Audio: utt, Speech: speech, Forced: forced})
 }
 
