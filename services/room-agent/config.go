@@ -36,6 +36,14 @@ type Config struct {
 	MaxUtterance time.Duration
 	PartialEvery time.Duration
 	MarginDB     int
+	// Adaptive end of turn, a heuristic (vad.EndOfTurn): the end silence is
+	// EndSilenceMin after a partial transcript that ends a sentence or a
+	// question, EndSilenceMax after one that trails off ("and", "um", a
+	// comma), EndSilence otherwise (ALICIA_VAD_ADAPTIVE_END, on;
+	// ALICIA_VAD_END_SILENCE_MIN, 300 ms; ALICIA_VAD_END_SILENCE_MAX, 1 s).
+	AdaptiveEnd   bool
+	EndSilenceMin time.Duration
+	EndSilenceMax time.Duration
 	// BargeInMin of user speech stops the agent (ALICIA_BARGE_IN_MIN).
 	BargeInMin time.Duration
 	// OnsetHangover: silences this short inside speech count as speech for
@@ -81,6 +89,7 @@ func DefaultConfig() Config {
 		NATSURL: "nats://127.0.0.1:4222", EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
 		OnsetHangover: 60 * time.Millisecond, BargeInWordsWait: 3 * time.Second,
+		AdaptiveEnd: true, EndSilenceMin: 300 * time.Millisecond, EndSilenceMax: time.Second,
 		Speculation: true, PauseAfter: 100 * time.Millisecond,
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
 		Edge: edge.DefaultLimits(),
@@ -105,6 +114,9 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_VAD_MAX_UTTERANCE", &c.MaxUtterance),
 		config.Duration("ALICIA_VAD_PARTIAL_EVERY", &c.PartialEvery),
 		config.Int("ALICIA_VAD_MARGIN_DB", &c.MarginDB),
+		config.Bool("ALICIA_VAD_ADAPTIVE_END", &c.AdaptiveEnd),
+		config.Duration("ALICIA_VAD_END_SILENCE_MIN", &c.EndSilenceMin),
+		config.Duration("ALICIA_VAD_END_SILENCE_MAX", &c.EndSilenceMax),
 		config.Duration("ALICIA_BARGE_IN_MIN", &c.BargeInMin),
 		config.Duration("ALICIA_VAD_ONSET_HANGOVER", &c.OnsetHangover),
 		config.Duration("ALICIA_BARGE_IN_WORDS_WAIT", &c.BargeInWordsWait),
@@ -147,6 +159,9 @@ func (c Config) Validate() error {
 	if c.BargeInWordsWait < 0 {
 		errs = append(errs, errors.New("ALICIA_BARGE_IN_WORDS_WAIT must not be negative"))
 	}
+	if c.AdaptiveEnd && (c.EndSilenceMin <= 0 || c.EndSilenceMax <= 0) {
+		errs = append(errs, errors.New("ALICIA_VAD_END_SILENCE_MIN and ALICIA_VAD_END_SILENCE_MAX must be positive"))
+	}
 	if err := c.agent().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -163,6 +178,7 @@ func (c Config) agent() agent.Config {
 		VAD: vad.Config{EndSilence: c.EndSilence, MinSpeech: c.MinSpeech, MaxUtterance: c.MaxUtterance,
 			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB), PauseAfter: c.PauseAfter,
 			OnsetHangover: hangover},
+		EndOfTurn:     vad.EndOfTurn{Off: !c.AdaptiveEnd, Min: c.EndSilenceMin, Max: c.EndSilenceMax},
 		NoSpeculation: !c.Speculation,
 		BargeInMin:    c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,

@@ -24,6 +24,9 @@ type Config struct {
 	APISecret  string
 
 	VAD vad.Config
+	// EndOfTurn adapts the VAD's end silence to each transcript of the
+	// open utterance (endofturn.go; Off: the fixed VAD.EndSilence).
+	EndOfTurn vad.EndOfTurn
 	// BargeInMin of user speech while the agent answers stops the answer.
 	BargeInMin time.Duration
 	// BargeInWordsWait: a barge-in pauses playout until the interrupting
@@ -81,6 +84,9 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("LiveKit API key and secret are required"))
 	}
 	if err := c.VAD.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.EndOfTurn.Validate(c.VAD); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Lease > 0 && c.Lease < time.Second {

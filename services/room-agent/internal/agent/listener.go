@@ -38,6 +38,8 @@ type listener struct {
 	closed  bool
 	prevTxt string
 	spec    *speculation // the open utterance's speculative job (speculate.go)
+	// partials: what each partial job of the open utterance carried (endofturn.go)
+	partials partialJobs
 }
 
 func newListener(r *Room, identity, trackSID string) (*listener, error) {
@@ -175,6 +177,7 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation)
 		l.r.log.Error().Err(err).Msg("encode ASR job")
 		return
 	}
+	l.partials.sent(l.utt, j.ID, len(pcm))
 	l.r.d.Metrics.ASRJobs.WithLabelValues("partial").Inc()
 	// Partials are best effort: a lost one is replaced by the next.
 	if _, err := l.r.d.JS.PublishAsync(subjects.ASRJob(cid), data); err != nil {

@@ -219,4 +219,5 @@ func (r *Room) onSpecTranscript(m *nats.Msg) {
 		return
 	}
 	sp.resolve(tr.Text, tr.Confidence)
+	r.endOfTurn(tr, sp.jobID, true)
 }

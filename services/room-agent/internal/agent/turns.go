@@ -127,6 +127,7 @@ func (t *tracker) follow(ctx context.Context) error {
 				t.transcribed(b.ID)
 			}
 			t.heard(b)
+			t.r.endOfTurn(b, transcriptJobID(m.Headers()), false)
 		}
 	})
 	if err != nil {
