@@ -178,6 +178,8 @@ func lastSentence(s string) string {
 	return body
 }
 
+// baseLanguage is the ISO 639-1 code of a BCP 47 tag or of the language
+// name Whisper reports ("english").
 func baseLanguage(tag string) string {
 	tag = strings.ToLower(tag)
 	if i := strings.IndexAny(tag, "-_"); i >= 0 {
@@ -186,6 +188,12 @@ func baseLanguage(tag string) string {
 	switch tag {
 	case "", "english":
 		return "en"
+	case "french":
+		return "fr"
+	case "german":
+		return "de"
+	case "spanish":
+		return "es"
 	}
 	return tag
 }

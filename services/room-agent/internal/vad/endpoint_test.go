@@ -46,6 +46,8 @@ func TestClassify(t *testing.T) {
 		{"french", "Je voudrais un café et.", "fr", vad.TrailingOff},
 		{"french complete", "Quelle heure est-il ?", "fr-FR", vad.Complete},
 		{"german filler", "Ich brauche ähm.", "de", vad.TrailingOff},
+		{"language named as Whisper does", "Ich brauche Milch und.", "german", vad.TrailingOff},
+		{"english named as Whisper does", "Set a timer.", "english", vad.Complete},
 		{"spanish", "Quiero pan y.", "es", vad.TrailingOff},
 		{"unknown language, period", "Ik wil koffie.", "nl", vad.Unknown},
 		{"unknown language, question", "Hoe laat is het?", "nl", vad.Complete},
