@@ -156,3 +156,72 @@ func procRSS(tb testing.TB, pid int) int64 {
 	tb.Fatal("no VmRSS")
 	return 0
 }
+
+// BenchmarkBargeIn: barge-in as the user hears it. The user speaks over the
+// answer; from the moment their speech has lasted the minimum interruption
+// speech (ALICIA_BARGE_IN_MIN, 200 ms: when the client's microphone has sent
+// that much of it, the onset being the start of its first 20 ms frame, as a
+// live microphone captures it) to the last agent audio frame the client
+// receives. The interruptions are espeak-ng phrases, most with a stop
+// consonant or a comma in their first 300 ms ("What about…": a silent
+// frame after "wha-"), taken in turn. They have words, so each is confirmed
+// and answered; the next iteration speaks over that answer. It also reports barge-in → playout
+// stopped inside the agent (alicia_voice_barge_in_stop_seconds, mean). Run
+// with -benchtime=20x.
+func BenchmarkBargeIn(b *testing.B) {
+	const bargeMin = 200 * time.Millisecond
+	long := "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon. " +
+		"Temperatures will climb to about twenty degrees by three in the afternoon. " +
+		"In the evening a light breeze will come from the west and the sky stays clear."
+	s := newStack(b, options{answer: long, agent: func(c *roomagent.Config) { c.BargeInMin = bargeMin }})
+	cid := s.conversation()
+	u := voiceclient.Join(b, s.lk.URL, s.token(cid), true)
+	u.Configure(voiceConfig(cid), cid)
+	var phrases [][]int16
+	for _, text := range []string{"What about tomorrow?", "But what about the weekend?", "Actually, stop there.",
+		"Okay, stop, stop.", "Wait, stop, that is enough."} {
+		phrases = append(phrases, voiceclient.Speech(b, text))
+	}
+	tick := make([]int16, 320) // 20 ms of silence: Say it and WaitSent to learn when the microphone's frames go out
+
+	u.Say(voiceclient.Speech(b, "Tell me about the weather in Paris."))
+	nStops, sumStops := histogram(b, "alicia_voice_barge_in_stop_seconds")
+	var lags []time.Duration
+	since := time.Time{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		testkit.Eventually(b, 30*time.Second, func() bool {
+			n, _, _ := voiceclient.Loud(u.Heard(), since)
+			return n >= 15 // the agent is speaking
+		}, "the agent did not answer")
+		interrupt := phrases[i%len(phrases)]
+		lead := speechOnset(interrupt)
+		length := time.Duration(len(interrupt)) * time.Second / 16000
+		before, _ := histogram(b, "alicia_voice_barge_in_stop_seconds")
+		u.Say(tick)
+		u.WaitSent() // the silence frame just went out: the next one goes 20 ms later, and holds the 20 ms before it
+		onset := time.Now().Add(lead)
+		u.Say(interrupt)
+		reached := onset.Add(bargeMin)
+		testkit.Eventually(b, 10*time.Second, func() bool { n, _ := histogram(b, "alicia_voice_barge_in_stop_seconds"); return n > before },
+			"no barge-in")
+		end := onset.Add(length - lead + 20*time.Millisecond)
+		time.Sleep(time.Until(end)) // audio in flight has arrived; the next answer waits for the end-of-turn silence
+		if last, ok := lastHeard(u.Heard(), onset, end.Add(300*time.Millisecond)); ok {
+			lags = append(lags, last.Sub(reached))
+		}
+		since = end
+	}
+	b.StopTimer()
+	n, sum := histogram(b, "alicia_voice_barge_in_stop_seconds")
+	if len(lags) == 0 {
+		b.Fatal("no barge-in heard")
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	q := func(p float64) float64 { return float64(lags[int(p*float64(len(lags)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(float64(len(lags)), "barge-ins")
+	b.ReportMetric((sum-sumStops)/float64(n-nStops)*1000, "agent-stop-mean-ms")
+	b.ReportMetric(0, "ns/op")
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
@@ -45,6 +46,7 @@ func TestBargeIn(t *testing.T) {
 		"In the evening a light breeze will come from the west and the sky stays clear. " +
 		"On the weekend the weather should stay just as pleasant for a walk along the river."
 	s := newStack(t, options{answer: long, agent: func(c *roomagent.Config) { c.BargeInMin = bargeMin }})
+	s.speech.SetTranscriber(fakeopenai.NoWordsInNoise(nil)) // speech has words: it is no false interruption
 	cid := s.conversation()
 	u := voiceclient.Join(t, s.lk.URL, s.token(cid), true)
 	u.Configure(voiceConfig(cid), cid)
@@ -127,6 +129,9 @@ func TestBargeIn(t *testing.T) {
 		}
 		return nil
 	}, "playout not recorded")
+	if evs := falseInterruptions(t, s, cid); len(evs) != 0 {
+		t.Fatalf("a barge-in with words taken for a false interruption: %+v", evs[0])
+	}
 }
 
 func TestDataOnlyClient(t *testing.T) {
