@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -106,6 +107,27 @@ func (t *tracker) heard(b *protocol.Transcription) {
 	}
 	t.mu.Unlock()
 	t.settle(p, false)
+}
+
+// onSpecTranscript: a speculative transcript (core NATS, sent when the
+// speech pauses) is the earliest sign of words, before the utterance has
+// ended. Confirming on it puts the ControlStop and the playout records on
+// the stream before the interruption's UserMessage, so its turn's history
+// holds only what was heard.
+func (t *tracker) onSpecTranscript(m *nats.Msg) {
+	t.mu.Lock()
+	paused := t.paused != nil
+	t.mu.Unlock()
+	if !paused {
+		return
+	}
+	env, err := protocol.Decode(m.Data)
+	if err != nil {
+		return
+	}
+	if tr, ok := env.Body.(*protocol.Transcription); ok {
+		t.heard(&protocol.Transcription{ID: tr.ID, ConversationID: tr.ConversationID, Text: tr.Text})
+	}
 }
 
 // interrupterEndedLocked notes the end of an utterance that barged in, and

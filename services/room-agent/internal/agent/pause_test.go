@@ -119,7 +119,7 @@ func TestPlayerPauseResumesFromTheSentenceStart(t *testing.T) {
 		t.Fatal("not busy while paused with audio queued")
 	}
 	p.Add(loudChunk("am_p", 2, 0, 6000, true, true)) // the tts goes on
-	<-time.After(100 * time.Millisecond)              // five frame periods
+	<-time.After(100 * time.Millisecond)             // five frame periods
 	if n := len(w.frames()); n != at {
 		t.Fatalf("%d frames written while paused", n-at)
 	}

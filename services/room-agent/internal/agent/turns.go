@@ -133,7 +133,12 @@ func (t *tracker) follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: follow %s: %w", cid, err)
 	}
-	go func() { <-ctx.Done(); cc.Stop() }()
+	spec, err := t.r.d.NC.Subscribe(subjects.SpecTranscript(cid), t.onSpecTranscript)
+	if err != nil {
+		cc.Stop()
+		return fmt.Errorf("agent: follow %s: %w", cid, err)
+	}
+	go func() { <-ctx.Done(); cc.Stop(); _ = spec.Unsubscribe() }()
 	go t.publishLoop(ctx)
 	go t.markLoop(ctx)
 	return nil
