@@ -44,6 +44,8 @@ type interruption struct {
 // bargeIn: utterance (speech since onset) has reached BargeInMin while the
 // agent answers. Called from the listener, under its lock.
 func (t *tracker) bargeIn(utterance string, onset time.Time) {
+	t.barging.Lock()
+	defer t.barging.Unlock()
 	t.mu.Lock()
 	if p := t.paused; p != nil { // already paused: this speech must have words too
 		if _, ok := p.utts[utterance]; !ok {

@@ -50,6 +50,8 @@ type tracker struct {
 	marks chan []byte
 	// paused is the barge-in waiting for words, if any (bargein.go).
 	paused *interruption
+	// barging makes one barge-in decision at a time (two users may barge in at once).
+	barging sync.Mutex
 }
 
 func newTracker(r *Room) *tracker {
