@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
@@ -157,6 +159,75 @@ func procRSS(tb testing.TB, pid int) int64 {
 	return 0
 }
 
+// BenchmarkVoiceToVoiceClient: the end of the user's speech → the first
+// agent audio the user hears, at the client, minus the end-of-turn silence
+// (ALICIA_VAD_END_SILENCE, 500 ms): what the pipeline adds beyond it. With
+// instant fake models and with the gpu-box timing profile, speculation on
+// and off, in one run. One turn per iteration.
+func BenchmarkVoiceToVoiceClient(b *testing.B) {
+	// The floor under every case: the way in and out through LiveKit.
+	b.Run("floor/audio-round-trip", benchAudioRoundTrip)
+	for _, prof := range []fakeopenai.Profile{fakeopenai.Instant, fakeopenai.GPUBox} {
+		for _, spec := range []bool{true, false} {
+			name := prof.Name
+			if name == "" {
+				name = "instant"
+			}
+			b.Run(fmt.Sprintf("%s/speculation=%v", name, spec), func(b *testing.B) {
+				var mu sync.Mutex
+				var agentV2V []time.Duration
+				s := newStack(b, options{answer: "Sure, here it is. It will be sunny tomorrow.", profile: prof,
+					agent: func(c *roomagent.Config) {
+						// The fixed silence, so that what the pipeline adds is
+						// the time beyond it (the adaptive end of turn has its
+						// own benchmark, room-agent/internal/vad).
+						c.Speculation, c.AdaptiveEnd = spec, false
+						c.OnVoiceToVoice = func(d time.Duration) { mu.Lock(); agentV2V = append(agentV2V, d); mu.Unlock() }
+					}})
+				cid := s.conversation()
+				u := voiceclient.Join(b, s.lk.URL, s.token(cid), true)
+				u.Configure(voiceConfig(cid), cid)
+				utter := trim(voiceclient.Speech(b, "What will the weather be like tomorrow?"))
+				silence := roomagent.DefaultConfig().EndSilence
+				floor := modelFloor(prof, audio.FramesDuration(len(utter), 16000), "Sure, here it is. It", spec)
+				var beyond []time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					u.Say(utter)
+					u.WaitSent()
+					end := time.Now()
+					var first time.Time
+					testkit.Eventually(b, 20*time.Second, func() bool {
+						var n int
+						n, first, _ = voiceclient.Loud(u.Heard(), end)
+						return n > 0
+					}, "no answer audio")
+					beyond = append(beyond, first.Sub(end)-silence)
+					time.Sleep(4 * time.Second) // the answer plays out before the next turn
+				}
+				b.StopTimer()
+				sort.Slice(beyond, func(i, j int) bool { return beyond[i] < beyond[j] })
+				q := func(p float64) float64 {
+					return float64(beyond[int(p*float64(len(beyond)-1))].Microseconds()) / 1000
+				}
+				b.ReportMetric(q(0.5), "beyond-silence-p50-ms")
+				b.ReportMetric(q(0.99), "beyond-silence-p99-ms")
+				b.ReportMetric(float64(floor.Microseconds())/1000, "model-floor-ms")
+				// Inside the agent: its end-of-turn decision → the answer's
+				// first frame written to its track. The rest is the way in
+				// (the user's audio to the decision) and out (to the ear).
+				mu.Lock()
+				sort.Slice(agentV2V, func(i, j int) bool { return agentV2V[i] < agentV2V[j] })
+				if len(agentV2V) > 0 {
+					b.ReportMetric(float64(agentV2V[len(agentV2V)/2].Microseconds())/1000, "agent-p50-ms")
+				}
+				mu.Unlock()
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
+
 // BenchmarkBargeIn: barge-in as the user hears it. The user speaks over the
 // answer; from the moment their speech has lasted the minimum interruption
 // speech (ALICIA_BARGE_IN_MIN, 200 ms: when the client's microphone has sent
@@ -224,4 +295,24 @@ func BenchmarkBargeIn(b *testing.B) {
 	b.ReportMetric(float64(len(lags)), "barge-ins")
 	b.ReportMetric((sum-sumStops)/float64(n-nStops)*1000, "agent-stop-mean-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// modelFloor is what the fake models' timing alone puts beyond the
+// end-of-turn silence for an utterance of speech: transcribing it (with
+// the 300 ms pre-roll, and the 100 ms of silence a speculative job holds or
+// the 200 ms a final one keeps), the first token, the tokens up to the end
+// of the first sentence (firstText: up to the word that ends it), the
+// first audio — less the part of the silence a speculative turn hides it in.
+func modelFloor(p fakeopenai.Profile, speech time.Duration, firstText string, speculation bool) time.Duration {
+	cfg := roomagent.DefaultConfig()
+	tail, hidden := 200*time.Millisecond, time.Duration(0)
+	if speculation {
+		tail, hidden = cfg.PauseAfter, cfg.EndSilence-cfg.PauseAfter
+	}
+	audioSec := (speech + 300*time.Millisecond + tail).Seconds()
+	t := p.Transcription.Fixed + time.Duration(audioSec*float64(p.Transcription.PerAudioSecond)) + p.Chat.TimeToFirstToken + p.Speech.TimeToFirstAudio
+	if p.Chat.TokensPerSecond > 0 {
+		t += time.Duration(float64(fakeopenai.EstimateTokens(firstText)) / p.Chat.TokensPerSecond * float64(time.Second))
+	}
+	return max(0, t-hidden)
 }

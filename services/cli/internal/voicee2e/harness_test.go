@@ -55,6 +55,8 @@ type options struct {
 	noAgent bool   // the test runs its own room-agents
 	agent   func(*roomagent.Config)
 	tts     func(*tts.Config)
+	// profile times the fake models (zero: instant).
+	profile fakeopenai.Profile
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -81,8 +83,8 @@ func newStack(t testing.TB, o options) *stack {
 	if answer == "" {
 		answer = "It will be sunny in Paris tomorrow. Expect a high of twenty degrees. Enjoy your day!"
 	}
-	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(answer)))
-	speech := fakeopenai.New(t)
+	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(answer)), fakeopenai.WithProfile(o.profile))
+	speech := fakeopenai.New(t, fakeopenai.WithProfile(o.profile))
 	log := testkit.Log()
 	persistencetest.Start(t, ns.ClientURL(), pgURL)
 
