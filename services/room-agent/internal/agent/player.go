@@ -83,7 +83,7 @@ type Player struct {
 	queue    []frame
 	sent     []frame // frames of the sentence being played taken so far (a Resume plays it again from its start)
 	hold     bool    // paused: nothing plays until Resume or Stop
-	gen      uint64  // bumped by Pause and Stop: a frame taken before is not written
+	gen      uint64  // bumped by Pause: a frame taken before is not written
 	turns    map[string]*turnAudio
 	current  string          // turn being played
 	stopped  map[string]bool // turns never to play again
@@ -230,10 +230,8 @@ func (p *Player) Stop(turn string) Stopped {
 	if turn == "" {
 		return Stopped{}
 	}
-	p.stopped[turn] = true
-	p.gen++
+	p.stopped[turn] = true // a frame of it taken before is not written (write looks)
 	p.hold = false
-	p.sent = nil
 	if len(p.stopped) > 256 {
 		for id := range p.stopped {
 			if id != turn {
@@ -255,7 +253,7 @@ func (p *Player) Stop(turn string) Stopped {
 			}
 		}
 		p.queue = kept
-		p.current, p.playing, p.played = "", "", 0
+		p.current, p.playing, p.played, p.sent = "", "", 0, nil
 		p.nextTurnLocked()
 	}
 	return st
