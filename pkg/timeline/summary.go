@@ -77,6 +77,8 @@ func summarize(env protocol.Envelope) string {
 		return fmt.Sprintf("%s #%d %s %d ms, %d bytes", b.MessageID, b.Sequence, b.Format, b.DurationMs, b.ByteSize)
 	case *protocol.SentencePlayout:
 		return fmt.Sprintf("%s #%d %s after %d ms", b.MessageID, b.Sequence, b.Status, b.PlayedMs)
+	case *protocol.TurnEvent:
+		return turnEvent(b)
 	default:
 		return ""
 	}
@@ -97,4 +99,38 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// turnEvent: "preempt_cancelled of am_u "What is the" (speech_resumed)
+// after 240 ms", "false_interruption by am_u: am_a resumed from as_2
+// (no_words) after 800 ms".
+func turnEvent(b *protocol.TurnEvent) string {
+	var sb strings.Builder
+	sb.WriteString(string(b.Kind))
+	switch b.Kind {
+	case protocol.TurnEventKindPreemptCancelled:
+		if b.UtteranceID != nil {
+			sb.WriteString(" of " + *b.UtteranceID)
+		}
+		if b.Transcript != nil {
+			sb.WriteString(" " + quote(*b.Transcript))
+		}
+	default:
+		if b.UtteranceID != nil {
+			sb.WriteString(" by " + *b.UtteranceID)
+		}
+		if b.MessageID != nil {
+			sb.WriteString(": " + *b.MessageID + " resumed")
+			if b.SentenceID != nil {
+				sb.WriteString(" from " + *b.SentenceID)
+			}
+		}
+	}
+	if b.Reason != nil {
+		sb.WriteString(" (" + *b.Reason + ")")
+	}
+	if b.HeldMs != nil {
+		fmt.Fprintf(&sb, " after %d ms", *b.HeldMs)
+	}
+	return sb.String()
 }

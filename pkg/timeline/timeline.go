@@ -135,5 +135,14 @@ func link(st *Step, env protocol.Envelope) {
 		st.MessageID = b.MessageID
 	case *protocol.MemoryTrace:
 		st.MessageID = b.MessageID
+	case *protocol.TurnEvent:
+		// A cancelled preemptive answer belongs to the utterance it was
+		// started on; a false interruption to the answer that resumed.
+		switch {
+		case b.MessageID != nil:
+			st.MessageID = *b.MessageID
+		case b.UtteranceID != nil:
+			st.MessageID = *b.UtteranceID
+		}
 	}
 }
