@@ -46,12 +46,14 @@ func (s *stack) asrJobs(cid string) func() []*protocol.ASRJob {
 }
 
 // record is what a conversation left: the types of its stream's envelopes
-// (partial transcriptions left out: how many depends on timing), sorted,
-// and its message and sentence rows.
+// (partial transcriptions and Configurations left out: how many depends on
+// timing — the client configures again when the agent asks, if the agent's
+// question crossed its first Configuration), sorted, and its message and
+// sentence rows.
 func (s *stack) record(t *testing.T, cid string) (types []string, rows []string) {
 	t.Helper()
 	for _, e := range s.stream(t, cid) {
-		if tr, ok := e.Body.(*protocol.Transcription); ok && !tr.Final {
+		if tr, ok := e.Body.(*protocol.Transcription); ok && !tr.Final || e.Type == protocol.TypeConfiguration {
 			continue
 		}
 		types = append(types, e.Type.String())
