@@ -176,7 +176,12 @@ func BenchmarkVoiceToVoiceClient(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/speculation=%v", name, spec), func(b *testing.B) {
 				var mu sync.Mutex
 				var agentV2V []time.Duration
-				s := newStack(b, options{answer: "Sure, here it is. It will be sunny tomorrow.", profile: prof,
+				// As with real models, a transcript grows with the audio
+				// and the answer follows the question: what a speculation at
+				// a pause inside the question starts cannot serve the turn.
+				s := newStack(b, options{profile: prof, respond: func(r fakeopenai.Request) fakeopenai.Turn {
+					return fakeopenai.Text("You asked: " + r.LastUser() + " It will be sunny tomorrow.")
+				},
 					agent: func(c *roomagent.Config) {
 						// The fixed silence, so that what the pipeline adds is
 						// the time beyond it (the adaptive end of turn has its
@@ -187,9 +192,12 @@ func BenchmarkVoiceToVoiceClient(b *testing.B) {
 				cid := s.conversation()
 				u := voiceclient.Join(b, s.lk.URL, s.token(cid), true)
 				u.Configure(voiceConfig(cid), cid)
-				utter := trim(voiceclient.Speech(b, "What will the weather be like tomorrow?"))
+				const question = "What will the weather be like tomorrow?"
+				utter := trim(voiceclient.Speech(b, question))
+				speech := audio.FramesDuration(len(utter), 16000)
+				s.speech.SetTranscriber(fakeopenai.Growing(question, speech/time.Duration(len(strings.Fields(question)))))
 				silence := roomagent.DefaultConfig().EndSilence
-				floor := modelFloor(prof, audio.FramesDuration(len(utter), 16000), "Sure, here it is. It", spec)
+				floor := modelFloor(prof, speech, "You asked: "+question+" It", spec)
 				var beyond []time.Duration
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {

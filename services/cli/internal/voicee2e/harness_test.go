@@ -57,6 +57,9 @@ type options struct {
 	tts     func(*tts.Config)
 	// profile times the fake models (zero: instant).
 	profile fakeopenai.Profile
+	// respond, when set, makes the fake LLM's answer from the request
+	// (instead of answer).
+	respond func(fakeopenai.Request) fakeopenai.Turn
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -83,7 +86,11 @@ func newStack(t testing.TB, o options) *stack {
 	if answer == "" {
 		answer = "It will be sunny in Paris tomorrow. Expect a high of twenty degrees. Enjoy your day!"
 	}
-	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(answer)), fakeopenai.WithProfile(o.profile))
+	reply := fakeopenai.WithFallback(fakeopenai.Text(answer))
+	if o.respond != nil {
+		reply = fakeopenai.WithResponder(o.respond)
+	}
+	chat := fakeopenai.New(t, reply, fakeopenai.WithProfile(o.profile))
 	speech := fakeopenai.New(t, fakeopenai.WithProfile(o.profile))
 	log := testkit.Log()
 	persistencetest.Start(t, ns.ClientURL(), pgURL)

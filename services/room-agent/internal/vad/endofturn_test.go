@@ -224,6 +224,9 @@ type asrModel struct {
 type endOfTurn struct {
 	cut     bool          // an End came before the last word
 	silence time.Duration // from the last word to the End after it
+	// speculations: Pauses transcribed (each starts a preemptive answer);
+	// cancelled: those the user's speech went on after (Resume).
+	speculations, cancelled int
 }
 
 // runTurn puts a spoken turn through a detector configured with cfg and the
@@ -244,6 +247,7 @@ func runTurn(tb testing.TB, st spokenTurn, cfg vad.Config, rule vad.EndOfTurn, a
 		pos           int
 		paused        bool
 		ends          []int
+		specs, cancel int
 		latency       = int(asrLatency.Seconds() * rate)
 		transcribe    = func(heard int) {
 			pending = append(pending, transcript{at: pos + latency, utt: utt, heard: heard,
@@ -262,9 +266,13 @@ func runTurn(tb testing.TB, st spokenTurn, cfg vad.Config, rule vad.EndOfTurn, a
 		case vad.Pause:
 			if asr.atPause {
 				paused = true
+				specs++
 				transcribe(len(ev.Audio)) // the job carries the utterance so far
 			}
 		case vad.Resume:
+			if paused {
+				cancel++
+			}
 			paused = false
 		case vad.End:
 			ends, paused = append(ends, pos), false
@@ -286,7 +294,7 @@ func runTurn(tb testing.TB, st spokenTurn, cfg vad.Config, rule vad.EndOfTurn, a
 		pos = off + 320 // events happen at the end of the frame
 		d.Push(st.pcm[off:pos], emit)
 	}
-	var e endOfTurn
+	e := endOfTurn{speculations: specs, cancelled: cancel}
 	for _, at := range ends {
 		if at < st.speechEnd {
 			e.cut = true
@@ -364,6 +372,7 @@ func BenchmarkEndOfTurn(b *testing.B) {
 			asr  asrModel
 		}{
 			{"fixed-500ms", vad.EndOfTurn{Off: true}, asrModel{}},
+			{"fixed-500ms/speculative", vad.EndOfTurn{Off: true}, asrModel{atPause: true, coverage: true}},
 			{"adaptive/partials", vad.EndOfTurn{}, asrModel{coverage: true}},
 			{"adaptive/partials+speculative", vad.EndOfTurn{}, asrModel{atPause: true, coverage: true}},
 			{"adaptive/partials-without-coverage", vad.EndOfTurn{}, asrModel{}},
@@ -383,12 +392,13 @@ func BenchmarkEndOfTurn(b *testing.B) {
 }
 
 func reportEndOfTurn(b *testing.B, res []endOfTurn) {
-	cut, sum := 0, 0.0
+	cut, sum, specs, cancelled := 0, 0.0, 0, 0
 	sils := make([]float64, 0, len(res))
 	for _, r := range res {
 		if r.cut {
 			cut++
 		}
+		specs, cancelled = specs+r.speculations, cancelled+r.cancelled
 		ms := float64(r.silence) / float64(time.Millisecond)
 		sils, sum = append(sils, ms), sum+ms
 	}
@@ -398,5 +408,11 @@ func reportEndOfTurn(b *testing.B, res []endOfTurn) {
 	b.ReportMetric(sum/float64(len(sils)), "mean-ms")
 	b.ReportMetric(sils[len(sils)/2], "p50-ms")
 	b.ReportMetric(sils[len(sils)*9/10], "p90-ms")
+	if specs > 0 {
+		// The cost of speculation: preemptive answers started, and
+		// cancelled because the user went on, per 100 turns.
+		b.ReportMetric(100*float64(specs)/float64(len(res)), "preempts/100turns")
+		b.ReportMetric(100*float64(cancelled)/float64(len(res)), "cancelled/100turns")
+	}
 	b.ReportMetric(0, "ns/op")
 }
