@@ -16,6 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
+	"github.com/alicia-voice/alicia/services/gateway"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
 
@@ -69,7 +70,8 @@ func BenchmarkSessionCPU(b *testing.B) {
 
 func sessionCPU(b *testing.B, env ...string) {
 	const sessions = 4
-	s := newStack(b, options{answer: "Sure.", noAgent: true})
+	// One user holds every session: past the default 3 rooms per user.
+	s := newStack(b, options{answer: "Sure.", noAgent: true, gateway: func(c *gateway.Config) { c.Quotas.RoomsPerUser = sessions }})
 	agent := s.agentProcess(b, env...)
 	time.Sleep(time.Second) // started
 	idleFrom := procCPU(b, agent.Process.Pid)

@@ -57,6 +57,8 @@ type options struct {
 	tts     func(*tts.Config)
 	// profile times the fake models (zero: instant).
 	profile fakeopenai.Profile
+	// gateway adjusts the gateway's configuration.
+	gateway func(*gateway.Config)
 	// respond, when set, makes the fake LLM's answer from the request
 	// (instead of answer).
 	respond func(fakeopenai.Request) fakeopenai.Turn
@@ -129,6 +131,9 @@ func newStack(t testing.TB, o options) *stack {
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
 	gcfg.APIKeys, gcfg.RateLimit = "alice:"+aliceKey, 1000
 	gcfg.LiveKit = gateway.LiveKit{URL: lk.URL, APIKey: lk.APIKey, APISecret: lk.APISecret, TokenTTL: time.Hour}
+	if o.gateway != nil {
+		o.gateway(&gcfg)
+	}
 	addr := make(chan string, 1)
 	run("gateway", func(ctx context.Context) error {
 		return gateway.Run(ctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
