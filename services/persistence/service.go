@@ -43,6 +43,11 @@ type rpcServer struct {
 	wait       time.Duration
 	sem        chan struct{}
 	wg         sync.WaitGroup
+	// mu orders the handlers' wg.Add against stop's wg.Wait: micro's
+	// Stop does not wait for a handler already called, so one may still
+	// be starting a request when stop waits.
+	mu      sync.Mutex
+	stopped bool
 }
 
 // startService registers the micro service. ctx ends the waits of requests
@@ -64,6 +69,9 @@ func startService(ctx context.Context, nc *nats.Conn, st historyReader, watermar
 	}
 	return func() {
 		_ = svc.Stop()
+		s.mu.Lock()
+		s.stopped = true
+		s.mu.Unlock()
 		s.wg.Wait()
 	}, nil
 }
@@ -76,7 +84,15 @@ func (s *rpcServer) async(h func(micro.Request)) micro.Handler {
 			rpc.Fail(r, rpc.CodeUnavailable, "persistence is stopping")
 			return
 		}
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			<-s.sem
+			rpc.Fail(r, rpc.CodeUnavailable, "persistence is stopping")
+			return
+		}
 		s.wg.Add(1)
+		s.mu.Unlock()
 		r = rpc.Detach(s.nc, r) // answered after this handler returns
 		go func() {
 			defer func() { <-s.sem; s.wg.Done() }()
