@@ -15,8 +15,11 @@
 // single filter subjects it uses, named in the create subject
 // ($JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter>, which nats.go's
 // jetstream sends for a consumer with a single filter subject and the server
-// checks against the consumer's filter). The work queues it pulls from (ASR
-// jobs, dispatch requests, the llm's turns) it may consume whole.
+// checks against the consumer's filter; the gateway's debug timeline reads
+// one conversation through a filter on alicia.conv.{cid}.>, granted as
+// alicia.conv.*.>). The work queues it pulls from (ASR jobs, dispatch
+// requests, the llm's turns) it may consume whole. Speculative work of a
+// voice turn (alicia.spec.{cid}.*) travels on core NATS only.
 //
 // Pulling from, acknowledging, reading, deleting and creating a consumer
 // are granted per stream (ordered consumers have random names), so the
