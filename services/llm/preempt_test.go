@@ -25,7 +25,11 @@ func (h *harness) preempt(cid, id, text string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.nc.Publish(subjects.SpecPreempt(cid), b); err != nil {
+	// Core NATS: published before a replica subscribes (after its turn
+	// consumers exist), the message is lost.
+	subj := subjects.SpecPreempt(cid)
+	testkit.Eventually(h.t, 10*time.Second, func() bool { return h.ns.GlobalAccount().SubscriptionInterest(subj) }, "an llm replica subscribed to %s", subj)
+	if err := h.nc.Publish(subj, b); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -33,7 +33,11 @@ func (h *harness) specSpeak(cid, text string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.nc.Publish(subjects.SpecSpeak(cid), data); err != nil {
+	// Core NATS: published before the replica's queue subscription is in
+	// place, the message is lost (seen on a loaded -race run).
+	subj := subjects.SpecSpeak(cid)
+	testkit.Eventually(h.t, 10*time.Second, func() bool { return h.srv.GlobalAccount().SubscriptionInterest(subj) }, "a tts replica subscribed to %s", subj)
+	if err := h.nc.Publish(subj, data); err != nil {
 		h.t.Fatal(err)
 	}
 	if err := h.nc.Flush(); err != nil {
