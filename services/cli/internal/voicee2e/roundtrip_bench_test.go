@@ -73,12 +73,9 @@ func benchAudioRoundTrip(b *testing.B) {
 		}
 		agent.Disconnect()
 	})
-	go func() {
-		time.Sleep(2 * time.Second)
-		if _, err := agent.LocalParticipant.PublishTrack(out, &lksdk.TrackPublicationOptions{Name: "echo"}); err != nil {
-			b.Error(err)
-		}
-	}()
+	if _, err := agent.LocalParticipant.PublishTrack(out, &lksdk.TrackPublicationOptions{Name: "echo"}); err != nil {
+		b.Fatal(err)
+	}
 	u := voiceclient.Join(b, lk.URL, lk.Token(b, room, "user-1"), true)
 	tone := make([]int16, 16000/5) // 200 ms at -12 dBFS
 	for i := range tone {
