@@ -23,23 +23,9 @@ import (
 // from the stream; one with meta (which would make a row) fails the test.
 func falseInterruptions(t testing.TB, s *stack, cid string) []*protocol.TurnEvent {
 	t.Helper()
-	ctx := context.Background()
-	cons, err := s.js.OrderedConsumer(ctx, "CONVERSATIONS", jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subjects.Agent(cid, protocol.TypeTurnEvent)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(100, jetstream.FetchMaxWait(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []*protocol.TurnEvent
-	for m := range batch.Messages() {
-		env, err := protocol.Decode(m.Data())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev := env.Body.(*protocol.TurnEvent); ev.Kind == protocol.TurnEventKindFalseInterruption {
+	for _, env := range s.stream(t, cid) {
+		if ev, ok := env.Body.(*protocol.TurnEvent); ok && ev.Kind == protocol.TurnEventKindFalseInterruption {
 			if len(env.Meta) != 0 {
 				t.Fatalf("TurnEvent with meta %v", env.Meta)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
@@ -202,6 +203,7 @@ func BenchmarkVoiceToVoiceClient(b *testing.B) {
 				floor := modelFloor(prof, speech, "You asked: "+question+" It", spec)
 				var beyond []time.Duration
 				b.ResetTimer()
+				seen := len(u.Received())
 				for i := 0; i < b.N; i++ {
 					u.Say(utter)
 					u.WaitSent()
@@ -213,7 +215,17 @@ func BenchmarkVoiceToVoiceClient(b *testing.B) {
 						return n > 0
 					}, "no answer audio")
 					beyond = append(beyond, first.Sub(end)-silence)
-					time.Sleep(4 * time.Second) // the answer plays out before the next turn
+					// The answer plays out (its last sentence played) before
+					// the next turn.
+					testkit.Eventually(b, 20*time.Second, func() bool {
+						for _, e := range u.Received()[seen:] {
+							if p, ok := e.Body.(*protocol.SentencePlayout); ok && p.Status == protocol.SentencePlayoutStatusPlayed && p.Sequence == 2 {
+								return true
+							}
+						}
+						return false
+					}, "the answer did not play out")
+					seen = len(u.Received())
 				}
 				b.StopTimer()
 				sort.Slice(beyond, func(i, j int) bool { return beyond[i] < beyond[j] })

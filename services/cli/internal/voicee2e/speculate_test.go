@@ -81,7 +81,7 @@ func (s *stack) record(t *testing.T, cid string) (types []string, rows []string)
 }
 
 // stream reads every envelope of a conversation from CONVERSATIONS.
-func (s *stack) stream(t *testing.T, cid string) []protocol.Envelope {
+func (s *stack) stream(t testing.TB, cid string) []protocol.Envelope {
 	t.Helper()
 	cons, err := s.js.OrderedConsumer(context.Background(), "CONVERSATIONS",
 		jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjects.Conversation(cid)}})
