@@ -202,24 +202,25 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
       {!editing && !m.local && (
         <div className={`flex flex-wrap items-center gap-1 ${user ? 'justify-end' : ''}`}>
           <BranchNav m={m} />
-          {user && !busy && (
-            <button type="button" aria-label="Edit message" onClick={() => { setDraft(m.content); setEditing(true) }}
-              className="focus-ring rounded p-1 text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
+          {/* While an answer streams these stay in place, disabled: the
+              messages keep their layout (nothing above the answer moves or
+              is painted again). */}
+          {user && (
+            <button type="button" aria-label="Edit message" disabled={busy} onClick={() => { setDraft(m.content); setEditing(true) }}
+              className="focus-ring rounded p-1 text-slate-600 hover:bg-slate-100 disabled:opacity-40 disabled:hover:bg-transparent dark:text-slate-400 dark:hover:bg-slate-800">
               <IconEdit />
             </button>
           )}
           {!user && !streaming && (
             <>
               <VoteBar messageId={m.id} votes={m.votes} label="this answer" />
-              {!busy && (
-                <button type="button" aria-label="Regenerate answer" onClick={() => regenerate(m.id)}
-                  className="focus-ring rounded p-1 text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
-                  <IconRefresh />
-                </button>
-              )}
-              {last && !busy && (m.interrupted || m.status === 'completed') && (
-                <button type="button" aria-label="Continue answer" onClick={() => continueAnswer(m.id)}
-                  className="focus-ring rounded p-1 text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
+              <button type="button" aria-label="Regenerate answer" disabled={busy} onClick={() => regenerate(m.id)}
+                className="focus-ring rounded p-1 text-slate-600 hover:bg-slate-100 disabled:opacity-40 disabled:hover:bg-transparent dark:text-slate-400 dark:hover:bg-slate-800">
+                <IconRefresh />
+              </button>
+              {last && (m.interrupted || m.status === 'completed') && (
+                <button type="button" aria-label="Continue answer" disabled={busy} onClick={() => continueAnswer(m.id)}
+                  className="focus-ring rounded p-1 text-slate-600 hover:bg-slate-100 disabled:opacity-40 disabled:hover:bg-transparent dark:text-slate-400 dark:hover:bg-slate-800">
                   <IconArrowRight />
                 </button>
               )}
