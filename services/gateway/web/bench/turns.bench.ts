@@ -6,12 +6,13 @@
 import { expect, test, type Page } from '@playwright/test'
 import { decodeEnvelope, encodeEnvelope, makeEnvelope, MessageType, type AssistantSentence, type StartAnswer } from '../src/protocol'
 import { newId } from '../src/ids'
-import { api, bench, composerReady, kib, newConversation, quantile, round, signedIn, writeResult } from './common'
+import { api, bench, composerReady, kib, messagesOf, newConversation, quantile, round, signedIn, writeResult } from './common'
 
 declare global {
   interface Window {
     __turn?: { t0: number; seen: Set<string>; resolve: ((ms: number) => void) | null; done: Promise<number> | null; sent: number; arrived: number; yielded: number; painted: number }
     __bare?: { ws: WebSocket; frames: [number, number[]][] }
+    __min?: { ws: WebSocket; next: Uint8Array<ArrayBuffer> | null; t0: number; done: ((ms: number) => void) | null }
   }
 }
 
@@ -98,6 +99,7 @@ interface TurnTimes {
   frame: number // Enter → the sentence's frame in the page's JavaScript
   yielded: number // Enter → the main thread free again after the key's task
   painted: number // Enter → the end of the frame that paints the sent message
+  frameWall: number // when the sentence's frame reached the page's JavaScript, on the wall clock
 }
 
 // turn sends text with the Enter key, waits for its whole answer and
@@ -112,7 +114,7 @@ async function turn(page: Page, text: string): Promise<TurnTimes> {
     if (!d) throw new Error('the Enter key press was not seen')
     st.done = null
     const total = await d
-    return { total, send: st.sent - st.t0, frame: st.arrived - st.t0, yielded: st.yielded - st.t0, painted: st.painted - st.t0 }
+    return { total, send: st.sent - st.t0, frame: st.arrived - st.t0, yielded: st.yielded - st.t0, painted: st.painted - st.t0, frameWall: performance.timeOrigin + st.arrived }
   })
   await expect(page.locator('article[data-role="assistant"]').last()).toHaveAttribute('data-status', 'completed')
   await expect(composer).toHaveValue('')
@@ -133,37 +135,63 @@ async function paced<T>(n: number, warmup: number, run: (i: number, warm: boolea
   return out
 }
 
+type Step = { type: string; timeMs: number; time: string; messageId?: string; replyTo?: string; sequence?: number }
+
+// at is a step's time on the wall clock, in milliseconds with their fraction.
+function at(s: { time: string }): number {
+  const m = /\.(\d+)Z$/.exec(s.time)
+  return Date.parse(s.time.replace(/\.\d+Z$/, 'Z')) + (m ? Number(`0.${m[1]}`) * 1000 : 0)
+}
+
+async function timeline(cid: string): Promise<Step[]> {
+  const ctx = await api()
+  try {
+    const steps: Step[] = []
+    for (let after = 0, more = true; more; ) {
+      const res = await ctx.get(`/v1/conversations/${encodeURIComponent(cid)}/timeline?after=${after}&limit=1000`)
+      expect(res.ok(), await res.text()).toBe(true)
+      const page = (await res.json()) as { steps: Step[]; next: number; more: boolean }
+      steps.push(...page.steps)
+      after = page.next
+      more = page.more
+    }
+    return steps
+  } finally {
+    await ctx.dispose()
+  }
+}
+
+// delivery gives, for each turn (its user message id and the wall-clock
+// time the client's JavaScript got the answer's first sentence), the time
+// from that sentence stored in the stream to the client having it: the
+// gateway, the socket, the browser's network process and the page's main
+// thread. The same machine's clock on both sides.
+function delivery(steps: Step[], turns: { asked: string; gotWall: number }[]): number[] {
+  const out: number[] = []
+  for (const t of turns) {
+    const start = steps.find((x) => x.type === 'StartAnswer' && x.replyTo === t.asked)
+    const first = start && steps.find((x) => x.type === 'AssistantSentence' && x.messageId === start.messageId && x.sequence === 1)
+    if (first) out.push(t.gotWall - at(first))
+  }
+  return out
+}
+
 // stackTimes reads a conversation's timeline (the stream's own clock) and
 // gives, for every answer after the first skip, the time from the user's
 // message stored to the answer's first sentence stored: the stack's part of
 // a turn, whatever client sent it.
 async function stackTimes(cid: string, skip: number): Promise<number[]> {
-  const ctx = await api()
-  try {
-    const steps: { type: string; timeMs: number; time: string; messageId?: string; replyTo?: string; sequence?: number }[] = []
-    for (let after = 0, more = true; more; ) {
-      const res = await ctx.get(`/v1/conversations/${encodeURIComponent(cid)}/timeline?after=${after}&limit=1000`)
-      expect(res.ok(), await res.text()).toBe(true)
-      const page = (await res.json()) as { steps: typeof steps; next: number; more: boolean }
-      steps.push(...page.steps)
-      after = page.next
-      more = page.more
-    }
-    const at = (s: { time: string }) => {
-      // RFC 3339 with nanoseconds: milliseconds with their fraction.
-      const m = /\.(\d+)Z$/.exec(s.time)
-      return Date.parse(s.time.replace(/\.\d+Z$/, 'Z')) + (m ? Number(`0.${m[1]}`) * 1000 : 0)
-    }
-    const out: number[] = []
-    for (const start of steps.filter((x) => x.type === 'StartAnswer')) {
-      const asked = steps.find((x) => x.type === 'UserMessage' && x.messageId === start.replyTo)
-      const first = steps.find((x) => x.type === 'AssistantSentence' && x.messageId === start.messageId && x.sequence === 1)
-      if (asked && first) out.push(at(first) - at(asked))
-    }
-    return out.slice(skip)
-  } finally {
-    await ctx.dispose()
+  return stackOf(await timeline(cid), skip)
+}
+
+function stackOf(steps: Step[], skip: number): number[] {
+  const out: number[] = []
+  for (const start of steps.filter((x) => x.type === 'StartAnswer')) {
+    const asked = steps.find((x) => x.type === 'UserMessage' && x.messageId === start.replyTo)
+    const first = steps.find((x) => x.type === 'AssistantSentence' && x.messageId === start.messageId && x.sequence === 1)
+    if (asked && first) out.push(at(first) - at(asked))
   }
+  return out.slice(skip)
 }
 
 // A WebSocket client without the app, in the same browser: the same turn
@@ -209,6 +237,8 @@ test('send → first sentence, browser WebSocket without the app', async ({ brow
   }).not.toBe('')
 
   let previousId: string | undefined
+  const origin = await page.evaluate(() => performance.timeOrigin)
+  const got: { asked: string; gotWall: number }[] = []
   const lat = await paced(bench.turns, bench.warmup, async (i, warm) => {
     const id = newId('am')
     const t0 = await sendEnv(encodeEnvelope(makeEnvelope(MessageType.UserMessage, {
@@ -223,15 +253,18 @@ test('send → first sentence, browser WebSocket without the app', async ({ brow
       const sentences = fs.filter((f) => f.env.type === MessageType.AssistantSentence && (f.env.body as AssistantSentence).previousId === answer)
       if (sentences.length === 0) return false
       first = sentences[0]!.at - t0
+      if (!warm) got.push({ asked: id, gotWall: origin + sentences[0]!.at })
       previousId = answer
       return sentences.some((f) => (f.env.body as AssistantSentence).isFinal)
     }, { intervals: [5, 10, 20] }).toBe(true)
     return first
   })
   await ctx.close()
-  const stack = await stackTimes(cid, bench.warmup)
+  const steps = await timeline(cid)
+  const stack = stackOf(steps, bench.warmup)
   writeResult('bare', {
     'browser-ws-first-sentence-p50-ms': quantile(lat, 0.5),
+    'browser-ws-delivery-p50-ms': quantile(delivery(steps, got), 0.5),
     'browser-ws-first-sentence-p99-ms': quantile(lat, 0.99),
     'browser-ws-stack-p50-ms': quantile(stack, 0.5),
   }, { turns: lat.length, samplesMs: lat.map((x) => round(x, 1)), stackMs: stack.map((x) => round(x, 2)) })
@@ -269,7 +302,11 @@ test('send → first sentence rendered', async ({ browser }) => {
     return t
   })
   await ctx.close()
-  const stack = await stackTimes(cid, bench.warmup)
+  const steps = await timeline(cid)
+  const stack = stackOf(steps, bench.warmup)
+  // The measured turns are the conversation's last user messages, in order.
+  const asked = steps.filter((x) => x.type === 'UserMessage').slice(-times.length)
+  const got = times.map((t, i) => ({ asked: asked[i]?.messageId ?? '', gotWall: t.frameWall }))
   const lat = times.map((t) => t.total)
   const waited = times.map((t, i) => t.frame - t.send - (rtt[i] ?? 0))
   writeResult('turns', {
@@ -284,7 +321,86 @@ test('send → first sentence rendered', async ({ browser }) => {
     'page-stack-p50-ms': quantile(stack, 0.5),
     'page-key-task-p50-ms': quantile(times.map((t) => t.yielded), 0.5),
     'page-key-painted-p50-ms': quantile(times.map((t) => t.painted), 0.5),
+    'page-delivery-p50-ms': quantile(delivery(steps, got), 0.5),
   }, { stackMs: stack.map((x) => round(x, 2)), turns: lat.length, samplesMs: times.map((t, i) => ({ total: round(t.total, 1), send: round(t.send, 1), frame: round(t.frame, 1), wire: round(rtt[i] ?? 0, 1) })) })
+})
+
+// The least a page can do for the same turn, in the same browser: on Enter
+// it sends the envelope (made in Node with the page's codec), clears the
+// text box and appends the message to a list; when a frame holding the
+// answer's text arrives it appends that too. No framework, no store, no
+// virtual list: what a page cannot avoid adding over the bare WebSocket.
+test('send → first sentence rendered, minimal page', async ({ browser }) => {
+  const ctx = await signedIn(browser)
+  const page = await ctx.newPage()
+  await page.goto('/healthz') // the gateway's origin; a plain text document
+  const cid = await newConversation('Bench: minimal page')
+  await page.evaluate(() => new Promise<void>((resolve, reject) => {
+    document.body.innerHTML = '<div id="list" style="height:600px;overflow:auto;font:16px sans-serif"></div><textarea id="composer"></textarea>'
+    const list = document.getElementById('list')!
+    const box = document.getElementById('composer') as HTMLTextAreaElement
+    const ws = new WebSocket(`ws://${location.host}/v1/ws`)
+    ws.binaryType = 'arraybuffer'
+    const st: NonNullable<Window['__min']> = { ws, next: null, t0: 0, done: null }
+    window.__min = st
+    const add = (text: string) => {
+      const p = document.createElement('p')
+      p.textContent = text
+      list.appendChild(p)
+      list.scrollTop = list.scrollHeight
+    }
+    box.addEventListener('keydown', (e) => {
+      if (e.key !== 'Enter' || !st.next) return
+      e.preventDefault()
+      st.t0 = performance.now()
+      ws.send(st.next)
+      add(box.value)
+      box.value = ''
+    })
+    // msgpack keeps strings as UTF-8: the answer's text is in the frame as is.
+    const utf8 = new TextDecoder()
+    ws.onmessage = (e: MessageEvent) => {
+      const text = utf8.decode(new Uint8Array(e.data as ArrayBuffer))
+      const i = text.indexOf('This is answer')
+      if (i < 0 || !st.done) return
+      add(text.slice(i, text.indexOf('.', i) + 1))
+      const done = st.done
+      st.done = null
+      done(performance.now() - st.t0)
+    }
+    ws.onopen = () => resolve()
+    ws.onerror = () => reject(new Error('WebSocket failed'))
+  }))
+  const send = (b: Uint8Array) => page.evaluate((b) => window.__min!.ws.send(new Uint8Array(b)), Array.from(b))
+  let stanza = 0
+  await send(encodeEnvelope(makeEnvelope(MessageType.Configuration, {
+    conversationId: cid, clientVersion: 'bench/1', device: 'web', features: ['streaming', 'partial_responses', 'reasoning_steps', 'tool_use'],
+  }, { stanzaId: ++stanza, conversationId: cid })))
+  const box = page.locator('#composer')
+  let previousId: string | undefined
+  const lat = await paced(bench.turns, bench.warmup, async (i, warm) => {
+    const id = newId('am')
+    const content = `Minimal turn ${i}${warm ? ' (warm-up)' : ''}`
+    const bytes = encodeEnvelope(makeEnvelope(MessageType.UserMessage, { id, previousId, conversationId: cid, content, timestamp: Date.now() },
+      { stanzaId: ++stanza, conversationId: cid }))
+    await page.evaluate((b) => { window.__min!.next = new Uint8Array(b) }, Array.from(bytes))
+    await box.fill(content)
+    const done = page.evaluate(() => new Promise<number>((r) => { window.__min!.done = r }))
+    await box.press('Enter')
+    const ms = await done
+    // The next message follows this answer: wait until it is stored.
+    await expect.poll(async () => {
+      const m = (await messagesOf(cid)).at(-1)
+      previousId = m?.id
+      return m?.role === 'assistant' && m.status === 'completed'
+    }, { intervals: [10, 20, 50] }).toBe(true)
+    return ms
+  })
+  await ctx.close()
+  writeResult('minimal', {
+    'minimal-page-first-sentence-p50-ms': quantile(lat, 0.5),
+    'minimal-page-first-sentence-p99-ms': quantile(lat, 0.99),
+  }, { turns: lat.length, samplesMs: lat.map((x) => round(x, 1)) })
 })
 
 test('memory over 500 turns', async ({ browser }) => {
