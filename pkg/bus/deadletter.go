@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -50,5 +52,27 @@ func (q *DeadLetters) Put(ctx context.Context, consumer string, data []byte, d D
 	if _, err := q.js.PublishMsg(ctx, msg, opts...); err != nil {
 		return fmt.Errorf("bus: dead letter: %w", err)
 	}
+	deadLetters().WithLabelValues(consumer).Inc()
 	return nil
 }
+
+var (
+	deadLettersOnce sync.Once
+	deadLettersVec  *prometheus.CounterVec
+)
+
+// deadLetters counts the envelopes this process dead-lettered, by the
+// consumer that gave up on them (a redelivered poison message stored once
+// may be counted again: the count is of decisions, the stream holds one).
+func deadLetters() *prometheus.CounterVec {
+	deadLettersOnce.Do(func() {
+		deadLettersVec = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Name: "dead_letters_total",
+			Help: "Envelopes this process put in the DEADLETTER stream, by the consumer that gave up on them."}, []string{"consumer"})
+		prometheus.DefaultRegisterer.MustRegister(deadLettersVec)
+	})
+	return deadLettersVec
+}
+
+// DeadLetterMetrics registers the dead-letter counter (it is otherwise
+// registered at the first dead letter, and absent from /metrics until then).
+func DeadLetterMetrics() prometheus.Collector { return deadLetters() }

@@ -2,7 +2,10 @@ package asr_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +29,24 @@ func TestHealthz(t *testing.T) {
 		return testkit.Answers("http://"+addr+"/healthz", want, wantBody)
 	}
 	testkit.EventuallyNoError(t, 10*time.Second, healthz(http.StatusOK, "ok"), "healthy")
+	// The job queue's depth, read from the server at the scrape: what an
+	// autoscaler of asr workers reads.
+	queue := fmt.Sprintf(`alicia_jetstream_consumer_pending_messages{consumer=%q,stream=%q} 0`, cfg.Consumer, bus.StreamASRJobs)
+	testkit.EventuallyNoError(t, 10*time.Second, func() error {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(body), queue) {
+			return fmt.Errorf("/metrics has no %s", queue)
+		}
+		return nil
+	}, "queue depth exported")
 	if err := h.js.DeleteConsumer(context.Background(), bus.StreamASRJobs, cfg.Consumer); err != nil {
 		t.Fatal(err)
 	}

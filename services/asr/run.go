@@ -54,6 +54,13 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return err
 		}
 		defer stop()
+		// The job queue's depth: what the autoscaler of asr workers reads.
+		unwatch, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: log,
+			Consumers: map[string][]string{bus.StreamASRJobs: {cfg.Consumer}}})
+		if err != nil {
+			return err
+		}
+		defer unwatch()
 	}
 	pctx, stopProbe := context.WithCancel(ctx)
 	probed := make(chan struct{})
@@ -78,3 +85,8 @@ func probe(ctx context.Context, wc *whisper.Client, cfg Config, log zerolog.Logg
 		log.Info().Str("backend", cfg.BaseURL()).Msg("transcription backend reachable")
 	}
 }
+
+// RegisterMetrics registers the service's metrics on the default registry
+// (Run registers them too). deploy/METRICS.md, the table of every
+// service's metrics, is made from what it registers.
+func RegisterMetrics() { metrics.Default() }

@@ -94,6 +94,12 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return err
 		}
 		defer stop()
+		unwatch, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: log,
+			Consumers: map[string][]string{queue.Stream: queue.ConsumerNames(cfg.Partitions)}})
+		if err != nil {
+			return err
+		}
+		defer unwatch()
 	}
 	consumer := &queue.Consumer{
 		Queue: turns, Handler: engine.Handle, GiveUp: engine.GiveUp,
@@ -113,3 +119,8 @@ func probe(ctx context.Context, mc *model.Client, cfg Config, log zerolog.Logger
 	}
 	log.Info().Str("backend", cfg.LLMURL).Msg("model backend reachable")
 }
+
+// RegisterMetrics registers the service's metrics on the default registry
+// (Run registers them too). deploy/METRICS.md, the table of every
+// service's metrics, is made from what it registers.
+func RegisterMetrics() { metrics.Default() }

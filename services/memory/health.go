@@ -26,5 +26,19 @@ func serveHealth(cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(cont
 	if extraction {
 		checks = append(checks, telemetry.ConsumerExists(bus.StreamConversations, cfg.ExtractionConsumer, js.Consumer))
 	}
-	return telemetry.ServeMetrics(cfg.MetricsAddr, false, log, checks...)
+	consumers := []string{cfg.ActionConsumer}
+	if extraction {
+		consumers = append(consumers, cfg.ExtractionConsumer)
+	}
+	stopMetrics, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log, checks...)
+	if err != nil {
+		return nil, err
+	}
+	unwatch, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: log,
+		Consumers: map[string][]string{bus.StreamConversations: consumers}})
+	if err != nil {
+		stopMetrics()
+		return nil, err
+	}
+	return func() { unwatch(); stopMetrics() }, nil
 }

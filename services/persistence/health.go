@@ -18,10 +18,22 @@ func serveHealth(cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(cont
 	if cfg.MetricsAddr == "" {
 		return func() {}, nil
 	}
-	return telemetry.ServeMetrics(cfg.MetricsAddr, false, log,
+	stopMetrics, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log,
 		telemetry.NATSConnected(nc),
 		telemetry.HealthCheck{Name: "postgres", Check: pg},
 		telemetry.ConsumerExists(bus.StreamConversations, cfg.Consumer, js.Consumer),
 		telemetry.ConsumerExists(bus.StreamSystem, cfg.Consumer, js.Consumer),
 	)
+	if err != nil {
+		return nil, err
+	}
+	// Its lag is how far the database is behind the streams; the
+	// DEADLETTER stream's size is watched here too (no consumer reads it).
+	unwatch, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: log,
+		Consumers: map[string][]string{bus.StreamConversations: {cfg.Consumer}, bus.StreamSystem: {cfg.Consumer}, bus.StreamDeadLetter: nil}})
+	if err != nil {
+		stopMetrics()
+		return nil, err
+	}
+	return func() { unwatch(); stopMetrics() }, nil
 }

@@ -40,3 +40,8 @@ func defaultMetrics() *metrics {
 	})
 	return defMetrics
 }
+
+// RegisterMetrics registers the service's metrics on the default registry
+// (Run registers them too). deploy/METRICS.md, the table of every
+// service's metrics, is made from what it registers.
+func RegisterMetrics() { defaultMetrics() }

@@ -34,6 +34,12 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return fmt.Errorf("room-agent: %w", err)
 		}
 		defer stop()
+		unwatch, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: log,
+			Consumers: map[string][]string{bus.StreamDispatch: {agent.DispatchConsumer}}})
+		if err != nil {
+			return fmt.Errorf("room-agent: %w", err)
+		}
+		defer unwatch()
 	}
 	// The LiveKit SDK (and pion under it) logs through its own logger: warnings and errors only.
 	if zl, err := protoLogger.NewZapLogger(&protoLogger.Config{Level: "warn", JSON: true}); err == nil {
@@ -43,3 +49,8 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Msg("room-agent running")
 	return a.Run(ctx)
 }
+
+// RegisterMetrics registers the service's metrics on the default registry
+// (Run registers them too). deploy/METRICS.md, the table of every
+// service's metrics, is made from what it registers.
+func RegisterMetrics() { agent.DefaultMetrics() }

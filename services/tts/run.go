@@ -48,6 +48,12 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return err
 		}
 		defer stop()
+		unwatch, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: log,
+			Consumers: map[string][]string{bus.StreamConversations: {cfg.Consumer}}})
+		if err != nil {
+			return err
+		}
+		defer unwatch()
 	}
 	sp := speech.New(speech.Deps{
 		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Synth: synthesizer, Metrics: metrics.Default(), Log: log,
@@ -72,3 +78,8 @@ func newSynthesizer(ctx context.Context, cfg Config) (speech.Synthesizer, func()
 	o := synth.NewOpenAI(synth.OpenAIConfig{URL: cfg.URL, APIKey: cfg.APIKey, Model: cfg.Model, Voice: cfg.voice(), Format: cfg.ResponseFormat})
 	return o, o.Close, nil
 }
+
+// RegisterMetrics registers the service's metrics on the default registry
+// (Run registers them too). deploy/METRICS.md, the table of every
+// service's metrics, is made from what it registers.
+func RegisterMetrics() { metrics.Default() }

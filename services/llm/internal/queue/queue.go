@@ -45,7 +45,19 @@ type Config struct {
 }
 
 // ConsumerName is the durable consumer of partition k.
-func ConsumerName(k int) string { return "llm-p" + strconv.Itoa(k) }
+func ConsumerName(k int) string { return ConsumerPrefix + strconv.Itoa(k) }
+
+// ConsumerPrefix begins the name of every partition's consumer.
+const ConsumerPrefix = "llm-p"
+
+// ConsumerNames are the durable consumers of p partitions.
+func ConsumerNames(p int) []string {
+	out := make([]string, p)
+	for k := range out {
+		out[k] = ConsumerName(k)
+	}
+	return out
+}
 
 // StreamConfig is the LLM_TURNS configuration; start is where sourcing
 // begins when the stream is created (nil: the beginning of CONVERSATIONS).

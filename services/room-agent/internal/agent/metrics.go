@@ -52,6 +52,7 @@ func DefaultMetrics() *Metrics {
 		}
 		prometheus.DefaultRegisterer.MustRegister(metricsDef.VoiceToVoice, metricsDef.SpeechEndToTranscript, metricsDef.BargeInStop,
 			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns, metricsDef.BargeInConfirm, metricsDef.FalseInterruptions)
+		speculationOutcomes()
 	})
 	return metricsDef
 }
