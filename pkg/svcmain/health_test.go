@@ -20,6 +20,9 @@ import (
 // TestMain lets the test binary act as a service binary (svcmain.Main) when
 // asMain is set, so a test can run it with arguments as a container does.
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(drainChild); mode != "" { // drain_test.go
+		os.Exit(drainService(mode))
+	}
 	if os.Getenv(asMain) == "1" {
 		svcmain.Main("x", func() (config, error) { return config{}, errors.New("started the service instead of probing") },
 			func(context.Context, config, zerolog.Logger) error { return nil })
