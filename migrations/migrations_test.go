@@ -232,6 +232,16 @@ func checkSchema(t *testing.T, db *sql.DB) {
 			t.Errorf("partial sentence index %s: got %+v, want predicate containing %q", name, ii, pred)
 		}
 	}
+	// A trace leads to its rows (00009).
+	for name, table := range map[string]string{
+		"idx_messages_trace": "alicia_messages", "idx_sentences_trace": "alicia_sentences", "idx_tool_uses_trace": "alicia_tool_uses",
+		"idx_reasoning_steps_trace": "alicia_reasoning_steps", "idx_memory_used_trace": "alicia_memory_used",
+	} {
+		ii := idx[name]
+		if ii.table != table || !ii.partial || !strings.Contains(ii.def, "(trace_id) WHERE (trace_id IS NOT NULL)") {
+			t.Errorf("partial trace index %s: got %+v", name, ii)
+		}
+	}
 	for _, name := range []string{
 		"alicia_conversations_livekit_room_name_key", "idx_messages_conversation_history",
 		"idx_memory_used_message", "idx_tool_uses_message", "idx_tool_uses_status", "alicia_meta_ref_key_key",
@@ -273,7 +283,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 8
+const migrationCount = 9
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()

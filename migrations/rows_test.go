@@ -251,7 +251,7 @@ func TestUpsertKeys(t *testing.T) {
 	t.Parallel()
 	db := migratedDB(t)
 
-	upsertMeta := `INSERT INTO alicia_meta (ref, key, value) VALUES ('am_1', 'messaging.trace_id', $1)
+	upsertMeta := `INSERT INTO alicia_meta (ref, key, value) VALUES ('am_1', 'locale', $1)
 		ON CONFLICT (ref, key) DO UPDATE SET value = EXCLUDED.value, deleted_at = NULL`
 	exec(t, db, upsertMeta, "t1")
 	exec(t, db, upsertMeta, "t2")

@@ -187,7 +187,8 @@ func TestMessageFlowExample(t *testing.T) {
 				AND a.transcription_meta->>'language' = 'en'`, []any{f.user}, 1},
 			{"no audio for partials", `SELECT count(*) FROM alicia_audio`, nil, 1},
 			{"meta source", `SELECT count(*) FROM alicia_meta WHERE ref = $1 AND key = 'source' AND value = 'microphone'`, []any{f.user}, 1},
-			{"meta trace", `SELECT count(*) FROM alicia_meta WHERE ref = $1 AND key = 'messaging.trace_id' AND value = $2`, []any{f.answer, traceID}, 1},
+			{"trace column", `SELECT count(*) FROM alicia_messages WHERE id = $1 AND trace_id = $2`, []any{f.answer, traceID}, 1},
+			{"no trace meta", `SELECT count(*) FROM alicia_meta WHERE key IN ('messaging.trace_id', 'messaging.span_id')`, nil, 0},
 			{"meta model", `SELECT count(*) FROM alicia_meta WHERE key = 'model' AND value = 'qwen2.5-7b-instruct'`, nil, 1},
 			{"conversation retrieval count", `SELECT retrieval_count FROM alicia_conversations WHERE id = $1`, []any{cid}, 1},
 		} {

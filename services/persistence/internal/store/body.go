@@ -38,7 +38,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		if err != nil {
 			return "", err
 		}
-		w.tools.request(cid, b, args, at)
+		w.tools.request(cid, b, args, w.trace, at)
 		return b.ID, nil
 	case *protocol.ToolUseResult:
 		res, err := jsonArg(b.Result)
@@ -48,16 +48,16 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		w.tools.result(cid, b, res, at)
 		return b.RequestID, nil
 	case *protocol.ReasoningStep:
-		w.q(`INSERT INTO alicia_reasoning_steps (id, message_id, content, sequence_number, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING`, b.ID, b.MessageID, b.Content, b.Sequence, at)
+		w.q(`INSERT INTO alicia_reasoning_steps (id, message_id, content, sequence_number, trace_id, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $6, $5, $5) ON CONFLICT (id) DO NOTHING`, b.ID, b.MessageID, b.Content, b.Sequence, at, w.trace)
 		return b.ID, nil
 	case *protocol.MemoryTrace:
 		meta, _ := json.Marshal(map[string]any{"content": b.Content})
 		w.q(`INSERT INTO alicia_memory_used (id, conversation_id, message_id, memory_id, similarity_score, meta,
-			position_in_results, created_at, updated_at)
+			position_in_results, trace_id, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6,
-			        (SELECT count(*) + 1 FROM alicia_memory_used WHERE message_id = $3 AND deleted_at IS NULL), $7, $7)
-			ON CONFLICT (id) DO NOTHING`, b.ID, cid, b.MessageID, b.MemoryID, b.Relevance, meta, at)
+			        (SELECT count(*) + 1 FROM alicia_memory_used WHERE message_id = $3 AND deleted_at IS NULL), $8, $7, $7)
+			ON CONFLICT (id) DO NOTHING`, b.ID, cid, b.MessageID, b.MemoryID, b.Relevance, meta, at, w.trace)
 		w.q(`UPDATE alicia_conversations SET retrieval_count = retrieval_count + 1, last_retrieved = $2
 			WHERE id = $1 AND (last_retrieved IS NULL OR last_retrieved < $2)`, cid, at)
 		return b.ID, nil
@@ -138,7 +138,8 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 // that came first, and makes it the branch head (written at the end of the
 // batch). A redelivered envelope inserts nothing. An AssistantMessage whose
 // id is a streaming answer (created by StartAnswer) completes it with the
-// whole content.
+// whole content. The row keeps the trace of the envelope that created it (a
+// completing AssistantMessage fills it in only when StartAnswer had none).
 func (w *writer) insertMessage(id, cid string, previous *string, role, contents, status string, at time.Time) {
 	var audioID *string
 	if role == "user" {
@@ -158,20 +159,21 @@ func (w *writer) insertMessage(id, cid string, previous *string, role, contents,
 				WHERE m.id = ANY(ARRAY[$1, $3::text]) AND m.conversation_id <> $2) IS NULL -- the ownership guard (owner.go)
 		), ins AS (
 			INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
-				completion_status, sync_status, audio_id, created_at, updated_at)
+				completion_status, sync_status, audio_id, trace_id, created_at, updated_at)
 			SELECT $1, $2, prev.id,
 				COALESCE((SELECT m.sequence_number FROM alicia_messages m WHERE m.id = prev.id), 0) + 1,
 				$4::message_role, $5, $6::completion_status, 'synced',
-				(SELECT a.id FROM alicia_audio a WHERE a.id = $8::text), $7, $7
+				(SELECT a.id FROM alicia_audio a WHERE a.id = $8::text), $9, $7, $7
 			FROM prev
-			ON CONFLICT (id) DO UPDATE SET contents = EXCLUDED.contents, completion_status = 'completed'
+			ON CONFLICT (id) DO UPDATE SET contents = EXCLUDED.contents, completion_status = 'completed',
+				trace_id = COALESCE(alicia_messages.trace_id, EXCLUDED.trace_id)
 			WHERE alicia_messages.message_role = 'assistant' AND EXCLUDED.message_role = 'assistant'
 				AND alicia_messages.completion_status = 'streaming' AND EXCLUDED.completion_status = 'completed'
 				AND alicia_messages.conversation_id = EXCLUDED.conversation_id
 			RETURNING id
 		)
 		UPDATE alicia_audio a SET message_id = ins.id FROM ins WHERE a.id = $8::text AND a.message_id IS NULL`,
-		id, cid, previous, role, contents, status, at, audioID)
+		id, cid, previous, role, contents, status, at, audioID, w.trace)
 	if st != nil {
 		st.tip, st.tipSeq = &id, w.seq
 	}
@@ -182,7 +184,7 @@ func (w *writer) sentence(cid string, b *protocol.AssistantSentence, at time.Tim
 	if id == "" {
 		id = derivedID("ams", cid, b.PreviousID, strconv.Itoa(int(b.Sequence)))
 	}
-	w.sentences.add(id, cid, b, at)
+	w.sentences.add(id, cid, b, w.trace, at)
 	return id
 }
 

@@ -94,10 +94,10 @@ func (w *writer) sync(cid string, b *protocol.SyncRequest, at time.Time) {
 	for _, m := range b.Messages {
 		id := derivedID("am", cid, m.LocalID)
 		w.q(`INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
-				local_id, server_id, sync_status, synced_at, completion_status, created_at, updated_at)
+				local_id, server_id, sync_status, synced_at, completion_status, trace_id, created_at, updated_at)
 			VALUES ($1, $2, (SELECT id FROM alicia_messages WHERE conversation_id = $2 AND (id = $3 OR local_id = $3) LIMIT 1),
-				$4, $5::message_role, $6, $7, $1, 'synced', $8, 'completed', $8, $8)
-			ON CONFLICT (id) DO NOTHING`, id, cid, deref(m.PreviousID), m.SequenceNumber, string(m.Role), m.Contents, m.LocalID, at)
+				$4, $5::message_role, $6, $7, $1, 'synced', $8, 'completed', $9, $8, $8)
+			ON CONFLICT (id) DO NOTHING`, id, cid, deref(m.PreviousID), m.SequenceNumber, string(m.Role), m.Contents, m.LocalID, at, w.trace)
 	}
 }
 

@@ -13,6 +13,7 @@ type sentenceRows struct {
 	ids, messages, convs, texts []string
 	seqs                        []int32
 	audio                       [][]byte
+	traces                      []*string
 	at                          []time.Time
 	finals                      []string
 	// keys are the (message, sequence) pairs accumulated: a second sentence
@@ -28,7 +29,7 @@ type sentenceKey struct {
 
 func newSentenceRows() sentenceRows { return sentenceRows{keys: map[sentenceKey]bool{}} }
 
-func (r *sentenceRows) add(id, cid string, b *protocol.AssistantSentence, at time.Time) {
+func (r *sentenceRows) add(id, cid string, b *protocol.AssistantSentence, trace *string, at time.Time) {
 	k := sentenceKey{b.PreviousID, b.Sequence}
 	if r.keys[k] {
 		return
@@ -40,6 +41,7 @@ func (r *sentenceRows) add(id, cid string, b *protocol.AssistantSentence, at tim
 	r.seqs = append(r.seqs, b.Sequence)
 	r.texts = append(r.texts, b.Text)
 	r.audio = append(r.audio, nilIfEmpty(b.Audio))
+	r.traces = append(r.traces, trace)
 	r.at = append(r.at, at)
 	if b.IsFinal != nil && *b.IsFinal {
 		r.finals = append(r.finals, b.PreviousID)
@@ -66,14 +68,14 @@ func (w *writer) flushSentences() {
 	// redelivered sentence adds nothing (stream order is sentence order); the
 	// final one completes the message in the same row update. A row the
 	// sentence's audio or playout created first (pending, no text; see
-	// voice.go) gets its text now and counts as inserted.
+	// voice.go) gets its text and its trace now and counts as inserted.
 	w.q(`WITH ins AS (
 			INSERT INTO alicia_sentences AS s (id, message_id, sentence_sequence_number, text, audio_type, audio_bytesize, audio_data,
-				completion_status, created_at, updated_at)
-			SELECT id, m, s, t, CASE WHEN a IS NULL THEN NULL ELSE 'output'::audio_type END, length(a), a, 'completed', at, at
-			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bytea[], $6::timestamptz[]) AS x(id, m, s, t, a, at)
+				completion_status, trace_id, created_at, updated_at)
+			SELECT id, m, s, t, CASE WHEN a IS NULL THEN NULL ELSE 'output'::audio_type END, length(a), a, 'completed', tr, at, at
+			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bytea[], $6::timestamptz[], $8::text[]) AS x(id, m, s, t, a, at, tr)
 			ON CONFLICT (message_id, sentence_sequence_number) DO UPDATE SET id = EXCLUDED.id, text = EXCLUDED.text,
-				completion_status = 'completed', created_at = EXCLUDED.created_at,
+				completion_status = 'completed', created_at = EXCLUDED.created_at, trace_id = EXCLUDED.trace_id,
 				audio_type = COALESCE(s.audio_type, EXCLUDED.audio_type), audio_bytesize = COALESCE(s.audio_bytesize, EXCLUDED.audio_bytesize),
 				audio_data = COALESCE(s.audio_data, EXCLUDED.audio_data)
 			WHERE s.completion_status = 'pending'
@@ -86,7 +88,7 @@ func (w *writer) flushSentences() {
 				WHEN left(added.text, 1) = chr(10) THEN m.contents || added.text ELSE m.contents || ' ' || added.text END,
 			completion_status = CASE WHEN m.id = ANY($7::text[]) AND m.completion_status IN ('pending', 'streaming')
 				THEN 'completed' ELSE m.completion_status END
-		FROM added WHERE m.id = added.message_id`, r.ids, r.messages, r.seqs, r.texts, r.audio, r.at, r.finals)
+		FROM added WHERE m.id = added.message_id`, r.ids, r.messages, r.seqs, r.texts, r.audio, r.at, r.finals, r.traces)
 	// A sentence that comes after a barge-in cut its answer was not heard:
 	// the contents of a cut answer are worked out again from its sentences.
 	w.recomputeHeard(r.messages, true)

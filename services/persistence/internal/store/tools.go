@@ -11,6 +11,7 @@ import (
 type toolRows struct {
 	reqIDs, reqConvs, reqMessages, reqNames, reqArgs, reqExec []string
 	reqTimeouts                                               []*int32
+	reqTraces                                                 []*string
 	reqAt                                                     []time.Time
 
 	resIDs, resConvs, resStatus    []string
@@ -18,7 +19,7 @@ type toolRows struct {
 	resAt                          []time.Time
 }
 
-func (r *toolRows) request(cid string, b *protocol.ToolUseRequest, args []byte, at time.Time) {
+func (r *toolRows) request(cid string, b *protocol.ToolUseRequest, args []byte, trace *string, at time.Time) {
 	a := "{}"
 	if args != nil {
 		a = string(args)
@@ -30,6 +31,7 @@ func (r *toolRows) request(cid string, b *protocol.ToolUseRequest, args []byte, 
 	r.reqArgs = append(r.reqArgs, a)
 	r.reqExec = append(r.reqExec, string(b.Execution))
 	r.reqTimeouts = append(r.reqTimeouts, b.TimeoutMs)
+	r.reqTraces = append(r.reqTraces, trace)
 	r.reqAt = append(r.reqAt, at)
 }
 
@@ -65,16 +67,16 @@ func (w *writer) flushTools() {
 	w.guardTools(r.reqMessages, r.reqConvs, refMessage)
 	if len(r.reqIDs) > 0 {
 		w.q(`INSERT INTO alicia_tool_uses (id, conversation_id, message_id, tool_name, tool_arguments, status, execution, timeout_ms,
-				sequence_number, created_at, updated_at)
+				sequence_number, trace_id, created_at, updated_at)
 			SELECT x.id, x.c, x.m, x.n, x.a::jsonb, 'pending', x.e::tool_execution, x.t,
 				(SELECT count(*) FROM alicia_tool_uses u WHERE u.message_id = x.m AND u.deleted_at IS NULL)
 					+ row_number() OVER (PARTITION BY x.m ORDER BY x.ord),
-				x.at, x.at
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::timestamptz[])
-				WITH ORDINALITY AS x(id, c, m, n, a, e, t, at, ord)
+				x.tr, x.at, x.at
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::timestamptz[], $9::text[])
+				WITH ORDINALITY AS x(id, c, m, n, a, e, t, at, tr, ord)
 			WHERE NOT EXISTS (SELECT 1 FROM alicia_tool_uses u WHERE u.id = x.id)
 			ON CONFLICT (id) DO NOTHING`,
-			r.reqIDs, r.reqConvs, r.reqMessages, r.reqNames, r.reqArgs, r.reqExec, r.reqTimeouts, r.reqAt)
+			r.reqIDs, r.reqConvs, r.reqMessages, r.reqNames, r.reqArgs, r.reqExec, r.reqTimeouts, r.reqAt, r.reqTraces)
 	}
 	// After the requests are in: a result naming a request of another
 	// conversation written by this batch is caught too.

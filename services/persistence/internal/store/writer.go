@@ -33,6 +33,9 @@ type writer struct {
 	tools     toolRows
 	meta      map[metaKey]metaRow
 	metaKeys  []metaKey
+	// trace is the trace id of the envelope being written (nil: none), a
+	// column of the rows it makes (see trace.go).
+	trace *string
 }
 
 // convState is what a batch changes on a conversation row, written once at
@@ -109,6 +112,7 @@ func (w *writer) envelope(it *consume.Item) error {
 	env := &it.Env
 	at := itemTime(it)
 	w.seq = w.epoch | it.Delivery.Sequence
+	w.trace = traceID(env.Meta)
 	cid := env.ConversationID
 	p, perr := subjects.Parse(it.Delivery.Subject)
 	if err := placed(env.Type, p.Origin, perr == nil); err != nil {
@@ -133,7 +137,7 @@ func (w *writer) envelope(it *consume.Item) error {
 	if ref != "" && len(env.Meta) > 0 {
 		keys := make([]string, 0, len(env.Meta))
 		for k := range env.Meta {
-			if !strings.HasPrefix(k, appliedSeqKey) {
+			if !strings.HasPrefix(k, appliedSeqKey) && !traceKey(k) {
 				keys = append(keys, k)
 			}
 		}
