@@ -8,17 +8,20 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
 // serveHealth serves /metrics and /healthz at cfg.MetricsAddr when it is
 // set: healthy while NATS is connected, Postgres answers and the consumers
-// of both streams exist. stop is a no-op without an address.
-func serveHealth(cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(context.Context) error, log zerolog.Logger) (stop func(), err error) {
+// of both streams exist, until ctx ends (draining). stop is a no-op without
+// an address.
+func serveHealth(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(context.Context) error, log zerolog.Logger) (stop func(), err error) {
 	if cfg.MetricsAddr == "" {
 		return func() {}, nil
 	}
 	stopMetrics, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log,
+		svcmain.Draining(ctx),
 		telemetry.NATSConnected(nc),
 		telemetry.HealthCheck{Name: "postgres", Check: pg},
 		telemetry.ConsumerExists(bus.StreamConversations, cfg.Consumer, js.Consumer),

@@ -16,11 +16,13 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
 	"github.com/alicia-voice/alicia/services/persistence/internal/store"
 )
 
-// Run starts the persistence service and blocks until ctx is cancelled.
+// Run starts the persistence service and blocks until ctx is cancelled, then
+// drains: it commits and acks the batches being applied.
 func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -80,13 +82,16 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("persistence: micro service: %w", err)
 	}
 	defer stopService()
-	stopHealth, err := serveHealth(cfg, nc, js, pool.Ping, log)
+	stopHealth, err := serveHealth(ctx, cfg, nc, js, pool.Ping, log)
 	if err != nil {
 		return fmt.Errorf("persistence: %w", err)
 	}
 	defer stopHealth()
+	// On a stop signal the loops stop fetching and commit the batch they
+	// hold; history.get keeps answering until they have.
+	work := svcmain.WorkContext(ctx)
 	for _, loop := range loops {
-		g.Go(func() error { return loop.Run(gctx) })
+		g.Go(func() error { return loop.Run(gctx, work) })
 	}
 	log.Info().Str("consumer", cfg.Consumer).Msg("persistence running")
 	err = g.Wait()

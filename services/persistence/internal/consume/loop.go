@@ -61,8 +61,12 @@ type Loop struct {
 	OnApplied func(stream string, upTo uint64)
 }
 
-// Run consumes until ctx is cancelled.
-func (l *Loop) Run(ctx context.Context) error {
+// Run consumes until ctx is cancelled: it then stops fetching at once and
+// applies, commits and acks the batch it holds on work, which outlives ctx
+// while the service drains (svcmain.WorkContext). What was fetched but not
+// yet in a batch stays unacked: the next instance resumes from the offset
+// stored with the rows and gets it again.
+func (l *Loop) Run(ctx, work context.Context) error {
 	ch := make(chan jetstream.Msg, l.BatchSize)
 	cc, err := l.Cons.Consume(func(m jetstream.Msg) {
 		select {
@@ -74,8 +78,14 @@ func (l *Loop) Run(ctx context.Context) error {
 		return fmt.Errorf("persistence: consume %s: %w", l.Stream, err)
 	}
 	defer cc.Stop()
+	stopFetching := context.AfterFunc(ctx, cc.Stop)
+	defer stopFetching()
 	batch := make([]jetstream.Msg, 0, l.BatchSize)
 	for {
+		// Checked first: a select with a message ready too would pick at random.
+		if ctx.Err() != nil {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -83,8 +93,10 @@ func (l *Loop) Run(ctx context.Context) error {
 			batch = append(batch[:0], m)
 		}
 		batch = l.fill(ctx, ch, batch)
-		if err := l.process(ctx, batch); err != nil {
-			if ctx.Err() != nil {
+		if err := l.process(work, batch); err != nil {
+			if work.Err() != nil {
+				// Forced stop: the transaction was rolled back, the batch is
+				// unacked and applied again from the stored offset.
 				return nil
 			}
 			return err
@@ -92,9 +104,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// fill adds whatever arrives within Linger, up to BatchSize.
+// fill adds whatever arrives within Linger, up to BatchSize, until ctx ends.
 func (l *Loop) fill(ctx context.Context, ch <-chan jetstream.Msg, batch []jetstream.Msg) []jetstream.Msg {
-	for len(batch) < l.BatchSize {
+	for len(batch) < l.BatchSize && ctx.Err() == nil {
 		select {
 		case m := <-ch:
 			batch = append(batch, m)
