@@ -56,6 +56,18 @@ func WorkContext(ctx context.Context) context.Context {
 	return wctx
 }
 
+// Forced is closed when the stop is forced (the shutdown timeout passed or
+// a second signal came): a service with a grace of its own (the llm's
+// ALICIA_LLM_SHUTDOWN_GRACE) hands back what it holds then. It is nil —
+// never closed — outside Serve.
+func Forced(ctx context.Context) <-chan struct{} {
+	work, ok := ctx.Value(workKey{}).(context.Context)
+	if !ok {
+		return nil
+	}
+	return work.Done()
+}
+
 // ErrDraining is what Draining reports once the service is stopping.
 var ErrDraining = errors.New("draining: stopping after a signal, taking no new work")
 

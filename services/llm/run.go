@@ -9,6 +9,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
@@ -86,7 +87,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	defer unsubscribe()
 	if cfg.MetricsAddr != "" {
-		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log, telemetry.NATSConnected(nc),
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log, svcmain.Draining(ctx), telemetry.NATSConnected(nc),
 			telemetry.HealthCheck{Name: "postgres", Check: pool.Ping},
 			// One partition stands for all: each check is a request to JetStream.
 			telemetry.ConsumerExists(queue.Stream, queue.ConsumerName(0), js.Consumer))
@@ -104,7 +105,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	consumer := &queue.Consumer{
 		Queue: turns, Handler: engine.Handle, GiveUp: engine.GiveUp,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Backoff: bus.DefaultBackoff, Grace: cfg.ShutdownGrace,
-		Log: log,
+		Forced: svcmain.Forced(ctx), Log: log,
 	}
 	log.Info().Str("model", cfg.Model).Str("backend", cfg.LLMURL).Int("partitions", cfg.Partitions).Msg("llm running")
 	return consumer.Run(ctx)

@@ -47,15 +47,28 @@ type Consumer struct {
 	Backoff    func(delivered uint64) time.Duration
 	// Grace is how long running turns may finish after ctx ends before they
 	// are cancelled and given back.
-	Grace     time.Duration
+	Grace time.Duration
+	// Forced, when closed, ends the grace at once: the process's stop was
+	// forced (svcmain.Forced), running turns are given back now.
+	Forced    <-chan struct{}
 	FetchWait time.Duration // how long one pull request waits (default 30s)
 	Log       zerolog.Logger
 }
 
-// Run consumes until ctx ends, then lets running turns finish within Grace.
+// Run consumes until ctx ends, then lets running turns finish within Grace
+// (or until Forced).
 func (c *Consumer) Run(ctx context.Context) error {
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
+	if c.Forced != nil {
+		go func() {
+			select {
+			case <-c.Forced:
+				cancelTurns()
+			case <-turnCtx.Done():
+			}
+		}()
+	}
 	stop := context.AfterFunc(ctx, func() {
 		if c.Grace <= 0 {
 			cancelTurns()
