@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
 	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
@@ -48,7 +49,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("asr: consumer %s: %w", cfg.Consumer, err)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log,
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log, svcmain.Draining(ctx),
 			telemetry.NATSConnected(nc), telemetry.ConsumerExists(bus.StreamASRJobs, cfg.Consumer, js.Consumer))
 		if err != nil {
 			return err
@@ -68,7 +69,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	defer func() { stopProbe(); <-probed }()
 
 	log.Info().Str("model", cfg.Model).Str("backend", cfg.BaseURL()).Int("concurrency", cfg.Concurrency).Msg("asr running")
-	err = w.Run(ctx)
+	err = w.Run(ctx, svcmain.WorkContext(ctx))
 	// The naks of jobs given back are on their way out: send them before closing.
 	_ = nc.FlushTimeout(2 * time.Second)
 	return err

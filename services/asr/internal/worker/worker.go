@@ -89,9 +89,11 @@ func ConsumerConfig(s Settings) jetstream.ConsumerConfig {
 	}
 }
 
-// Run works on jobs until ctx ends. Jobs still running then are given back
-// for another replica as soon as this one has no pull request open.
-func (w *Worker) Run(ctx context.Context) error {
+// Run works on jobs until ctx ends, then pulls no more: jobs still running
+// finish until work ends (svcmain.WorkContext: the drain after SIGTERM;
+// outside a drain work is ctx), and what is left then is given back for
+// another replica as soon as this one has no pull request open.
+func (w *Worker) Run(ctx, work context.Context) error {
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 	var (
@@ -116,8 +118,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, m := range held {
 		_ = m.Nak()
 	}
-	cancelJobs()
-	jobs.Wait()
+	finished := make(chan struct{})
+	go func() { jobs.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-work.Done():
+		cancelJobs()
+		<-finished
+	}
 	return nil
 }
 

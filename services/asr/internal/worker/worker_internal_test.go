@@ -260,7 +260,7 @@ func TestPanickingJobGivenUp(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- w.Run(ctx, ctx) }()
 	defer func() { cancel(); <-done }()
 	testkit.Eventually(t, 5*time.Second, func() bool {
 		dlq, err := js.Stream(t.Context(), bus.StreamDeadLetter)
