@@ -5,8 +5,17 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
+
+// tracer starts the root span of what a client sends: a turn's trace
+// begins where its UserMessage enters the system.
+var tracer = otel.Tracer("github.com/alicia-voice/alicia/pkg/edge")
 
 // HandleClientError answers input the transport itself rejected (a text
 // frame on a binary protocol, say) with an ErrorMessage.
@@ -79,7 +88,17 @@ func (s *Session) overLimit(why string) {
 
 func (s *Session) publish(ctx context.Context, env protocol.Envelope) {
 	env.Meta = clientMeta(env.Meta, s.opts.User) // alicia.* keys are set by the edge and services, never trusted from the client
+	// A new trace per envelope received (the client's own trace context is
+	// not trusted): its id goes into the envelope's meta, and from there
+	// into every span and row the envelope leads to.
+	ctx, span := tracer.Start(ctx, "edge.receive "+env.Type.String(), trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("alicia.conversation_id", env.ConversationID), attribute.String("alicia.message_type", env.Type.String())))
+	defer span.End()
+	if um, ok := env.Body.(*protocol.UserMessage); ok {
+		span.SetAttributes(attribute.String("alicia.message_id", um.ID))
+	}
 	if _, err := s.pub.PublishClient(ctx, env); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		s.logger().Error().Err(err).Str("type", env.Type.String()).Msg("publish client envelope")
 		s.sendError(protocol.CodeInternal, "could not store the envelope; send it again", nil)
 	}

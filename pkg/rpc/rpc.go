@@ -9,7 +9,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/vmihailenco/msgpack/v5"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
+
+var tracer = otel.Tracer("github.com/alicia-voice/alicia/pkg/rpc")
 
 // Error codes of error replies.
 const (
@@ -40,13 +48,26 @@ func IsCode(err error, code string) bool {
 	return errors.As(err, &e) && e.Code == code
 }
 
-// Call sends req (msgpack) to subject and decodes the reply into resp.
-func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
+// Call sends req (msgpack) to subject and decodes the reply into resp. The
+// request carries the trace context of ctx in its headers (traceparent), so
+// the service's span joins the caller's trace.
+func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) (err error) {
+	ctx, span := tracer.Start(ctx, "rpc "+subject, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", subject)))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	data, err := marshal(req)
 	if err != nil {
 		return fmt.Errorf("rpc: encode %s request: %w", subject, err)
 	}
-	msg, err := nc.RequestWithContext(ctx, subject, data)
+	out := nats.NewMsg(subject)
+	out.Data = data
+	telemetry.InjectHeader(ctx, out.Header)
+	msg, err := nc.RequestMsgWithContext(ctx, out)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("%s: %w", subject, ErrNoResponders)
@@ -60,6 +81,13 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 		return fmt.Errorf("rpc: decode %s reply: %w", subject, err)
 	}
 	return nil
+}
+
+// Span starts the server span of a request a service handles, a child of
+// the caller's span (the request's traceparent header).
+func Span(ctx context.Context, r micro.Request, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	ctx = telemetry.ExtractHeader(ctx, r.Headers())
+	return tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 }
 
 // Decode reads a request; on failure it answers 400 and returns false.

@@ -50,6 +50,18 @@ func Serve[C any](name string, load func() (C, error), run func(context.Context,
 		log.Error().Err(err).Msg("configuration")
 		return ExitConfig
 	}
+	// Traces: exported over OTLP when the OTEL_* environment asks for it;
+	// the spans ended before the stop are flushed on the way out.
+	shutdownTracing, err := telemetry.SetupTracing(context.Background(), name)
+	if err != nil {
+		log.Error().Err(err).Msg("tracing")
+		return ExitConfig
+	}
+	defer func() {
+		if err := shutdownTracing(context.Background()); err != nil {
+			log.Warn().Err(err).Msg("tracing: flushing spans")
+		}
+	}()
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)

@@ -115,6 +115,20 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	log := cfg.Log.Logger(stderr)
+	// One tracer provider for the services of this process: exported over
+	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (README, "Traces").
+	shutdownTracing, err := telemetry.SetupTracing(ctx, "up")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+	if telemetry.TracingEnabled() {
+		endpoint := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+		if endpoint == "" {
+			endpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		}
+		log.Info().Str("endpoint", endpoint).Msg("exporting traces over OTLP")
+	}
 	// Every service logs in as its own NATS user, with only the
 	// permissions it needs (pkg/natsauth); the passwords change at each start.
 	users := newNATSUsers()

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config of the client.
@@ -92,6 +94,8 @@ type Result struct {
 // (wrapping the last cause) when the backend could not answer; ErrRejected
 // when it refused the request.
 func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+	// The caller's span (llm.model_request) names the model asked.
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("gen_ai.system", "openai"), attribute.String("gen_ai.request.model", c.cfg.Model))
 	var res Result
 	attempts := max(c.cfg.Attempts, 1)
 	var last error

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
@@ -27,9 +30,18 @@ func (t *turn) generate(msgs []openai.ChatCompletionMessage) error {
 		if round > 0 {
 			t.ans.nextRound()
 		}
-		ctx, span := tracer.Start(t.ctx, "llm.model_request")
+		ctx, span := tracer.Start(t.ctx, "llm.model_request", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.Int("alicia.round", round), attribute.Int("alicia.tools_offered", len(offer))))
 		start := time.Now()
 		res, err := t.stream(ctx, round, model.Request{Messages: msgs, Tools: offer}, func(d model.Delta) { t.ans.delta(start, d) })
+		span.SetAttributes(attribute.Int("alicia.attempts", res.Attempts), attribute.Int("alicia.tool_calls", len(res.ToolCalls)),
+			attribute.String("gen_ai.response.finish_reason", string(res.FinishReason)))
+		if res.Usage != nil {
+			span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int("gen_ai.usage.output_tokens", res.Usage.CompletionTokens))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
 		span.End()
 		t.ans.endRound()
 		t.countAttempts(res, err)

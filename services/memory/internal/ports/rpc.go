@@ -44,7 +44,7 @@ func AddService(ctx context.Context, nc *nats.Conn, uc UseCases, log zerolog.Log
 	}
 	sem := make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
-	async := func(timeout time.Duration, h func(ctx context.Context, r micro.Request)) micro.HandlerFunc {
+	async := func(name string, timeout time.Duration, h func(ctx context.Context, r micro.Request)) micro.HandlerFunc {
 		return func(r micro.Request) {
 			sem <- struct{}{}
 			wg.Add(1)
@@ -54,11 +54,14 @@ func AddService(ctx context.Context, nc *nats.Conn, uc UseCases, log zerolog.Log
 				defer func() { <-sem }()
 				rctx, cancel := context.WithTimeout(ctx, timeout)
 				defer cancel()
+				// A child of the caller's span (the llm's turn, the gateway's request).
+				rctx, span := rpc.Span(rctx, r, name)
+				defer span.End()
 				h(rctx, r)
 			}()
 		}
 	}
-	search := async(searchTimeout, func(ctx context.Context, r micro.Request) {
+	search := async("memory.search", searchTimeout, func(ctx context.Context, r micro.Request) {
 		var req rpc.MemorySearchRequest
 		if !rpc.Decode(r, &req) {
 			return
@@ -70,7 +73,7 @@ func AddService(ctx context.Context, nc *nats.Conn, uc UseCases, log zerolog.Log
 		}
 		rpc.Respond(r, resp)
 	})
-	act := async(actionTimeout, func(ctx context.Context, r micro.Request) {
+	act := async("memory.action", actionTimeout, func(ctx context.Context, r micro.Request) {
 		var req rpc.MemoryActionRequest
 		if !rpc.Decode(r, &req) {
 			return

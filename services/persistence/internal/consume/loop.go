@@ -10,10 +10,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
 // Item is one decoded envelope with where it came from.
@@ -173,6 +177,9 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	}
 	l.Log.Debug().Int("envelopes", len(msgs)).Uint64("up_to", upTo).Dur("took", time.Since(t0)).
 		Dur("oldest_waited", t0.Sub(bus.DeliveryOf(msgs[0]).Time)).Msg("batch applied")
+	if telemetry.TracingEnabled() {
+		traceApplied(ctx, l.Stream, parts, t0, len(msgs))
+	}
 	// AckAll policy: acking the last message acknowledges the whole batch.
 	if err := msgs[len(msgs)-1].Ack(); err != nil {
 		l.Log.Warn().Err(err).Msg("ack failed; the batch will be redelivered and skipped by offset")
@@ -278,4 +285,28 @@ func (l *Loop) deadLetter(ctx context.Context, data []byte, d bus.Delivery, caus
 		return fmt.Errorf("persistence: dead letter: %w", err)
 	}
 	return nil
+}
+
+var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/persistence")
+
+// traceApplied adds to the trace of every envelope of a batch a span of
+// its storing: the batch's transaction, from t0 to now (one transaction
+// stores many envelopes of many traces; each trace shows when its own
+// envelope was stored).
+func traceApplied(ctx context.Context, stream string, parts [][]Item, t0 time.Time, batch int) {
+	end := time.Now()
+	for _, items := range parts {
+		for _, it := range items {
+			sc, ok := telemetry.SpanContextFromMeta(it.Env.Meta)
+			if !ok {
+				continue
+			}
+			_, span := tracer.Start(trace.ContextWithRemoteSpanContext(ctx, sc), "persistence.store "+it.Env.Type.String(),
+				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(t0), trace.WithAttributes(
+					attribute.String("alicia.conversation_id", it.Env.ConversationID), attribute.String("messaging.destination.name", it.Delivery.Subject),
+					attribute.String("alicia.stream", stream), attribute.Int64("alicia.stream_sequence", int64(it.Delivery.Sequence)),
+					attribute.Int("alicia.batch_envelopes", batch)))
+			span.End(trace.WithTimestamp(end))
+		}
+	}
 }
