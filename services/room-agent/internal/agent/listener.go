@@ -10,11 +10,15 @@ import (
 	"github.com/livekit/media-sdk/rtp"
 	protoLogger "github.com/livekit/protocol/logger"
 	"github.com/pion/webrtc/v4"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
@@ -162,7 +166,16 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation)
 	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity)}
 	if final {
 		l.r.d.Metrics.ASRJobs.WithLabelValues("final").Inc()
+		// A spoken turn's trace starts here, at the end of the user's
+		// speech: the asr's job, the llm's turn and the tts's sentences
+		// join it through the envelopes' meta.
+		_, span := tracer.Start(l.r.ctx, "voice.end_of_speech", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithTimestamp(now), trace.WithAttributes(attribute.String("alicia.conversation_id", cid),
+				attribute.String("alicia.utterance_id", j.UtteranceID), attribute.Int("alicia.speech_ms", int(j.DurationMs)),
+				attribute.Bool("alicia.speculated", spec != nil)))
+		env.Meta = telemetry.InjectMeta(trace.ContextWithSpan(context.Background(), span), env.Meta)
 		go func() {
+			defer span.End()
 			if spec != nil {
 				if text, conf, ok := l.r.finalTranscript(spec); ok {
 					j.Transcript, j.TranscriptConfidence = &text, conf
@@ -184,6 +197,8 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation)
 		l.r.log.Warn().Err(err).Msg("publish partial ASR job")
 	}
 }
+
+var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/room-agent")
 
 // publishFinal publishes a final ASR job, with retries.
 func (l *listener) publishFinal(env protocol.Envelope, utt string) {
