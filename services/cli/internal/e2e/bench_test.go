@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/services/gateway"
 )
 
 // turnLatency sends one UserMessage and returns the time until the first
@@ -38,6 +39,12 @@ func (c *client) turnLatency() time.Duration {
 		return false
 	})
 	return first
+}
+
+// manyConnections lets one user hold n WebSockets (the benchmarks' clients
+// are all alice).
+func manyConnections(n int) func(*gateway.Config) {
+	return func(c *gateway.Config) { c.Quotas.ConnectionsPerUser = n }
 }
 
 func report(b *testing.B, lat []time.Duration) {
@@ -74,7 +81,7 @@ func BenchmarkTextTurnOverhead(b *testing.B) {
 // every 2 s (random phase), for 20 s; the latency of every turn.
 func BenchmarkTextTurnOverhead200(b *testing.B) {
 	const conversations, every, run = 200, 2 * time.Second, 20 * time.Second
-	s := newStack(b, options{})
+	s := newStack(b, options{gateway: manyConnections(conversations)})
 	clients := make([]*client, conversations)
 	for i := range clients {
 		clients[i] = s.open(b, aliceKey, "", 0)

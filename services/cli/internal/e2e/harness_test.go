@@ -47,9 +47,10 @@ type stack struct {
 }
 
 type options struct {
-	llm    func(*llm.Config)
-	memory func(*memory.Config)
-	log    zerolog.Logger
+	llm     func(*llm.Config)
+	memory  func(*memory.Config)
+	gateway func(*gateway.Config)
+	log     zerolog.Logger
 	// reverse starts the services against an empty database (no schema, no
 	// pgvector) in the opposite order of their dependencies — gateway, llm,
 	// memory, and persistence (which applies the migrations) last — after
@@ -113,6 +114,9 @@ func newStack(t testing.TB, o options) *stack {
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
 	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey
 	gcfg.RateLimit = 10000
+	if o.gateway != nil {
+		o.gateway(&gcfg)
+	}
 	addr := make(chan string, 1)
 	services = append(services, func() {
 		run("gateway", func(ctx context.Context) error {
