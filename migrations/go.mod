@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	github.com/alicia-voice/alicia/pkg v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -16,4 +17,10 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+)
+
+// Sibling modules of the go.work workspace, so the module builds on its own (GOWORK=off).
+replace (
+	github.com/alicia-voice/alicia/pkg => ../pkg
+	github.com/alicia-voice/alicia/proto-schemas => ../proto-schemas
 )

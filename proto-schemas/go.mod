@@ -1,3 +1,3 @@
 module github.com/alicia-voice/alicia/proto-schemas
 
-go 1.26
+go 1.26.0
