@@ -4,6 +4,7 @@
 package otlptest
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -18,7 +19,26 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
+
+// Setup starts a receiver and makes the process export its spans to it:
+// the standard OTEL_* environment, then telemetry.SetupTracing, undone
+// (and flushed) when the test ends. The services' spans go to it if they
+// run in the test's process.
+func Setup(t testing.TB) *Receiver {
+	t.Helper()
+	r := Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // ms: export soon after spans end
+	shutdown, err := telemetry.SetupTracing(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown(context.Background()) })
+	return r
+}
 
 // Receiver keeps the spans exported to it.
 type Receiver struct {

@@ -7,38 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/gateway"
 )
 
 // turnLatency sends one UserMessage and returns the time until the first
 // AssistantSentence of its answer arrives on the WebSocket; it then reads
-// the rest of the answer.
+// the rest of the answer. Any error fails the benchmark.
 func (c *client) turnLatency() time.Duration {
 	c.t.Helper()
-	t0 := time.Now()
-	uid := c.say("Hello there, how are you?")
-	var start string
-	var first time.Duration
-	c.until(func(e protocol.Envelope) bool {
-		switch b := e.Body.(type) {
-		case *protocol.StartAnswer:
-			if b.PreviousID == uid {
-				start = b.ID
-			}
-		case *protocol.AssistantSentence:
-			if start != "" && b.PreviousID == start {
-				if first == 0 {
-					first = time.Since(t0)
-				}
-				return b.IsFinal != nil && *b.IsFinal
-			}
-		case *protocol.ErrorMessage:
-			c.t.Fatalf("ErrorMessage %d: %s", b.Code, b.Message)
-		}
-		return false
-	})
-	return first
+	d, err := c.soakTurn("Hello there, how are you?")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return d
 }
 
 // manyConnections lets one user hold n WebSockets (the benchmarks' clients

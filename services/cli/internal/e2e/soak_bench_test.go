@@ -18,9 +18,10 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
-// soakTurn is turnLatency without failing the benchmark: an ErrorMessage,
-// a broken connection or an answer that does not come is counted, and the
-// soak goes on.
+// soakTurn sends text as a UserMessage and returns the time until the
+// first AssistantSentence of its answer arrives, having read the rest of
+// the answer. An ErrorMessage, a broken connection or an answer that does
+// not come within 30 s is an error (the soak counts it and goes on).
 func (c *client) soakTurn(text string) (time.Duration, error) {
 	t0 := time.Now()
 	id := protocol.NewID("am")

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/rpc"
-	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/otlptest"
@@ -21,14 +20,7 @@ import (
 // envelopes under the span that published it. The trace id is the one the
 // envelopes carry and the one stored in the rows.
 func TestTraceOfATextTurn(t *testing.T) {
-	recv := otlptest.Start(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // ms: export soon after spans end
-	shutdown, err := telemetry.SetupTracing(context.Background(), "e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = shutdown(context.Background()) }()
+	recv := otlptest.Setup(t)
 
 	s := newStack(t, options{memory: func(c *memory.Config) { c.Threshold = 0.01 }})
 	s.remember("alice", "The user's cat is called Miso.")

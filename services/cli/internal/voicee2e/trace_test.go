@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/otlptest"
@@ -20,14 +19,7 @@ import (
 // sentence in it, and persistence stores the user's message under it. The
 // stored user message carries the trace id.
 func TestTraceOfAVoiceTurn(t *testing.T) {
-	recv := otlptest.Start(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // ms: export soon after spans end
-	shutdown, err := telemetry.SetupTracing(context.Background(), "voicee2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = shutdown(context.Background()) }()
+	recv := otlptest.Setup(t)
 
 	const q = "What is the weather like in Paris tomorrow?"
 	s := newStack(t, options{answer: "It will be sunny. Enjoy your day!", agent: func(c *roomagent.Config) { c.Speculation = false }})
