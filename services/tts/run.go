@@ -7,14 +7,17 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/tts/internal/metrics"
 	"github.com/alicia-voice/alicia/services/tts/internal/speech"
 	"github.com/alicia-voice/alicia/services/tts/internal/synth"
 )
 
-// Run starts the tts service and blocks until ctx is cancelled; the turns
-// being spoken are then handed to another replica.
+// Run starts the tts service and blocks until ctx is cancelled; then it
+// takes no more turns, reports draining on /healthz, and each turn being
+// spoken finishes its sentence and is handed to another replica (at once
+// when the stop is forced: svcmain.WorkContext).
 func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -42,7 +45,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("tts: consumer %s: %w", cfg.Consumer, err)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log,
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log, svcmain.Draining(ctx),
 			telemetry.NATSConnected(nc), telemetry.ConsumerExists(bus.StreamConversations, cfg.Consumer, js.Consumer))
 		if err != nil {
 			return err
@@ -63,7 +66,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		StoreAudio: cfg.StoreAudio, AheadTTL: cfg.AheadTTL,
 	})
 	log.Info().Str("engine", synthesizer.Engine()).Str("consumer", cfg.Consumer).Msg("tts running")
-	return sp.Run(ctx, cons)
+	return sp.Run(ctx, svcmain.WorkContext(ctx), cons)
 }
 
 // newSynthesizer builds the configured backend; espeak is checked at once.

@@ -28,11 +28,19 @@ type orphan struct {
 // belongs to when this replica speaks it. Core NATS delivers as soon as the
 // llm publishes, without waiting for JetStream to store, and needs no
 // consumer per turn (a stream allows 1,000 by default).
-func (sp *Speaker) listen() (unsubscribe func(), err error) {
+// stopAhead drops the queue subscription to sentences to synthesise ahead
+// (a draining replica takes none), keeping the routes of the turns it holds.
+func (sp *Speaker) listen() (unsubscribe, stopAhead func(), err error) {
 	var subs []*nats.Subscription
+	var ahead *nats.Subscription
 	unsubscribe = func() {
 		for _, s := range subs {
 			_ = s.Unsubscribe()
+		}
+	}
+	stopAhead = func() {
+		if ahead != nil {
+			_ = ahead.Unsubscribe()
 		}
 	}
 	type route struct {
@@ -56,13 +64,16 @@ func (sp *Speaker) listen() (unsubscribe func(), err error) {
 		s, err := sp.d.NC.QueueSubscribe(r.subject, r.queue, r.fn)
 		if err != nil {
 			unsubscribe()
-			return nil, fmt.Errorf("speech: subscribe %s: %w", r.subject, err)
+			return nil, nil, fmt.Errorf("speech: subscribe %s: %w", r.subject, err)
+		}
+		if r.queue != "" {
+			ahead = s
 		}
 		// A burst must not make the connection drop messages.
 		_ = s.SetPendingLimits(1<<20, 256<<20)
 		subs = append(subs, s)
 	}
-	return unsubscribe, sp.d.NC.Flush()
+	return unsubscribe, stopAhead, sp.d.NC.Flush()
 }
 
 func (sp *Speaker) onSentence(m *nats.Msg) {

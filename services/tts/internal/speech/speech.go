@@ -78,6 +78,9 @@ type Speaker struct {
 	wg     sync.WaitGroup
 	format string
 	ahead  *aheadStore // nil when AheadTTL is 0
+	// draining ends when the replica stops taking turns (Run's ctx): each
+	// turn finishes the sentence it is speaking, then hands itself back.
+	draining context.Context
 }
 
 // New returns a speaker.
@@ -88,7 +91,7 @@ func New(d Deps, s Settings) *Speaker {
 	if s.PublishTimeout <= 0 {
 		s.PublishTimeout = 5 * time.Second
 	}
-	sp := &Speaker{d: d, s: s, stops: newStops(), format: synth.Format}
+	sp := &Speaker{d: d, s: s, stops: newStops(), format: synth.Format, draining: context.Background()}
 	if s.AheadTTL > 0 {
 		sp.ahead = newAheadStore(s.AheadTTL, sp.countAhead)
 	}
@@ -114,11 +117,16 @@ func ConsumerConfig(name string, ackWait time.Duration, maxPending int) jetstrea
 }
 
 // Run listens for ControlStops (and, with AheadTTL, for sentences to
-// synthesise ahead) and takes turns from cons until ctx is cancelled; then
-// the turns being spoken are handed back (another replica resumes them
-// after their last stored sentence).
-func (sp *Speaker) Run(ctx context.Context, cons jetstream.Consumer) error {
-	unsubscribe, err := sp.listen()
+// synthesise ahead) and takes turns from cons until ctx is cancelled. Then
+// it drains: it takes no more turns nor sentences to synthesise ahead, and
+// each turn finishes the sentence it is speaking and hands itself back
+// (nak; another replica resumes it after its last stored sentence), or is
+// acknowledged when its last sentence comes first. When work ends (the stop
+// was forced; outside a drain work is ctx) the turns still running are
+// halted mid-sentence and handed back.
+func (sp *Speaker) Run(ctx, work context.Context, cons jetstream.Consumer) error {
+	sp.draining = ctx
+	unsubscribe, stopAhead, err := sp.listen()
 	if err != nil {
 		return err
 	}
@@ -129,11 +137,18 @@ func (sp *Speaker) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	<-ctx.Done()
 	cc.Stop()
+	stopAhead()
 	<-cc.Closed()
-	for _, t := range sp.stops.all() {
-		t.halt(ErrShutdown)
+	finished := make(chan struct{})
+	go func() { sp.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-work.Done():
+		for _, t := range sp.stops.all() {
+			t.halt(ErrShutdown)
+		}
+		<-finished
 	}
-	sp.wg.Wait()
 	if sp.ahead != nil {
 		sp.ahead.close()
 	}
@@ -163,6 +178,11 @@ func (sp *Speaker) onStop(m *nats.Msg) {
 
 // take decides what to do with one StartAnswer; it never blocks the consumer.
 func (sp *Speaker) take(ctx context.Context, m jetstream.Msg) {
+	if ctx.Err() != nil {
+		// Delivered while the replica stops taking turns: another takes it.
+		_ = m.Nak()
+		return
+	}
 	md, err := m.Metadata()
 	if err != nil {
 		_ = m.Term()

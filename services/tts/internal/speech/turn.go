@@ -87,19 +87,40 @@ func (t *turn) run() {
 	readErr := make(chan error, 1)
 	go func() { readErr <- t.follow(rctx, after, queue) }()
 
-	for s := range queue {
-		if t.pace.wait(t.ctx) != nil {
+	// Between sentences a draining replica hands the turn back; the
+	// sentence being spoken is finished first.
+	between, stopBetween := context.WithCancel(t.ctx)
+	defer stopBetween()
+	defer context.AfterFunc(t.sp.draining, stopBetween)()
+	handBack := false
+speaking:
+	for {
+		var s sentence
+		select {
+		case next, ok := <-queue:
+			if !ok {
+				break speaking
+			}
+			s = next
+		case <-between.Done():
+		}
+		if between.Err() == nil {
+			_ = t.pace.wait(between)
+		}
+		if between.Err() != nil {
+			// Stopped or halted (t.ctx), or draining: hand back.
+			handBack = t.ctx.Err() == nil
 			break
 		}
 		t.speak(s)
-		if t.ctx.Err() != nil {
+		if t.ctx.Err() != nil || (s.body.IsFinal != nil && *s.body.IsFinal) {
 			break
 		}
 	}
 	stopReading(errTurnOver)
 	err := <-readErr
 	switch cause := context.Cause(t.ctx); {
-	case errors.Is(cause, ErrShutdown):
+	case errors.Is(cause, ErrShutdown) || handBack:
 		_ = t.msg.Nak() // another replica resumes after the last stored sentence
 		return
 	case errors.Is(cause, ErrStopped):
