@@ -40,7 +40,8 @@ type StreamsConfig struct {
 	MaxAge time.Duration
 	// DeadLetterMaxAge bounds how long dead letters are kept (default 30 days).
 	DeadLetterMaxAge time.Duration
-	// Replicas is the stream replication factor in a cluster (default 1).
+	// Replicas is the stream replication factor in a cluster (default
+	// ALICIA_STREAM_REPLICAS, else 1).
 	Replicas int
 	// Storage defaults to file storage.
 	Storage jetstream.StorageType
@@ -78,12 +79,34 @@ func conversationsMaxBytes() (int64, error) {
 	return n, nil
 }
 
+// EnvStreamReplicas sets how many servers of a NATS cluster hold each
+// Alicia stream and KV bucket (1..5, default 1). Every service reads it, so
+// none of them sets a stream back to another replica count at its start.
+const EnvStreamReplicas = "ALICIA_STREAM_REPLICAS"
+
+// MaxStreamReplicas is the most replicas JetStream allows a stream.
+const MaxStreamReplicas = 5
+
+// StreamReplicas is the replica count from ALICIA_STREAM_REPLICAS, 1 when
+// unset; a value that is not 1..5 is an error (with 1 as the count).
+func StreamReplicas() (int, error) {
+	v := os.Getenv(EnvStreamReplicas)
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxStreamReplicas {
+		return 1, fmt.Errorf("%s %q: want 1 to %d", EnvStreamReplicas, v, MaxStreamReplicas)
+	}
+	return n, nil
+}
+
 func (c StreamsConfig) withDefaults() StreamsConfig {
 	if c.DeadLetterMaxAge == 0 {
 		c.DeadLetterMaxAge = 30 * 24 * time.Hour
 	}
 	if c.Replicas == 0 {
-		c.Replicas = 1
+		c.Replicas, _ = StreamReplicas() // EnsureStreams reports a bad value
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = 2 * time.Minute
@@ -145,6 +168,9 @@ func dispatch(c jetstream.StreamConfig) jetstream.StreamConfig {
 // EnsureStreams creates or updates every Alicia stream.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
 	if _, err := conversationsMaxBytes(); err != nil && c.ConversationsMaxBytes == 0 {
+		return fmt.Errorf("bus: %w", err)
+	}
+	if _, err := StreamReplicas(); err != nil && c.Replicas == 0 {
 		return fmt.Errorf("bus: %w", err)
 	}
 	for _, cfg := range StreamConfigs(c) {

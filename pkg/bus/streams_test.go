@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,6 +90,54 @@ func TestConversationsStreamLimit(t *testing.T) {
 		}
 		if info.State.Bytes > 1<<20 || info.State.FirstSeq == 1 || info.State.LastSeq != 5 {
 			t.Fatalf("state %+v: want the oldest dropped to stay within 1 MiB", info.State)
+		}
+	})
+}
+
+// TestStreamReplicas: ALICIA_STREAM_REPLICAS gives every stream its replica
+// count (1 by default); a value outside 1..5 is an error EnsureStreams
+// reports when the service starts.
+func TestStreamReplicas(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int
+		err  bool
+	}{
+		{"", 1, false},
+		{"1", 1, false},
+		{"3", 3, false},
+		{"5", 5, false},
+		{"0", 1, true},
+		{"6", 1, true},
+		{"-1", 1, true},
+		{"three", 1, true},
+		{" 3", 1, true},
+	} {
+		t.Run("env "+strconv.Quote(c.env), func(t *testing.T) {
+			t.Setenv(bus.EnvStreamReplicas, c.env)
+			n, err := bus.StreamReplicas()
+			if n != c.want || (err != nil) != c.err {
+				t.Fatalf("StreamReplicas() = %d, %v; want %d, error %v", n, err, c.want, c.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), bus.EnvStreamReplicas) {
+				t.Fatalf("err = %v, want one naming %s", err, bus.EnvStreamReplicas)
+			}
+			for _, cfg := range bus.StreamConfigs(bus.StreamsConfig{}) {
+				if cfg.Replicas != c.want {
+					t.Fatalf("stream %s: Replicas %d, want %d", cfg.Name, cfg.Replicas, c.want)
+				}
+			}
+			if got := bus.StreamConfigs(bus.StreamsConfig{Replicas: 2})[0].Replicas; got != 2 {
+				t.Fatalf("an explicit Replicas 2 became %d", got)
+			}
+		})
+	}
+	t.Run("a bad value fails EnsureStreams", func(t *testing.T) {
+		t.Setenv(bus.EnvStreamReplicas, "7")
+		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+		err := bus.EnsureStreams(context.Background(), js, bus.StreamsConfig{})
+		if err == nil || !strings.Contains(err.Error(), bus.EnvStreamReplicas) {
+			t.Fatalf("err = %v, want one naming %s", err, bus.EnvStreamReplicas)
 		}
 	})
 }

@@ -44,7 +44,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("llm: stream %s: %w", bus.StreamConversations, err)
 	}
-	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour}
+	replicas, err := bus.StreamReplicas()
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour, Replicas: replicas}
 	turns, err := queue.Ensure(ctx, js, qcfg)
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
 )
 
@@ -52,8 +53,13 @@ type Store struct {
 }
 
 // Open creates or updates the bucket (history 1, entries kept ttl, file
-// storage) and returns its store; a session lasts ttl.
+// storage, ALICIA_STREAM_REPLICAS replicas like the streams) and returns
+// its store; a session lasts ttl.
 func Open(ctx context.Context, js jetstream.JetStream, ttl time.Duration) (*Store, error) {
+	replicas, err := bus.StreamReplicas()
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:       Bucket,
 		Description:  "web client sessions of the gateway, by SHA-256 of the session id",
@@ -62,6 +68,7 @@ func Open(ctx context.Context, js jetstream.JetStream, ttl time.Duration) (*Stor
 		Storage:      jetstream.FileStorage,
 		MaxBytes:     maxBytes,
 		MaxValueSize: 1024,
+		Replicas:     replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("session: bucket %s: %w", Bucket, err)
