@@ -195,10 +195,16 @@ func TestRequestReply(t *testing.T) {
 	}
 }
 
-// TestDeployConf: deploy/nats.conf holds the table's authorization block,
-// and nats-server reads from it the same users and permissions.
+// TestDeployConf: deploy/nats.conf, and deploy/nats/cluster.conf of the
+// three-node cluster, hold the table's authorization block, and nats-server
+// reads from them the same users and permissions.
 func TestDeployConf(t *testing.T) {
-	path := filepath.Join("..", "..", "deploy", "nats.conf")
+	for _, name := range []string{"nats.conf", filepath.Join("nats", "cluster.conf")} {
+		t.Run(name, func(t *testing.T) { checkDeployConf(t, filepath.Join("..", "..", "deploy", name)) })
+	}
+}
+
+func checkDeployConf(t *testing.T, path string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -212,14 +218,18 @@ func TestDeployConf(t *testing.T) {
 		}
 	}
 	if !strings.HasSuffix(conf, natsauth.Conf()) {
-		t.Fatalf("deploy/nats.conf does not end with natsauth.Conf(): run go test ./pkg/natsauth -run TestDeployConf -update")
+		t.Fatalf("%s does not end with natsauth.Conf(): run go test ./pkg/natsauth -run TestDeployConf -update", path)
 	}
 	for _, u := range natsauth.Users() {
 		t.Setenv(natsauth.PasswordVar(u.Name), "pw-"+u.Name)
 	}
+	t.Setenv("NATS_SERVER_NAME", "nats-1")
 	opts, err := server.ProcessConfigFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if filepath.Base(path) == "cluster.conf" && (opts.ServerName != "nats-1" || opts.Cluster.Name != "alicia" || len(opts.Routes) != 3 || !opts.JetStream) {
+		t.Errorf("%s: server %q, cluster %q with %d routes, JetStream %v: want nats-1, alicia, 3 routes, JetStream", path, opts.ServerName, opts.Cluster.Name, len(opts.Routes), opts.JetStream)
 	}
 	got := map[string]*server.User{}
 	for _, u := range opts.Users {
