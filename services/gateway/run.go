@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
@@ -29,8 +29,11 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway/web"
 )
 
-// Run serves until ctx is cancelled, then shuts down gracefully. ready, when
-// not nil, receives the listening address once the server accepts connections.
+// Run serves until ctx is cancelled, then drains: /readyz answers 503, the
+// listener closes, WebSocket clients are told to reconnect (1012) and the
+// requests in flight finish until the stop is forced
+// (svcmain.WorkContext). ready, when not nil, receives the listening
+// address once the server accepts connections.
 func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr string)) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -68,6 +71,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		pctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
 		// Anyone may ask: the answer names what is down, the log says why.
+		// A draining gateway is not ready first of all: the load balancer
+		// sends the connections it still opens elsewhere.
+		if ctx.Err() != nil {
+			return c.String(http.StatusServiceUnavailable, svcmain.ErrDraining.Error())
+		}
 		if !nc.IsConnected() {
 			return c.String(http.StatusServiceUnavailable, "nats: not connected")
 		}
@@ -141,19 +149,35 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		return fmt.Errorf("gateway: serve: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	log.Info().Msg("draining: no new connections; in-flight requests finish, WebSocket clients are told to reconnect")
+	// The drain: the listener closes at once (no new connections or
+	// WebSockets), requests in flight finish until the stop is forced, then
+	// the connections still open are closed.
+	work := svcmain.WorkContext(ctx)
+	if svcmain.Forced(ctx) == nil {
+		// Run outside svcmain.Serve (tests): no drain, a short grace.
+		var cancel context.CancelFunc
+		work, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Shutdown(work) }()
+	sctx, cancel := context.WithTimeout(work, 10*time.Second)
 	defer cancel()
-	// WebSocket clients are told to reconnect (1012) before the server stops.
+	// WebSocket clients are told to reconnect (1012, to another replica)
+	// at once: net/http's Shutdown does not reach hijacked connections.
 	if err := wsh.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("WebSocket sessions still open at shutdown")
 	}
-	// So are timeline streams (EventSource reconnects by itself); the HTTP
-	// server's Shutdown would wait for them until its deadline.
+	// So are timeline streams (EventSource reconnects by itself); Shutdown
+	// would wait for them until it is forced.
 	if err := api.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("timeline streams still open at shutdown")
 	}
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	if err := <-served; err != nil {
+		// Forced: the requests still running are cut off.
+		log.Warn().Err(err).Msg("requests still in flight when the stop was forced; closing their connections")
+		_ = srv.Close()
 	}
 	return nil
 }
