@@ -11,6 +11,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/memory/internal/app"
 	"github.com/alicia-voice/alicia/services/memory/internal/models"
 	"github.com/alicia-voice/alicia/services/memory/internal/ports"
@@ -18,7 +19,11 @@ import (
 )
 
 // Run serves memory.search and memory.action and consumes client
-// MemoryActions and final answers until ctx is cancelled.
+// MemoryActions and final answers until ctx is cancelled. Then it drains:
+// /healthz reports draining, the service takes no new request and the
+// consumers pull no more (what a last pull brought is handed back), and the
+// requests and messages in flight finish until the stop is forced
+// (svcmain.WorkContext), when they are cancelled and handed back.
 func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -78,20 +83,28 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		}
 		runners = append(runners, r)
 	}
-	stopService, err := ports.AddService(ctx, nc, a, log)
+	// The drain (svcmain.Serve): when ctx ends nothing new is taken, what
+	// is in flight finishes on work until the stop is forced.
+	work := svcmain.WorkContext(ctx)
+	stopService, err := ports.AddService(work, nc, a, log)
 	if err != nil {
 		return fmt.Errorf("memory: service: %w", err)
 	}
 	defer stopService()
-	stopHealth, err := serveHealth(cfg, nc, js, pool.Ping, a.Extractor != nil, log)
+	stopHealth, err := serveHealth(ctx, cfg, nc, js, pool.Ping, a.Extractor != nil, log)
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
 	defer stopHealth()
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range runners {
-		g.Go(func() error { return r(gctx) })
+		g.Go(func() error { return r(gctx, work) })
 	}
+	g.Go(func() error {
+		<-gctx.Done()
+		stopService() // no new requests; those in flight are answered
+		return nil
+	})
 	ev := log.Info().Bool("search", a.Embedder != nil).Bool("extraction", a.Extractor != nil).
 		Int("top_k", cfg.TopK).Float64("threshold", cfg.Threshold)
 	if a.Embedder != nil {

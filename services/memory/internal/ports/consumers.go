@@ -32,8 +32,10 @@ const (
 	extractionTimeout    = 3 * time.Minute
 )
 
-// Runner consumes until ctx ends.
-type Runner func(ctx context.Context) error
+// Runner consumes until ctx ends; the messages it is handling then finish
+// until work ends (the drain: svcmain.WorkContext), and are handed back
+// (nak) if work ends first.
+type Runner func(ctx, work context.Context) error
 
 // ClientActionsConsumer creates (or updates) the durable consumer name of
 // alicia.conv.*.client.memory_action, shared by every replica, and returns
@@ -60,7 +62,7 @@ func ClientActionsConsumer(ctx context.Context, js jetstream.JetStream, name str
 		defer cancel()
 		return uc.ClientAction(ctx, env, act, d.Sequence, d.NumDelivered >= actionMaxDeliver)
 	})
-	return func(ctx context.Context) error { return runConcurrent(ctx, cons, r, 16) }, nil
+	return func(ctx, work context.Context) error { return runConcurrent(ctx, work, cons, r, 16) }, nil
 }
 
 // ExtractionConsumer creates (or updates) the durable consumer name of the
@@ -103,27 +105,40 @@ func ExtractionConsumer(ctx context.Context, js jetstream.JetStream, name string
 	bus.Handle(r, func(ctx context.Context, _ protocol.Envelope, m *protocol.AssistantMessage, d bus.Delivery) error {
 		return extract(ctx, m.ID, d.Sequence)
 	})
-	return func(ctx context.Context) error { return runConcurrent(ctx, cons, r, 8) }, nil
+	return func(ctx, work context.Context) error { return runConcurrent(ctx, work, cons, r, 8) }, nil
 }
 
 // runConcurrent consumes cons with up to workers messages handled at once
 // (the consume callback alone would take one at a time), until ctx ends.
-func runConcurrent(ctx context.Context, cons jetstream.Consumer, r *bus.Router, workers int) error {
+// Then it pulls no more: what the pulls already brought is handed back at
+// once (nak) for another replica, and the messages being handled finish on
+// work (cancelled there, the router naks them).
+func runConcurrent(ctx, work context.Context, cons jetstream.Consumer, r *bus.Router, workers int) error {
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		sem <- struct{}{}
+		if ctx.Err() != nil {
+			_ = m.Nak()
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			_ = m.Nak()
+			return
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.HandleMsg(ctx, m)
+			r.HandleMsg(work, m)
 		}()
 	})
 	if err != nil {
 		return fmt.Errorf("memory: consume: %w", err)
 	}
 	<-ctx.Done()
+	// Drain delivers what is buffered to the callback, which naks it.
 	cc.Drain()
 	<-cc.Closed()
 	wg.Wait()

@@ -34,9 +34,11 @@ const (
 )
 
 // AddService registers micro service "alicia-memory" with memory.search and
-// memory.action on nc. Requests are cancelled when ctx ends. stop removes
-// the service and waits for the requests in flight; call it before closing nc.
-func AddService(ctx context.Context, nc *nats.Conn, uc UseCases, log zerolog.Logger) (stop func(), err error) {
+// memory.action on nc. Requests run on work and are cancelled when it ends
+// (the drain's work context: svcmain.WorkContext). stop removes the service
+// (no new requests) and waits for the requests in flight; call it before
+// closing nc. It may be called more than once.
+func AddService(work context.Context, nc *nats.Conn, uc UseCases, log zerolog.Logger) (stop func(), err error) {
 	svc, err := micro.AddService(nc, micro.Config{Name: "alicia-memory", Version: "0.1.0",
 		Description: "Alicia memory: semantic search and memory actions"})
 	if err != nil {
@@ -52,7 +54,7 @@ func AddService(ctx context.Context, nc *nats.Conn, uc UseCases, log zerolog.Log
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				rctx, cancel := context.WithTimeout(ctx, timeout)
+				rctx, cancel := context.WithTimeout(work, timeout)
 				defer cancel()
 				// A child of the caller's span (the llm's turn, the gateway's request).
 				rctx, span := rpc.Span(rctx, r, name)
@@ -97,8 +99,9 @@ func AddService(ctx context.Context, nc *nats.Conn, uc UseCases, log zerolog.Log
 			return nil, err
 		}
 	}
+	var once sync.Once
 	return func() {
-		_ = svc.Stop()
+		once.Do(func() { _ = svc.Stop() })
 		wg.Wait()
 	}, nil
 }
