@@ -22,10 +22,13 @@ func (c *client) turnLatency() time.Duration {
 	return d
 }
 
-// manyConnections lets one user hold n WebSockets (the benchmarks' clients
-// are all alice).
+// manyConnections lets one user hold n WebSockets, each sending up to an
+// envelope a second on average (the benchmarks' clients are all alice).
 func manyConnections(n int) func(*gateway.Config) {
-	return func(c *gateway.Config) { c.Quotas.ConnectionsPerUser = n }
+	return func(c *gateway.Config) {
+		c.Quotas.ConnectionsPerUser = n
+		c.Quotas.Edge.UserRate, c.Quotas.Edge.UserBurst = float64(n), float64(2*n)
+	}
 }
 
 func report(b *testing.B, lat []time.Duration) {
