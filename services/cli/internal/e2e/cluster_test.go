@@ -1,0 +1,469 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
+	"github.com/alicia-voice/alicia/services/gateway"
+	"github.com/alicia-voice/alicia/services/llm"
+	"github.com/alicia-voice/alicia/services/memory"
+	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
+)
+
+// cluster is three embedded JetStream servers routed to each other on
+// 127.0.0.1, each with its file store in a temporary directory.
+type cluster struct {
+	servers []*server.Server
+}
+
+func runCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	routePorts := make([]int, n)
+	var routes []string
+	for i := range routePorts {
+		_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
+		routePorts[i], _ = strconv.Atoi(port)
+		routes = append(routes, "nats-route://127.0.0.1:"+port)
+	}
+	c := &cluster{}
+	for i := range n {
+		opts := &server.Options{
+			ServerName: fmt.Sprintf("alicia-%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       server.RANDOM_PORT,
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			SyncAlways: true,
+			MaxPayload: 8 << 20,
+			Cluster:    server.ClusterOpts{Name: "alicia", Host: "127.0.0.1", Port: routePorts[i]},
+			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
+			NoLog:      true,
+			NoSigs:     true,
+		}
+		s, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatalf("cluster: server %d: %v", i+1, err)
+		}
+		t.Cleanup(func() {
+			s.Shutdown()
+			s.WaitForShutdown()
+		})
+		go s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("cluster: server %d not ready", i+1)
+		}
+		c.servers = append(c.servers, s)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		leader := false
+		for _, s := range c.servers {
+			if s.NumRoutes() < n-1 || !s.JetStreamIsCurrent() {
+				return false
+			}
+			leader = leader || s.JetStreamIsLeader()
+		}
+		return leader
+	}, "cluster routed with a JetStream meta leader")
+	return c
+}
+
+// urls is every server's client URL, comma separated, as services take it.
+func (c *cluster) urls() string {
+	var out []string
+	for _, s := range c.servers {
+		out = append(out, s.ClientURL())
+	}
+	return strings.Join(out, ",")
+}
+
+func (c *cluster) byName(name string) *server.Server {
+	for _, s := range c.servers {
+		if s.Name() == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// turnResult is how one user message ended, seen by its client.
+type turnResult struct {
+	cid, uid    string
+	sent, ended time.Time
+	completed   bool   // the final sentence of its answer arrived
+	errored     string // the ErrorMessage that ended it instead
+	refusals    int    // "could not store" answers, each followed by a resend
+}
+
+// clusterTalker holds one conversation: a user message, then its whole
+// answer (or an ErrorMessage), then the next, until stop is closed.
+type clusterTalker struct {
+	c       *client
+	results chan<- turnResult
+	bound   time.Duration
+}
+
+func (k *clusterTalker) run(stop <-chan struct{}) error {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		r, err := k.turn(fmt.Sprintf("Tell me about the weather, part %d.", i))
+		if err != nil {
+			return err
+		}
+		k.results <- r
+	}
+}
+
+func (k *clusterTalker) turn(text string) (turnResult, error) {
+	c := k.c
+	uid := protocol.NewID("am")
+	env := protocol.Envelope{StanzaID: c.next, ConversationID: c.cid, Type: protocol.TypeUserMessage,
+		Body: &protocol.UserMessage{ID: uid, ConversationID: c.cid, Content: text, Timestamp: protocol.Ptr(time.Now().UnixMilli())}}
+	c.next++
+	b, err := protocol.Encode(env)
+	if err != nil {
+		return turnResult{}, err
+	}
+	r := turnResult{cid: c.cid, uid: uid, sent: time.Now()}
+	write := func() error { return c.c.Write(context.Background(), websocket.MessageBinary, b) }
+	if err := write(); err != nil {
+		return r, fmt.Errorf("%s: send: %w", c.cid, err)
+	}
+	deadline := r.sent.Add(k.bound)
+	startID := ""
+	for {
+		e, err := c.recv(time.Until(deadline))
+		if err != nil {
+			return r, fmt.Errorf("%s: turn %s neither completed nor failed within %s: %w", c.cid, uid, k.bound, err)
+		}
+		switch body := e.Body.(type) {
+		case *protocol.StartAnswer:
+			if body.PreviousID == uid {
+				startID = body.ID
+			}
+		case *protocol.AssistantSentence:
+			if startID != "" && body.PreviousID == startID && body.IsFinal != nil && *body.IsFinal {
+				r.completed, r.ended = true, time.Now()
+				return r, nil
+			}
+		case *protocol.ErrorMessage:
+			if strings.Contains(body.Message, "could not store") {
+				// Not accepted: the client sends it again, same stanza id
+				// (Nats-Msg-Id), as a client does.
+				r.refusals++
+				time.Sleep(200 * time.Millisecond)
+				if err := write(); err != nil {
+					return r, fmt.Errorf("%s: resend: %w", c.cid, err)
+				}
+				continue
+			}
+			r.errored, r.ended = fmt.Sprintf("%d %s", body.Code, body.Message), time.Now()
+			return r, nil
+		}
+	}
+}
+
+// TestClusterLeaderLoss: the services run on a three-node cluster with
+// every stream at R3; conversations are held over the gateway while the
+// CONVERSATIONS stream leader is shut down in the middle of their turns.
+// Every accepted user message is then in the stream and in Postgres once,
+// with at most one answer; each turn in flight completes or ends with an
+// ErrorMessage (never hangs); turns sent after the loss complete, the
+// services having reconnected by themselves.
+func TestClusterLeaderLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test: three servers and the text path")
+	}
+	t.Setenv(bus.EnvStreamReplicas, "3")
+	t.Setenv(bus.EnvConversationsMaxBytes, strconv.Itoa(64<<20))
+	cl := runCluster(t, 3)
+	urls := cl.urls()
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgURL := pgtest.NewURL(t)
+	pool, err := pgxpool.New(context.Background(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	// Several sentences at 40 tokens a second: a turn takes seconds, so
+	// turns are in flight when the leader goes.
+	answer := "The sky is clear this morning. A light wind comes from the west. " +
+		"Clouds may gather after noon. The evening should stay dry. Tomorrow looks much the same."
+	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(answer)),
+		fakeopenai.WithProfile(fakeopenai.Profile{Chat: fakeopenai.ChatTiming{TimeToFirstToken: 50 * time.Millisecond, TokensPerSecond: 40}}))
+	mem := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))
+	log := testkit.Log()
+
+	persistencetest.Start(t, urls, pgURL)
+	mcfg := memory.DefaultConfig()
+	mcfg.NATSURL, mcfg.PostgresURL = urls, pgURL
+	mcfg.EmbeddingURL, mcfg.EmbeddingModel = mem.URL(), "fake-embed"
+	mcfg.LLMURL, mcfg.LLMModel = mem.URL(), "fake-extract"
+	testkit.Go(t, "memory", func(ctx context.Context) error {
+		return memory.Run(ctx, mcfg, log.With().Str("service", "memory").Logger())
+	})
+	lcfg := llm.DefaultConfig()
+	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = urls, pgURL, chat.URL(), "fake-chat"
+	lcfg.Timeout, lcfg.RetryBackoff, lcfg.BreakerCooldown = 10*time.Second, 10*time.Millisecond, 300*time.Millisecond
+	lcfg.Partitions, lcfg.ShutdownGrace = 8, 0
+	lcfg.MetricsAddr = ""
+	testkit.Go(t, "llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
+	gcfg := gateway.DefaultConfig()
+	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", urls, pgURL
+	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey
+	gcfg.RateLimit = 10000
+	addr := make(chan string, 1)
+	testkit.Go(t, "gateway", func(ctx context.Context) error {
+		return gateway.Run(ctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
+	})
+	var a string
+	select {
+	case a = <-addr:
+	case <-time.After(60 * time.Second):
+		t.Fatal("gateway did not start")
+	}
+	testkit.EventuallyNoError(t, 60*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := rpc.MemorySearch(ctx, nc, rpc.MemorySearchRequest{UserID: "nobody", Query: "ready?"}); err != nil {
+			return err
+		}
+		_, err := js.Consumer(ctx, "LLM_TURNS", fmt.Sprintf("llm-p%d", lcfg.Partitions-1))
+		return err
+	}, "stack ready")
+	for _, name := range bus.StreamNames() {
+		info, err := stream(js, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Config.Replicas != 3 {
+			t.Fatalf("stream %s has %d replicas, want 3", name, info.Config.Replicas)
+		}
+	}
+	s := &stack{t: t, ws: "ws://" + a + "/v1/ws", nc: nc, js: js, pool: pool, chat: chat, mem: mem}
+
+	const conversations = 4
+	const bound = 60 * time.Second
+	results := make(chan turnResult, 1000)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, conversations)
+	for i := range conversations {
+		key := aliceKey
+		if i%2 == 1 {
+			key = bobKey
+		}
+		k := &clusterTalker{c: s.open(t, key, "", 0), results: results, bound: bound}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := k.run(stop); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	var all []turnResult
+	collect := func(until func() bool, within time.Duration, what string) {
+		t.Helper()
+		timeout := time.After(within)
+		for !until() {
+			select {
+			case r := <-results:
+				all = append(all, r)
+			case err := <-errs:
+				close(stop)
+				t.Fatal(err)
+			case <-timeout:
+				close(stop)
+				t.Fatalf("%s: not within %s (%d turns ended)", what, within, len(all))
+			}
+		}
+	}
+	// Every conversation has had a whole turn, and its next one is under
+	// way: the stream leader goes now.
+	collect(func() bool { return len(all) >= conversations }, bound, "a first turn in each conversation")
+	time.Sleep(500 * time.Millisecond)
+	info, err := stream(js, bus.StreamConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := cl.byName(info.Cluster.Leader)
+	if victim == nil {
+		t.Fatalf("CONVERSATIONS leader %q is none of the servers", info.Cluster.Leader)
+	}
+	killed := time.Now()
+	victim.Shutdown()
+	victim.WaitForShutdown()
+	t.Logf("shut down %s, the CONVERSATIONS leader, with %d turns ended", victim.Name(), len(all))
+
+	// Every conversation completes two turns sent after the loss.
+	afterKill := func() bool {
+		n := map[string]int{}
+		for _, r := range all {
+			if r.completed && r.sent.After(killed) {
+				n[r.cid]++
+			}
+		}
+		for _, v := range n {
+			if v < 2 {
+				return false
+			}
+		}
+		return len(n) == conversations
+	}
+	collect(afterKill, 2*bound, "two turns completed in each conversation after the leader loss")
+	close(stop)
+	wg.Wait()
+	close(results)
+	for r := range results {
+		all = append(all, r)
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+
+	var recovery time.Duration
+	completed, errored, refused, inFlight := 0, 0, 0, 0
+	for _, r := range all {
+		if r.sent.Before(killed) && r.ended.After(killed) {
+			inFlight++
+			t.Logf("in flight at the loss: %s completed=%v error=%q refusals=%d after %s", r.uid, r.completed, r.errored, r.refusals, r.ended.Sub(killed).Round(time.Millisecond))
+		}
+		refused += r.refusals
+		switch {
+		case r.completed:
+			completed++
+			if r.sent.After(killed) && (recovery == 0 || r.ended.Sub(killed) < recovery) {
+				recovery = r.ended.Sub(killed)
+			}
+		default:
+			errored++
+		}
+	}
+
+	// Every user message is in CONVERSATIONS once and in Postgres once,
+	// with at most one assistant answer.
+	byConv := map[string][]string{}
+	for _, r := range all {
+		byConv[r.cid] = append(byConv[r.cid], r.uid)
+	}
+	lost, dupStream, dupAnswers := 0, 0, 0
+	for cid, uids := range byConv {
+		inStream, err := userMessagesInStream(js, cid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, uid := range uids {
+			switch n := inStream[uid]; {
+			case n == 0:
+				lost++
+				t.Errorf("user message %s is not in CONVERSATIONS", uid)
+			case n > 1:
+				dupStream++
+				t.Errorf("user message %s is in CONVERSATIONS %d times", uid, n)
+			}
+		}
+		s.eventually("user messages of "+cid+" in Postgres", func(ctx context.Context) error {
+			var n int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM alicia_messages WHERE conversation_id = $1 AND id = ANY($2)`, cid, uids).Scan(&n); err != nil {
+				return err
+			}
+			if n != len(uids) {
+				return fmt.Errorf("%d of %d user messages stored", n, len(uids))
+			}
+			return nil
+		})
+		var answers int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM (SELECT previous_id FROM alicia_messages
+			WHERE conversation_id = $1 AND message_role = 'assistant' AND previous_id = ANY($2) GROUP BY previous_id HAVING count(*) > 1) d`, cid, uids).Scan(&answers); err != nil {
+			t.Fatal(err)
+		}
+		if answers > 0 {
+			dupAnswers += answers
+			t.Errorf("%s: %d user messages answered more than once in Postgres", cid, answers)
+		}
+	}
+	t.Logf("%d turns: %d completed, %d ended with an ErrorMessage, %d in flight at the loss, %d refusals resent; lost %d, duplicated in the stream %d, answered twice %d; recovery (loss → first turn sent after it completed) %s",
+		len(all), completed, errored, inFlight, refused, lost, dupStream, dupAnswers, recovery.Round(time.Millisecond))
+}
+
+func stream(js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", name, err)
+	}
+	return st.CachedInfo(), nil
+}
+
+// userMessagesInStream counts the UserMessage envelopes of a conversation
+// in CONVERSATIONS by message id.
+func userMessagesInStream(js jetstream.JetStream, cid string) (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, bus.StreamConversations, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.Client(cid, protocol.TypeUserMessage)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for {
+		batch, err := cons.FetchNoWait(100)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			env, err := protocol.Decode(m.Data())
+			if err != nil {
+				return nil, err
+			}
+			if um, ok := env.Body.(*protocol.UserMessage); ok {
+				out[um.ID]++
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, err
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
