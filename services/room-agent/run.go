@@ -9,11 +9,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
 )
 
-// Run serves dispatch requests until ctx ends.
+// Run serves dispatch requests until ctx ends; then it drains: /healthz
+// reports draining, no dispatch is taken, and each room's turn being spoken
+// plays to its end before the agent leaves and hands the request back
+// (at once when the stop is forced: svcmain.WorkContext).
 func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -27,7 +31,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("room-agent: %w", err)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, true, log,
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, true, log, svcmain.Draining(ctx),
 			// The dispatch consumer exists once the agent runs (below).
 			telemetry.NATSConnected(nc), telemetry.ConsumerExists(bus.StreamDispatch, agent.DispatchConsumer, js.Consumer))
 		if err != nil {
@@ -47,7 +51,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	a := agent.New(cfg.agent(), agent.Deps{NC: nc, JS: js, Log: log})
 	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Msg("room-agent running")
-	return a.Run(ctx)
+	return a.Run(ctx, svcmain.WorkContext(ctx))
 }
 
 // RegisterMetrics registers the service's metrics on the default registry

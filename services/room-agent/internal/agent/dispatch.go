@@ -43,9 +43,12 @@ func New(cfg Config, d Deps) *Agent {
 	return &Agent{cfg: cfg.WithDefaults(), d: d, rooms: map[string]*Room{}}
 }
 
-// Run serves dispatch requests until ctx ends; then it leaves its rooms
-// and hands their requests back at once.
-func (a *Agent) Run(ctx context.Context) error {
+// Run serves dispatch requests until ctx ends; then it takes no more, and
+// in each of its rooms finishes the turn being spoken, leaves the room and
+// hands the request back (nak: another agent joins at once). A room is left
+// without waiting for its turn once work ends (the stop was forced:
+// svcmain.WorkContext; outside a drain work is ctx).
+func (a *Agent) Run(ctx, work context.Context) error {
 	cons, err := a.d.JS.CreateOrUpdateConsumer(ctx, bus.StreamDispatch, jetstream.ConsumerConfig{
 		Durable: DispatchConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: a.cfg.Lease,
 		MaxAckPending: -1, MaxDeliver: -1, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -83,7 +86,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
-				a.serve(ctx, m)
+				a.serve(ctx, work, m)
 			}()
 		}
 		if !got {
@@ -95,8 +98,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// serve joins the room of one request and stays until it is done.
-func (a *Agent) serve(ctx context.Context, m jetstream.Msg) {
+// serve joins the room of one request and stays until it is done, or until
+// ctx ends and the turn being spoken is over (or work ends).
+func (a *Agent) serve(ctx, work context.Context, m jetstream.Msg) {
 	env, err := protocol.Decode(m.Data())
 	d, ok := env.Body.(*protocol.AgentDispatch)
 	if err != nil || !ok {
@@ -138,9 +142,10 @@ func (a *Agent) serve(ctx context.Context, m jetstream.Msg) {
 	for {
 		select {
 		case <-ctx.Done():
+			finished := a.finishTurn(work, room, m, beat)
 			room.Close()
 			_ = m.Nak() // another agent takes the room now
-			log.Info().Msg("left the room (shutdown); request handed back")
+			log.Info().Bool("turn_finished", finished).Msg("left the room (shutdown); request handed back")
 			return
 		case <-room.Done():
 			room.Close()
@@ -151,4 +156,25 @@ func (a *Agent) serve(ctx context.Context, m jetstream.Msg) {
 			_ = m.InProgress()
 		}
 	}
+}
+
+// finishTurn waits, keeping the request's lease, until the turn being
+// spoken in room has played to its end; false when work ended first (or the
+// room was lost). The next turn is left to the agent that takes the room
+// over: a user who speaks meanwhile is not kept waiting for this one.
+func (a *Agent) finishTurn(work context.Context, room *Room, m jetstream.Msg, beat *time.Ticker) bool {
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for room.Speaking() {
+		select {
+		case <-work.Done():
+			return false
+		case <-room.Done():
+			return false
+		case <-beat.C:
+			_ = m.InProgress()
+		case <-poll.C:
+		}
+	}
+	return true
 }

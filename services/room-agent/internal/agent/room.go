@@ -164,6 +164,10 @@ func (r *Room) start() error {
 	return nil
 }
 
+// Speaking reports whether the agent is speaking a turn in the room (or
+// still recording what it played).
+func (r *Room) Speaking() bool { return r.turns.speaking() }
+
 // Done is closed when the room should be left: the connection dropped, or
 // no user has been in it for EmptyTimeout.
 func (r *Room) Done() <-chan struct{} { return r.left }

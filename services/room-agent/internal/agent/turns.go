@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,6 +45,9 @@ type tracker struct {
 	transcribedIn map[string]time.Duration // utterance id → end of speech to final transcript
 	// records are published in order by one goroutine, off the audio paths.
 	records chan func(context.Context)
+	// unrecorded counts the records not yet published (a drain waits for
+	// them before leaving the room).
+	unrecorded atomic.Int64
 	// marks are SentencePlayout envelopes for the room's participants, sent
 	// in order on the data channel by another goroutine (never behind a
 	// JetStream publish).
@@ -284,8 +288,33 @@ func (t *tracker) busy() (string, bool) {
 	return tu.id, true
 }
 
+// speaking reports whether a turn is being spoken: audio playing or
+// queued, or a turn that has played and whose last sentence has not yet,
+// or a SentencePlayout of what was played still to be published. Unlike
+// busy, a turn not voiced yet (the llm still thinking, or a text answer
+// that will never be) does not count.
+func (t *tracker) speaking() bool {
+	if t.r.player.Busy() || t.unrecorded.Load() > 0 {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tu := t.turns[t.current]
+	if tu == nil || tu.stopped || !tu.voiced {
+		return false
+	}
+	for _, s := range tu.sentences {
+		if s.final && s.recorded {
+			return false
+		}
+	}
+	return true
+}
+
 func (t *tracker) enqueue(f func(context.Context)) {
+	t.unrecorded.Add(1)
 	wrapped := func(ctx context.Context) {
+		defer t.unrecorded.Add(-1)
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		f(ctx)
