@@ -136,7 +136,9 @@ func (sp *Speaker) Run(ctx, work context.Context, cons jetstream.Consumer) error
 		return fmt.Errorf("speech: consume: %w", err)
 	}
 	<-ctx.Done()
-	cc.Stop()
+	// Drain pulls no more and hands what is buffered to take, which gives
+	// it back at once (nak) rather than leave it pending for AckWait.
+	cc.Drain()
 	stopAhead()
 	<-cc.Closed()
 	finished := make(chan struct{})
