@@ -223,7 +223,7 @@ func checkDeployConf(t *testing.T, path string) {
 	for _, u := range natsauth.Users() {
 		t.Setenv(natsauth.PasswordVar(u.Name), "pw-"+u.Name)
 	}
-	t.Setenv("NATS_SERVER_NAME", "nats-1")
+	t.Setenv("HOSTNAME", "nats-1") // deploy/nats/cluster.conf's server name
 	opts, err := server.ProcessConfigFile(path)
 	if err != nil {
 		t.Fatal(err)

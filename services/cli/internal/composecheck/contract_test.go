@@ -570,3 +570,74 @@ func TestPostgresRoles(t *testing.T) {
 		t.Errorf("postgres does not run %s from /docker-entrypoint-initdb.d", deploycmd.PostgresInitFile)
 	}
 }
+
+// TestComposeClusterProfile: with the cluster profile's environment
+// (deploy/nats/, docker-compose.yml's header of x-base-env), the file keeps
+// its contract, every long-running Alicia service is given the three nodes
+// and ALICIA_STREAM_REPLICAS=3 and waits for each node to be healthy; the
+// nodes run only in the cluster profile, with deploy/nats/cluster.conf and
+// a volume each. Without that environment the services stay on the single
+// server at R1.
+func TestComposeClusterProfile(t *testing.T) {
+	const urls = "nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222"
+	r := loadRepo(t)
+	env := map[string]string{"ALICIA_NATS_URL": urls, "ALICIA_STREAM_REPLICAS": "3"}
+	for k, v := range composeEnv {
+		env[k] = v
+	}
+	f, err := composecheck.Load(filepath.Join(r.root, "docker-compose.yml"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range composecheck.Check(f, r.contract(t)) {
+		t.Error(p)
+	}
+	nodes := []string{"nats-1", "nats-2", "nats-3"}
+	for _, name := range nodes {
+		s := f.Services[name]
+		if s == nil {
+			t.Fatalf("no service %s", name)
+		}
+		if !slices.Equal(s.Profiles, []string{"cluster"}) || s.Healthcheck == nil {
+			t.Errorf("%s: profiles %v, healthcheck %v: want only the cluster profile, with a healthcheck", name, s.Profiles, s.Healthcheck != nil)
+		}
+		var conf, data bool
+		for _, v := range s.Volumes {
+			conf = conf || (v.Source == "./deploy/nats/cluster.conf" && v.Target == "/etc/nats/cluster.conf")
+			data = data || (v.Source == name+"-data" && v.Target == "/data")
+		}
+		if !conf || !data {
+			t.Errorf("%s: volumes %+v: want deploy/nats/cluster.conf and its own %s-data at /data", name, s.Volumes, name)
+		}
+	}
+	single, err := composecheck.Load(filepath.Join(r.root, "docker-compose.yml"), composeEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, s := range f.BuiltFrom("deploy/Dockerfile") {
+		if s.OneShot() || s.Environment["ALICIA_NATS_URL"] == "" {
+			continue
+		}
+		checked++
+		if got := s.Environment["ALICIA_NATS_URL"]; got != urls {
+			t.Errorf("%s: ALICIA_NATS_URL %q, want %q", s.Name, got, urls)
+		}
+		if got := s.Environment["ALICIA_STREAM_REPLICAS"]; got != "3" {
+			t.Errorf("%s: ALICIA_STREAM_REPLICAS %q, want 3", s.Name, got)
+		}
+		for _, n := range nodes {
+			if d, ok := s.DependsOn[n]; !ok || d.Condition != composecheck.Healthy {
+				t.Errorf("%s: depends on %s %+v, want %s", s.Name, n, d, composecheck.Healthy)
+			}
+		}
+		d := single.Services[s.Name]
+		if d.Environment["ALICIA_NATS_URL"] != "nats://nats:4222" || d.Environment["ALICIA_STREAM_REPLICAS"] != "1" {
+			t.Errorf("%s without the cluster environment: ALICIA_NATS_URL %q, ALICIA_STREAM_REPLICAS %q; want the single nats at 1",
+				s.Name, d.Environment["ALICIA_NATS_URL"], d.Environment["ALICIA_STREAM_REPLICAS"])
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no long-running service built from deploy/Dockerfile is given ALICIA_NATS_URL")
+	}
+}

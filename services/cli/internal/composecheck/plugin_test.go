@@ -73,27 +73,31 @@ func TestComposeConfig(t *testing.T) {
 	}
 }
 
-// TestNATSPayload: the server in compose accepts the largest envelope the
-// streams store (its default max_payload, 1 MiB, is below it).
+// TestNATSPayload: the servers in compose (the single one, and the cluster
+// profile's nodes) accept the largest envelope the streams store (their
+// default max_payload, 1 MiB, is below it).
 func TestNATSPayload(t *testing.T) {
-	for _, u := range natsauth.Users() { // the nats service's entrypoint sets them from the secret files
+	for _, u := range natsauth.Users() { // the nats services' entrypoint sets them from the secret files
 		t.Setenv(natsauth.PasswordVar(u.Name), "x")
 	}
-	opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(t), "deploy", "nats.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var largest int32
-	for _, sc := range bus.StreamConfigs(bus.StreamsConfig{}) {
-		largest = max(largest, sc.MaxMsgSize)
-	}
-	if largest <= 0 {
-		t.Fatal("the streams have no message size limit: max_payload cannot be checked against it")
-	}
-	if opts.MaxPayload < largest {
-		t.Fatalf("deploy/nats.conf max_payload %d is below the streams' MaxMsgSize %d", opts.MaxPayload, largest)
-	}
-	if !opts.JetStream || opts.StoreDir != "/data" {
-		t.Fatalf("deploy/nats.conf: JetStream %v in %q; want it on, in the nats-data volume (/data)", opts.JetStream, opts.StoreDir)
+	t.Setenv("HOSTNAME", "nats-1") // a cluster node's server name
+	for _, conf := range []string{"nats.conf", filepath.Join("nats", "cluster.conf")} {
+		opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(t), "deploy", conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var largest int32
+		for _, sc := range bus.StreamConfigs(bus.StreamsConfig{}) {
+			largest = max(largest, sc.MaxMsgSize)
+		}
+		if largest <= 0 {
+			t.Fatal("the streams have no message size limit: max_payload cannot be checked against it")
+		}
+		if opts.MaxPayload < largest {
+			t.Fatalf("deploy/%s max_payload %d is below the streams' MaxMsgSize %d", conf, opts.MaxPayload, largest)
+		}
+		if !opts.JetStream || opts.StoreDir != "/data" {
+			t.Fatalf("deploy/%s: JetStream %v in %q; want it on, in the data volume (/data)", conf, opts.JetStream, opts.StoreDir)
+		}
 	}
 }
