@@ -50,7 +50,10 @@ type options struct {
 	llm     func(*llm.Config)
 	memory  func(*memory.Config)
 	gateway func(*gateway.Config)
-	log     zerolog.Logger
+	// unrecorded: the fake models keep no requests (a soak's would grow
+	// with every turn's whole history).
+	unrecorded bool
+	log        zerolog.Logger
 	// reverse starts the services against an empty database (no schema, no
 	// pgvector) in the opposite order of their dependencies — gateway, llm,
 	// memory, and persistence (which applies the migrations) last — after
@@ -73,8 +76,12 @@ func newStack(t testing.TB, o options) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	chat := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("I have nothing scripted for that.")))
-	mem := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))
+	var rec []fakeopenai.Option
+	if o.unrecorded {
+		rec = append(rec, fakeopenai.WithoutRecording())
+	}
+	chat := fakeopenai.New(t, append(rec, fakeopenai.WithFallback(fakeopenai.Text("I have nothing scripted for that.")))...)
+	mem := fakeopenai.New(t, append(rec, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))...)
 	log := o.log
 	if !o.reverse {
 		log = testkit.Log()

@@ -130,7 +130,7 @@ func BenchmarkSoak(b *testing.B) {
 	run := envDuration("ALICIA_SOAK_DURATION", 10*time.Minute)
 	every := 2 * time.Second
 	sampleEvery := envDuration("ALICIA_SOAK_SAMPLE", 30*time.Second)
-	s := newStack(b, options{gateway: manyConnections(conversations)})
+	s := newStack(b, options{gateway: manyConnections(conversations), unrecorded: true})
 	clients := make([]*client, conversations)
 	for i := range clients {
 		clients[i] = s.open(b, aliceKey, "", 0)
