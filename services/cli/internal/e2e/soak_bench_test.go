@@ -192,7 +192,8 @@ func BenchmarkSoak(b *testing.B) {
 			sm := sample(now.Sub(t0))
 			sm.turns, sm.errs, sm.p50ms, sm.p99ms = len(w), we, quantileMS(w, 0.5), quantileMS(w, 0.99)
 			samples = append(samples, sm)
-			b.Logf("%6s  heap %8.0f KiB  goroutines %5d  turns %5d  errors %d  p50 %6.2f ms  p99 %6.2f ms",
+			// On stderr as they come: a benchmark's log keeps only its first lines.
+			fmt.Fprintf(os.Stderr, "soak %6s  heap %8.0f KiB  goroutines %5d  turns %5d  errors %d  p50 %6.2f ms  p99 %6.2f ms\n",
 				sm.at.Round(time.Second), sm.heapKiB, sm.goroutines, sm.turns, sm.errs, sm.p50ms, sm.p99ms)
 			if now.After(end) {
 				break
