@@ -71,46 +71,39 @@ export function MessageList({ focusId }: { focusId?: string }) {
   const messages = chat ? visible(chat) : []
   const busy = chat ? streamingAnswer(chat) !== undefined : false
   const scroller = useRef<HTMLDivElement>(null)
-  // The list follows the conversation while the reader is at its end: the
-  // virtualizer keeps the end in view as messages are added or grow
-  // (anchorTo 'end', followOnAppend), in the same layout pass that measures
-  // them, and keeps the reader's place when older messages are put above.
+  const stick = useRef(true)
   const v = useVirtualizer({
     count: messages.length,
     getScrollElement: () => scroller.current,
     estimateSize: () => 96,
     overscan: 8,
     getItemKey: (i) => messages[i]?.id ?? i,
-    anchorTo: 'end',
-    followOnAppend: true,
-    scrollEndThreshold: 80,
-    // A scroll or a measurement re-renders the list in the next task, not
-    // inside the event: the main thread is free sooner for what arrives.
-    useFlushSync: false,
   })
+  const lastContent = messages.at(-1)?.content.length ?? 0
 
-  // A conversation opens at its end, or at the message a link points to.
-  const opened = useRef(false)
+  // Follow the conversation while the reader is at its end.
   useLayoutEffect(() => {
-    if (opened.current || messages.length === 0) return
-    opened.current = true
-    const i = focusId ? messages.findIndex((m) => m.id === focusId) : -1
-    if (i >= 0) v.scrollToIndex(i, { align: 'center' })
-    else v.scrollToEnd()
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [messages.length > 0])
+    if (stick.current && messages.length > 0) v.scrollToIndex(messages.length - 1, { align: 'end' })
+  }, [messages.length, lastContent, v])
 
   useEffect(() => {
-    if (!focusId || !opened.current) return
+    if (!focusId) return
     const i = messages.findIndex((m) => m.id === focusId)
-    if (i >= 0) v.scrollToIndex(i, { align: 'center' })
+    if (i >= 0) {
+      stick.current = false
+      v.scrollToIndex(i, { align: 'center' })
+    }
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [focusId])
+  }, [focusId, messages.length > 0])
 
   return (
     <div
       ref={scroller}
-      className="flex-1 overflow-y-auto [contain:layout_paint_style]"
+      className="flex-1 overflow-y-auto"
+      onScroll={(e) => {
+        const el = e.currentTarget
+        stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80
+      }}
       role="log"
       aria-live="polite"
       aria-relevant="additions"
@@ -121,7 +114,7 @@ export function MessageList({ focusId }: { focusId?: string }) {
           const m = messages[item.index]
           if (!m) return null
           return (
-            <div key={item.key} data-index={item.index} ref={v.measureElement} className="absolute top-0 left-0 w-full px-3 py-3 [contain:layout_style]" style={{ transform: `translateY(${item.start}px)` }}>
+            <div key={item.key} data-index={item.index} ref={v.measureElement} className="absolute top-0 left-0 w-full px-3 py-3" style={{ transform: `translateY(${item.start}px)` }}>
               <MessageView m={m} last={item.index === messages.length - 1} busy={busy} />
             </div>
           )
