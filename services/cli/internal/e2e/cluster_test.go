@@ -321,7 +321,9 @@ func TestClusterLeaderLoss(t *testing.T) {
 	// Every conversation has had a whole turn, and its next one is under
 	// way: the stream leader goes now.
 	collect(func() bool { return len(all) >= conversations }, bound, "a first turn in each conversation")
-	time.Sleep(500 * time.Millisecond)
+	// The next turns are being answered once the model has been asked
+	// for them (each answer streams for seconds).
+	testkit.Eventually(t, bound, func() bool { return len(chat.Requests()) > len(all) }, "a turn in flight")
 	info, err := stream(js, bus.StreamConversations)
 	if err != nil {
 		t.Fatal(err)
