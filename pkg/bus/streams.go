@@ -36,7 +36,8 @@ const ASRJobsMaxAge = 5 * time.Minute
 
 // StreamsConfig tunes the streams EnsureStreams creates. Zero values take the defaults.
 type StreamsConfig struct {
-	// MaxAge bounds how long conversation envelopes are kept (default: forever).
+	// MaxAge bounds how long the CONVERSATIONS and SYSTEM streams keep an
+	// envelope (default ALICIA_STREAM_MAX_AGE, else forever).
 	MaxAge time.Duration
 	// DeadLetterMaxAge bounds how long dead letters are kept (default 30 days).
 	DeadLetterMaxAge time.Duration
@@ -53,6 +54,9 @@ type StreamsConfig struct {
 	// oldest envelopes are dropped (default ALICIA_CONVERSATIONS_MAX_BYTES,
 	// else DefaultConversationsMaxBytes; -1: no limit).
 	ConversationsMaxBytes int64
+	// SystemMaxBytes bounds the SYSTEM stream likewise (default
+	// ALICIA_SYSTEM_MAX_BYTES, else DefaultSystemMaxBytes; -1: no limit).
+	SystemMaxBytes int64
 }
 
 // DefaultConversationsMaxBytes bounds the CONVERSATIONS stream: 4 GiB is
@@ -66,17 +70,65 @@ const DefaultConversationsMaxBytes int64 = 4 << 30
 // service: each one ensures the streams with the same value.
 const EnvConversationsMaxBytes = "ALICIA_CONVERSATIONS_MAX_BYTES"
 
+// DefaultSystemMaxBytes leaves the SYSTEM stream unbounded: it holds tool
+// and MCP settings and memory actions, a small fraction of CONVERSATIONS,
+// and a default limit would reserve disk (see DefaultConversationsMaxBytes)
+// that a small board does not have beside the 4 GiB of CONVERSATIONS.
+const DefaultSystemMaxBytes int64 = -1
+
+// EnvSystemMaxBytes overrides DefaultSystemMaxBytes in every service.
+const EnvSystemMaxBytes = "ALICIA_SYSTEM_MAX_BYTES"
+
 // conversationsMaxBytes is the limit from the environment or the default.
 func conversationsMaxBytes() (int64, error) {
-	v := os.Getenv(EnvConversationsMaxBytes)
+	return maxBytesFromEnv(EnvConversationsMaxBytes, DefaultConversationsMaxBytes)
+}
+
+// systemMaxBytes is the limit from the environment or the default.
+func systemMaxBytes() (int64, error) {
+	return maxBytesFromEnv(EnvSystemMaxBytes, DefaultSystemMaxBytes)
+}
+
+// maxBytesFromEnv reads a stream size limit: bytes ≥ 1 MiB, or -1 for none;
+// def when name is unset or bad (the error says which).
+func maxBytesFromEnv(name string, def int64) (int64, error) {
+	v := os.Getenv(name)
 	if v == "" {
-		return DefaultConversationsMaxBytes, nil
+		return def, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || (n < 1<<20 && n != -1) {
-		return DefaultConversationsMaxBytes, fmt.Errorf("%s %q: want bytes ≥ 1048576, or -1 for no limit", EnvConversationsMaxBytes, v)
+		return def, fmt.Errorf("%s %q: want bytes ≥ 1048576, or -1 for no limit", name, v)
 	}
 	return n, nil
+}
+
+// EnvStreamMaxAge bounds how long the CONVERSATIONS and SYSTEM streams keep
+// an envelope (Go duration syntax, e.g. 2160h for 90 days; unset or 0:
+// forever). Every service reads it, so none sets the streams back to
+// another age at its start.
+const EnvStreamMaxAge = "ALICIA_STREAM_MAX_AGE"
+
+// MinStreamMaxAge is the shortest ALICIA_STREAM_MAX_AGE: the services still
+// need an envelope that long after it was published (a queued turn waits up
+// to 24 h in LLM_TURNS and is answered from its conversation in
+// CONVERSATIONS; persistence must apply every envelope before it expires,
+// across an outage of a night; a client resumes after its last sequence).
+const MinStreamMaxAge = 24 * time.Hour
+
+// StreamMaxAge is the age limit from ALICIA_STREAM_MAX_AGE, 0 (forever)
+// when unset; a value that is not 0 nor at least MinStreamMaxAge is an
+// error (with 0 as the age).
+func StreamMaxAge() (time.Duration, error) {
+	v := os.Getenv(EnvStreamMaxAge)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || (d != 0 && d < MinStreamMaxAge) {
+		return 0, fmt.Errorf("%s %q: want 0 (forever) or a duration of at least %s, e.g. 2160h for 90 days", EnvStreamMaxAge, v, MinStreamMaxAge)
+	}
+	return d, nil
 }
 
 // EnvStreamReplicas sets how many servers of a NATS cluster hold each
@@ -117,6 +169,12 @@ func (c StreamsConfig) withDefaults() StreamsConfig {
 	if c.ConversationsMaxBytes == 0 {
 		c.ConversationsMaxBytes, _ = conversationsMaxBytes() // EnsureStreams reports a bad value
 	}
+	if c.SystemMaxBytes == 0 {
+		c.SystemMaxBytes, _ = systemMaxBytes() // EnsureStreams reports a bad value
+	}
+	if c.MaxAge == 0 {
+		c.MaxAge, _ = StreamMaxAge() // EnsureStreams reports a bad value
+	}
 	return c
 }
 
@@ -140,7 +198,7 @@ func StreamConfigs(c StreamsConfig) []jetstream.StreamConfig {
 	}
 	return []jetstream.StreamConfig{
 		maxBytes(base(StreamConversations, "Protocol envelopes of every conversation, client and server", subjects.AllConversations, c.MaxAge), c.ConversationsMaxBytes),
-		base(StreamSystem, "Protocol envelopes not tied to one conversation", subjects.AllSystem, c.MaxAge),
+		maxBytes(base(StreamSystem, "Protocol envelopes not tied to one conversation", subjects.AllSystem, c.MaxAge), c.SystemMaxBytes),
 		base(StreamDeadLetter, "Envelopes a consumer could not process, with the reason in headers", subjects.AllDeadLetters, c.DeadLetterMaxAge),
 		asrJobs(base(StreamASRJobs, "ASR jobs (ASRJob envelopes), shared by every asr replica", subjects.AllASRJobs, ASRJobsMaxAge)),
 		dispatch(base(StreamDispatch, "Room-agent dispatch requests (AgentDispatch), one pending per conversation", subjects.AllDispatch, 0)),
@@ -165,12 +223,25 @@ func dispatch(c jetstream.StreamConfig) jetstream.StreamConfig {
 	return c
 }
 
-// EnsureStreams creates or updates every Alicia stream.
+// EnsureStreams creates or updates every Alicia stream. A bad value of a
+// variable it reads (ALICIA_STREAM_MAX_AGE, ALICIA_CONVERSATIONS_MAX_BYTES,
+// ALICIA_SYSTEM_MAX_BYTES, ALICIA_STREAM_REPLICAS) is an error naming it,
+// unless c sets that field itself.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
+	var errs []error
 	if _, err := conversationsMaxBytes(); err != nil && c.ConversationsMaxBytes == 0 {
-		return fmt.Errorf("bus: %w", err)
+		errs = append(errs, err)
+	}
+	if _, err := systemMaxBytes(); err != nil && c.SystemMaxBytes == 0 {
+		errs = append(errs, err)
+	}
+	if _, err := StreamMaxAge(); err != nil && c.MaxAge == 0 {
+		errs = append(errs, err)
 	}
 	if _, err := StreamReplicas(); err != nil && c.Replicas == 0 {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bus: %w", err)
 	}
 	for _, cfg := range StreamConfigs(c) {
@@ -185,7 +256,9 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig)
 // server has; a stream that already fits is left alone. Services starting
 // together all ensure the same streams, and nats-server (v2.15) races a
 // stream update against a concurrent create of another stream, so a
-// needless update is not harmless.
+// needless update is not harmless. cfg's MaxAge is applied as it is, zero
+// included (no age limit): an age limit once set is lifted again when the
+// setting is removed.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
 	for range 3 {
 		s, err := js.Stream(ctx, cfg.Name)
@@ -199,7 +272,15 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		case err != nil:
 			return err
 		}
-		return UpdateStreamIfChanged(ctx, js, s.CachedInfo().Config, cfg)
+		have := s.CachedInfo().Config
+		if cfg.MaxAge == 0 && have.MaxAge != 0 {
+			// mergeStreamConfig skips zero fields: lift the limit here.
+			have.MaxAge = 0
+			if _, err := js.UpdateStream(ctx, have); err != nil {
+				return err
+			}
+		}
+		return UpdateStreamIfChanged(ctx, js, have, cfg)
 	}
 	return fmt.Errorf("bus: stream %s created and deleted concurrently", cfg.Name)
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -138,6 +139,153 @@ func TestStreamReplicas(t *testing.T) {
 		err := bus.EnsureStreams(context.Background(), js, bus.StreamsConfig{})
 		if err == nil || !strings.Contains(err.Error(), bus.EnvStreamReplicas) {
 			t.Fatalf("err = %v, want one naming %s", err, bus.EnvStreamReplicas)
+		}
+	})
+}
+
+// TestStreamRetention: ALICIA_STREAM_MAX_AGE gives CONVERSATIONS and
+// SYSTEM their age limit (none by default, at least a day when set) and
+// ALICIA_SYSTEM_MAX_BYTES the SYSTEM stream its size limit (none by
+// default); the other streams keep their own ages. A stream made before
+// gets the limits, and removing the variable lifts the age limit again.
+// Beyond the size limit SYSTEM drops its oldest envelopes.
+func TestStreamRetention(t *testing.T) {
+	ctx := context.Background()
+	info := func(t *testing.T, js jetstream.JetStream, name string) *jetstream.StreamInfo {
+		t.Helper()
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	for _, c := range []struct {
+		env  string
+		want time.Duration
+		err  bool
+	}{
+		{"", 0, false},
+		{"0", 0, false},
+		{"24h", 24 * time.Hour, false},
+		{"2160h", 90 * 24 * time.Hour, false},
+		{"23h59m", 0, true},
+		{"1h", 0, true},
+		{"-24h", 0, true},
+		{"90d", 0, true},
+		{"forever", 0, true},
+	} {
+		t.Run("age "+strconv.Quote(c.env), func(t *testing.T) {
+			t.Setenv(bus.EnvStreamMaxAge, c.env)
+			d, err := bus.StreamMaxAge()
+			if d != c.want || (err != nil) != c.err {
+				t.Fatalf("StreamMaxAge() = %s, %v; want %s, error %v", d, err, c.want, c.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), bus.EnvStreamMaxAge) {
+				t.Fatalf("err = %v, want one naming %s", err, bus.EnvStreamMaxAge)
+			}
+		})
+	}
+	t.Run("the limits reach CONVERSATIONS and SYSTEM only", func(t *testing.T) {
+		t.Setenv(bus.EnvStreamMaxAge, "720h")
+		t.Setenv(bus.EnvSystemMaxBytes, "67108864")
+		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]time.Duration{
+			bus.StreamConversations: 720 * time.Hour, bus.StreamSystem: 720 * time.Hour,
+			bus.StreamDeadLetter: 30 * 24 * time.Hour, bus.StreamASRJobs: bus.ASRJobsMaxAge, bus.StreamDispatch: 0,
+		}
+		for name, age := range want {
+			if got := info(t, js, name).Config.MaxAge; got != age {
+				t.Errorf("%s: MaxAge %s, want %s", name, got, age)
+			}
+		}
+		if got := info(t, js, bus.StreamSystem).Config.MaxBytes; got != 64<<20 {
+			t.Errorf("SYSTEM: MaxBytes %d, want %d", got, 64<<20)
+		}
+		if got := info(t, js, bus.StreamConversations).Config.MaxBytes; got != bus.DefaultConversationsMaxBytes {
+			t.Errorf("CONVERSATIONS: MaxBytes %d, want the default %d", got, bus.DefaultConversationsMaxBytes)
+		}
+	})
+	t.Run("defaults: no age limit, SYSTEM unbounded", func(t *testing.T) {
+		t.Setenv(bus.EnvStreamMaxAge, "")
+		t.Setenv(bus.EnvSystemMaxBytes, "")
+		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{bus.StreamConversations, bus.StreamSystem} {
+			if got := info(t, js, name).Config.MaxAge; got != 0 {
+				t.Errorf("%s: MaxAge %s, want none", name, got)
+			}
+		}
+		if got := info(t, js, bus.StreamSystem).Config.MaxBytes; got != -1 {
+			t.Errorf("SYSTEM: MaxBytes %d, want -1", got)
+		}
+	})
+	t.Run("an existing stream gets the limit, and loses it when it is removed", func(t *testing.T) {
+		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+		t.Setenv(bus.EnvStreamMaxAge, "")
+		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(bus.EnvStreamMaxAge, "48h")
+		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := info(t, js, bus.StreamConversations).Config.MaxAge; got != 48*time.Hour {
+			t.Fatalf("MaxAge %s after setting %s=48h", got, bus.EnvStreamMaxAge)
+		}
+		t.Setenv(bus.EnvStreamMaxAge, "")
+		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{bus.StreamConversations, bus.StreamSystem} {
+			if got := info(t, js, name).Config.MaxAge; got != 0 {
+				t.Errorf("%s: MaxAge %s after removing %s, want none", name, got, bus.EnvStreamMaxAge)
+			}
+		}
+		// The other streams keep their own ages through it all.
+		if got := info(t, js, bus.StreamDeadLetter).Config.MaxAge; got != 30*24*time.Hour {
+			t.Errorf("DEADLETTER: MaxAge %s", got)
+		}
+	})
+	for _, c := range []struct{ name, env, value string }{
+		{"a bad age", bus.EnvStreamMaxAge, "1h"},
+		{"a bad SYSTEM size", bus.EnvSystemMaxBytes, "1000"},
+		{"a SYSTEM size that is no number", bus.EnvSystemMaxBytes, "1G"},
+	} {
+		t.Run(c.name+" fails EnsureStreams", func(t *testing.T) {
+			t.Setenv(c.env, c.value)
+			js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+			err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{})
+			if err == nil || !strings.Contains(err.Error(), c.env) {
+				t.Fatalf("err = %v, want one naming %s", err, c.env)
+			}
+			if _, err := js.Stream(ctx, bus.StreamConversations); err == nil {
+				t.Fatal("a stream was made with a bad setting")
+			}
+		})
+	}
+	t.Run("SYSTEM drops its oldest envelopes beyond its size", func(t *testing.T) {
+		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{SystemMaxBytes: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 300<<10)
+		for range 5 {
+			if _, err := js.Publish(ctx, "alicia.sys.memory_action", chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := info(t, js, bus.StreamSystem).State
+		if st.Bytes > 1<<20 || st.FirstSeq == 1 || st.LastSeq != 5 {
+			t.Fatalf("state %+v: want the oldest dropped to stay within 1 MiB", st)
 		}
 	})
 }
