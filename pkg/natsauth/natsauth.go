@@ -226,9 +226,11 @@ func For(service string) Permissions {
 			client(protocol.TypeMemoryAction), serverAll)...)
 	case Persistence:
 		// Consumes everything stored; serves history.get and
-		// persistence.applied; publishes nothing but dead letters.
-		p.Publish = []string{subjects.AllDeadLetters}
-		p.Subscribe = []string{rpc.HistorySubject, rpc.AppliedSubject, "$SRV.>"}
+		// persistence.applied; publishes nothing but dead letters and, to
+		// the other persistence instances, how far it applied its
+		// partitions.
+		p.Publish = []string{subjects.AllDeadLetters, subjects.AllPersistenceProgress}
+		p.Subscribe = []string{rpc.HistorySubject, rpc.AppliedSubject, "$SRV.>", subjects.AllPersistenceProgress}
 		p.Responses = true
 		p.Publish = append(p.Publish, consume(bus.StreamConversations, bus.StreamSystem)...)
 	default:

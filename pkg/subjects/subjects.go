@@ -53,6 +53,9 @@ const (
 	AllSpecTranscripts = "alicia.spec.*.transcript"
 	AllSpecPreempts    = "alicia.spec.*.preempt"
 	AllSpecSpeak       = "alicia.spec.*.speak"
+	// AllPersistenceProgress: the persistence instances' announcements of
+	// how far they applied their partitions (core NATS).
+	AllPersistenceProgress = "alicia.persistence.progress.>"
 )
 
 // ErrInvalid is returned by Parse and Validate for subjects or tokens that do not fit the layout.
@@ -125,6 +128,10 @@ func System(t Typed) string { return root + ".sys." + t.Token() }
 
 // DeadLetter is where a consumer puts envelopes it cannot process.
 func DeadLetter(consumer string) string { return root + ".dlq." + consumer }
+
+// PersistenceProgress is where persistence instances announce, on core
+// NATS, the offsets of the partitions of stream they applied.
+func PersistenceProgress(stream string) string { return root + ".persistence.progress." + stream }
 
 // ASRJob is the work-queue subject of ASR jobs for one conversation.
 func ASRJob[C ~string](cid C) string { return root + ".asr.jobs." + string(cid) }

@@ -7,6 +7,7 @@ package persistence
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
@@ -36,6 +37,15 @@ type Config struct {
 	// The default 1 is one transaction per batch; 2 applies ~20% more
 	// envelopes/s on two cores, each shard with its own stored offset.
 	Shards int
+	// Instance names this process among the persistence instances sharing
+	// the partitions (ALICIA_PERSISTENCE_INSTANCE, default host-pid). A
+	// restarted process under the same name takes its partitions back at
+	// once; under a new one, once their leases have expired.
+	Instance string
+	// LeaseTTL is how long a partition stays with an instance that stopped
+	// renewing it (ALICIA_PERSISTENCE_LEASE_TTL, default 5s): how long the
+	// partitions of an instance that died wait for another.
+	LeaseTTL time.Duration
 	// Migrate applies the migrations at start (ALICIA_PERSISTENCE_MIGRATE, default true).
 	Migrate bool
 	// HistoryWait bounds how long history.get and persistence.applied wait
@@ -57,6 +67,8 @@ func DefaultConfig() Config {
 		BatchSize:   1000,
 		Linger:      2 * time.Millisecond,
 		Shards:      1,
+		Instance:    defaultInstance(),
+		LeaseTTL:    5 * time.Second,
 		Migrate:     true,
 		HistoryWait: 5 * time.Second,
 	}
@@ -71,12 +83,14 @@ func ConfigFromEnv() (Config, error) {
 	}
 	config.String("ALICIA_PERSISTENCE_CONSUMER", &c.Consumer)
 	config.String("ALICIA_PERSISTENCE_METRICS_ADDR", &c.MetricsAddr)
+	config.String("ALICIA_PERSISTENCE_INSTANCE", &c.Instance)
 	err := errors.Join(
 		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		config.Int("ALICIA_PERSISTENCE_BATCH", &c.BatchSize),
 		config.Int("ALICIA_PERSISTENCE_SHARDS", &c.Shards),
 		config.Duration("ALICIA_PERSISTENCE_LINGER", &c.Linger),
 		config.Duration("ALICIA_PERSISTENCE_WAIT", &c.HistoryWait),
+		config.Duration("ALICIA_PERSISTENCE_LEASE_TTL", &c.LeaseTTL),
 		config.Bool("ALICIA_PERSISTENCE_MIGRATE", &c.Migrate),
 	)
 	if err != nil {
@@ -106,8 +120,53 @@ func (c Config) Validate() error {
 	if c.HistoryWait <= 0 {
 		errs = append(errs, fmt.Errorf("wait %s is not positive (ALICIA_PERSISTENCE_WAIT)", c.HistoryWait))
 	}
+	if !validInstance(c.Instance) {
+		errs = append(errs, fmt.Errorf("instance %q is not 1..64 letters, digits, - and _ (ALICIA_PERSISTENCE_INSTANCE)", c.Instance))
+	}
+	if c.LeaseTTL < 500*time.Millisecond || c.LeaseTTL > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("lease TTL %s is outside 500ms..5m (ALICIA_PERSISTENCE_LEASE_TTL)", c.LeaseTTL))
+	}
 	if c.Shards < 1 || c.Shards > 64 {
 		errs = append(errs, fmt.Errorf("shards %d is outside 1..64", c.Shards))
 	}
 	return errors.Join(errs...)
+}
+
+// InstanceConsumer is the name of this instance's consumer on both streams:
+// instances do not share one (the position lives in the database, per
+// partition).
+func (c Config) InstanceConsumer() string { return c.Consumer + "-" + c.Instance }
+
+// defaultInstance is host-pid, reduced to what a consumer name may hold.
+func defaultInstance() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "persistence"
+	}
+	id := []byte(fmt.Sprintf("%s-%d", host, os.Getpid()))
+	for i, b := range id {
+		if !instanceByte(b) {
+			id[i] = '_'
+		}
+	}
+	if len(id) > 64 {
+		id = id[len(id)-64:]
+	}
+	return string(id)
+}
+
+func instanceByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_'
+}
+
+func validInstance(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := range len(s) {
+		if !instanceByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -38,18 +38,48 @@ func crashDuringBurst(t *testing.T, shards string) {
 	s := newStack(t)
 	bin := buildPersistence(t)
 	run := func() *exec.Cmd {
-		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), "ALICIA_NATS_URL="+s.cfg.NATSURL, "ALICIA_POSTGRES_URL="+s.cfg.PostgresURL,
-			"ALICIA_LOG_LEVEL=warn", "ALICIA_PERSISTENCE_BATCH=200", "ALICIA_PERSISTENCE_SHARDS="+shards)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+		return startPersistence(t, bin, s, "ALICIA_PERSISTENCE_SHARDS="+shards)
 	}
 
 	proc := run()
 	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
+	last := publishBurst(t, s, func(w int) {
+		if w != 100 {
+			return
+		}
+		// Kill it once it is well into the burst.
+		testkit.Eventually(t, 30*time.Second, func() bool {
+			return s.queryInt(`SELECT COALESCE(max(last_seq), 0) FROM alicia_stream_offsets WHERE stream = $1`, bus.StreamConversations) > 1000
+		}, "persistence never got going")
+		if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = proc.Wait()
+		t.Logf("killed at offset %d", s.queryInt(`SELECT max(last_seq) FROM alicia_stream_offsets`))
+		proc = run()
+	})
+	checkBurstApplied(t, s, last)
+}
+
+// startPersistence starts the service's binary on s with the burst's
+// settings and env added; the test kills it at its end.
+func startPersistence(t *testing.T, bin string, s *stack, env ...string) *exec.Cmd {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "ALICIA_NATS_URL="+s.cfg.NATSURL, "ALICIA_POSTGRES_URL="+s.cfg.PostgresURL,
+		"ALICIA_LOG_LEVEL=warn", "ALICIA_PERSISTENCE_BATCH=200")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// publishBurst publishes crashConversations conversations of crashPerConv
+// envelopes each, interleaved 50 conversations at a time as a live server
+// would, calling window after each window of envelopes it published (w: the
+// first conversation of the window). It returns the last sequence.
+func publishBurst(t *testing.T, s *stack, window func(w int)) uint64 {
 	ctx := context.Background()
 	var last uint64
 	var envs []protocol.Envelope
@@ -70,7 +100,6 @@ func crashDuringBurst(t *testing.T, shards string) {
 			protocol.Envelope{ConversationID: cid, Type: protocol.TypeToolUseResult, Body: &protocol.ToolUseResult{ID: "atr" + cid, RequestID: "atu" + cid, ConversationID: cid, Success: true, Result: 2}},
 		)
 	}
-	// Interleave conversations as a live server would, 50 at a time.
 	for w := 0; w < crashConversations; w += 50 {
 		for k := range crashPerConv {
 			for c := w; c < w+50; c++ {
@@ -79,34 +108,29 @@ func crashDuringBurst(t *testing.T, shards string) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				subject := subjectOf(env)
-				ack, err := s.js.Publish(ctx, subject, data)
+				ack, err := s.js.Publish(ctx, subjectOf(env), data)
 				if err != nil {
 					t.Fatal(err)
 				}
 				last = ack.Sequence
 			}
 		}
-		if w == 100 {
-			// Kill it once it is well into the burst.
-			testkit.Eventually(t, 30*time.Second, func() bool {
-				return s.queryInt(`SELECT COALESCE(max(last_seq), 0) FROM alicia_stream_offsets WHERE stream = $1`, bus.StreamConversations) > 1000
-			}, "persistence never got going")
-			if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = proc.Wait()
-			t.Logf("killed at offset %d", s.queryInt(`SELECT max(last_seq) FROM alicia_stream_offsets`))
-			proc = run()
-		}
+		window(w)
 	}
 	if last != crashConversations*crashPerConv {
 		t.Fatalf("published %d envelopes, want %d", last, crashConversations*crashPerConv)
 	}
+	return last
+}
+
+// checkBurstApplied waits until every partition is applied up to last and
+// checks that every envelope of the burst was applied exactly once.
+func checkBurstApplied(t *testing.T, s *stack, last uint64) {
+	ctx := context.Background()
 	testkit.Eventually(t, 60*time.Second, func() bool {
 		// Every shard commits its part of a batch in its own transaction: all are done when the lowest offset is.
 		return s.queryInt(`SELECT COALESCE(min(last_seq), 0) FROM alicia_stream_offsets WHERE stream = $1`, bus.StreamConversations) == int(last)
-	}, "restarted persistence did not catch up")
+	}, "persistence did not catch up")
 
 	for _, c := range []struct {
 		sql  string

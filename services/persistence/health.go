@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -13,10 +14,10 @@ import (
 )
 
 // serveHealth serves /metrics and /healthz at cfg.MetricsAddr when it is
-// set: healthy while NATS is connected, Postgres answers and the consumers
-// of both streams exist, until ctx ends (draining). stop is a no-op without
+// set: healthy while NATS is connected, Postgres answers and the partition
+// leases are renewed, until ctx ends (draining). stop is a no-op without
 // an address.
-func serveHealth(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(context.Context) error, log zerolog.Logger) (stop func(), err error) {
+func serveHealth(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream, pg func(context.Context) error, leases func() bool, log zerolog.Logger) (stop func(), err error) {
 	if cfg.MetricsAddr == "" {
 		return func() {}, nil
 	}
@@ -24,8 +25,12 @@ func serveHealth(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.Je
 		svcmain.Draining(ctx),
 		telemetry.NATSConnected(nc),
 		telemetry.HealthCheck{Name: "postgres", Check: pg},
-		telemetry.ConsumerExists(bus.StreamConversations, cfg.Consumer, js.Consumer),
-		telemetry.ConsumerExists(bus.StreamSystem, cfg.Consumer, js.Consumer),
+		telemetry.HealthCheck{Name: "leases", Check: func(context.Context) error {
+			if !leases() {
+				return errors.New("the partition leases have not been renewed within a lease")
+			}
+			return nil
+		}},
 	)
 	if err != nil {
 		return nil, err
@@ -33,7 +38,7 @@ func serveHealth(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.Je
 	// Its lag is how far the database is behind the streams; the
 	// DEADLETTER stream's size is watched here too (no consumer reads it).
 	unwatch, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: log,
-		Consumers: map[string][]string{bus.StreamConversations: {cfg.Consumer}, bus.StreamSystem: {cfg.Consumer}, bus.StreamDeadLetter: nil}})
+		Consumers: map[string][]string{bus.StreamConversations: {cfg.InstanceConsumer()}, bus.StreamSystem: {cfg.InstanceConsumer()}, bus.StreamDeadLetter: nil}})
 	if err != nil {
 		stopMetrics()
 		return nil, err

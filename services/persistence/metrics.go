@@ -17,6 +17,10 @@ type metrics struct {
 	// StreamEpoch is the epoch of the stream being applied, by stream: how
 	// many different streams of that name this database has consumed before.
 	StreamEpoch *prometheus.GaugeVec
+	// Instances is how many persistence instances share the partitions,
+	// as this one last saw; PartitionsHeld how many of them it applies.
+	Instances      prometheus.Gauge
+	PartitionsHeld prometheus.Gauge
 }
 
 var (
@@ -35,8 +39,16 @@ func defaultMetrics() *metrics {
 				Namespace: "alicia", Subsystem: "persistence", Name: "stream_epoch",
 				Help: "How many different streams of this name the database had consumed before the one being applied.",
 			}, []string{"stream"}),
+			Instances: prometheus.NewGauge(prometheus.GaugeOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "instances",
+				Help: "Persistence instances alive (seen within a lease) sharing the partitions, as this instance last saw.",
+			}),
+			PartitionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "partitions_held",
+				Help: "Partitions (of CONVERSATIONS and SYSTEM together) this instance holds the lease of and applies.",
+			}),
 		}
-		prometheus.MustRegister(defMetrics.StreamResets, defMetrics.StreamEpoch)
+		prometheus.MustRegister(defMetrics.StreamResets, defMetrics.StreamEpoch, defMetrics.Instances, defMetrics.PartitionsHeld)
 	})
 	return defMetrics
 }

@@ -157,7 +157,7 @@ func TestSameStreamResumes(t *testing.T) {
 	if n := s.queryInt(`SELECT count(*) FROM alicia_messages WHERE conversation_id = $1`, cid); n != 13 {
 		t.Fatalf("%d messages, want 13", n)
 	}
-	c, err := s.js.Consumer(context.Background(), bus.StreamConversations, s.cfg.Consumer)
+	c, err := s.js.Consumer(context.Background(), bus.StreamConversations, s.cfg.InstanceConsumer())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,6 +19,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
+	"github.com/alicia-voice/alicia/services/persistence/internal/lease"
 	"github.com/alicia-voice/alicia/services/persistence/internal/store"
 )
 
@@ -59,9 +61,12 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	defer nc.Close()
 	st := store.New(pool)
 	dlq := bus.NewDeadLetters(js)
-
-	watermarks := map[string]*consume.Watermark{}
-	var loops []*consume.Loop
+	// Every stream's partitions, leased to the instances alive: one
+	// consumer per instance reads what follows the lowest offset of the
+	// partitions it holds, and applies those.
+	var units []store.Unit
+	runners := map[string]*runner{}
+	progress := map[string]*consume.Progress{}
 	for _, s := range []struct {
 		stream, filter string
 		shards         int
@@ -69,31 +74,86 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		{bus.StreamConversations, subjects.AllConversations, cfg.Shards},
 		{bus.StreamSystem, subjects.AllSystem, 1},
 	} {
-		loop, err := newLoop(ctx, js, st, dlq, cfg, s.stream, s.filter, s.shards, log)
+		claim, err := claimStream(ctx, js, st, s.stream, cfg.Consumer, log)
 		if err != nil {
 			return err
 		}
-		watermarks[s.stream] = loop.Watermark
-		loops = append(loops, loop)
+		parts := shardOffsets(cfg.Consumer, s.shards, claim.Offsets)
+		offsets := make(map[string]uint64, len(parts))
+		names := make([]string, len(parts))
+		for i, p := range parts {
+			offsets[p.Name], names[i] = p.Offset, p.Name
+			units = append(units, store.Unit{Stream: s.stream, Name: p.Name})
+		}
+		if err := st.EnsurePartitions(ctx, s.stream, offsets); err != nil {
+			return err
+		}
+		// Where the database is, not the floor a new partition starts at.
+		stored, err := st.PartitionOffsets(ctx, s.stream, cfg.Consumer)
+		if err != nil {
+			return err
+		}
+		p := consume.NewProgress(names, stored)
+		p.Refresh = func(ctx context.Context) (map[string]uint64, error) {
+			return st.PartitionOffsets(ctx, s.stream, cfg.Consumer)
+		}
+		progress[s.stream] = p
+		runners[s.stream] = &runner{stream: s.stream, filter: s.filter, names: names, cfg: cfg, js: js, st: st, dlq: dlq, progress: p,
+			log: log.With().Str("stream", s.stream).Logger()}
 	}
+	m := defaultMetrics()
+	coord := &lease.Coordinator{ID: cfg.Instance, Consumer: cfg.Consumer, Units: units, TTL: cfg.LeaseTTL, Store: st,
+		Log: log.With().Str("instance", cfg.Instance).Logger(),
+		OnTick: func(live, held int) {
+			m.Instances.Set(float64(live))
+			m.PartitionsHeld.Set(float64(held))
+		}}
+	// What the others apply arrives as their announcements (and, should
+	// one be lost, from the database while a reader waits).
+	announce, err := progressAnnouncements(nc, progress, cfg.Instance, log)
+	if err != nil {
+		return err
+	}
+	defer announce.stop()
+	for _, r := range runners {
+		r.coord, r.announce = coord, announce.publish
+	}
+	if err := coord.Tick(ctx); err != nil {
+		return fmt.Errorf("persistence: leases: %w", err)
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
-	stopService, err := startService(gctx, nc, st, watermarks, cfg.HistoryWait)
+	stopService, err := startService(gctx, nc, st, progress, cfg.HistoryWait)
 	if err != nil {
 		return fmt.Errorf("persistence: micro service: %w", err)
 	}
 	defer stopService()
-	stopHealth, err := serveHealth(ctx, cfg, nc, js, pool.Ping, log)
+	stopHealth, err := serveHealth(ctx, cfg, nc, js, pool.Ping, coord.Healthy, log)
 	if err != nil {
 		return fmt.Errorf("persistence: %w", err)
 	}
 	defer stopHealth()
+	// The leases are renewed until the loops have committed what they
+	// hold, then given back: the others take them at once.
+	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	leasesDone := make(chan error, 1)
+	go func() { leasesDone <- coord.Run(leaseCtx) }()
+	defer func() {
+		stopLeases()
+		<-leasesDone
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := coord.Leave(lctx); err != nil {
+			log.Warn().Err(err).Msg("could not give the partitions back; they move once their leases expire")
+		}
+	}()
 	// On a stop signal the loops stop fetching and commit the batch they
 	// hold; history.get keeps answering until they have.
 	work := svcmain.WorkContext(ctx)
-	for _, loop := range loops {
-		g.Go(func() error { return loop.Run(gctx, work) })
+	for _, r := range runners {
+		g.Go(func() error { return r.run(gctx, work) })
 	}
-	log.Info().Str("consumer", cfg.Consumer).Msg("persistence running")
+	log.Info().Str("consumer", cfg.Consumer).Str("instance", cfg.Instance).Int("partitions", len(units)).Msg("persistence running")
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
 		err = nil
@@ -101,53 +161,136 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	return err
 }
 
-// newLoop (re)creates the durable consumer so that it delivers, in stream
-// order, exactly what follows the offset stored in Postgres with the rows.
-// The database, written in the same transaction as the rows, is the source
-// of truth for the position: JetStream's own ack state of a process that died
-// could otherwise redeliver its unacked messages after newer ones, and an
-// AckAll of the newer ones would acknowledge them unapplied. Hence one active
-// persistence instance at a time.
-func newLoop(ctx context.Context, js jetstream.JetStream, st *store.Store, dlq *bus.DeadLetters, cfg Config, stream, filter string, shards int, log zerolog.Logger) (*consume.Loop, error) {
-	claim, err := claimStream(ctx, js, st, stream, cfg.Consumer, log)
+// runner applies one stream's partitions held by this instance: it reads
+// the stream from the lowest offset among them with the instance's own
+// consumer and starts again whenever what it holds changes.
+type runner struct {
+	stream, filter string
+	names          []string // every partition of the stream, in order
+	cfg            Config
+	js             jetstream.JetStream
+	st             *store.Store
+	dlq            *bus.DeadLetters
+	progress       *consume.Progress
+	coord          *lease.Coordinator
+	announce       func(stream string, offsets map[string]uint64)
+	log            zerolog.Logger
+}
+
+// consumerName is the instance's consumer: instances do not share one (the
+// stream's position lives in the database, per partition).
+func (r *runner) consumerName() string { return r.cfg.InstanceConsumer() }
+
+func (r *runner) run(ctx, work context.Context) error {
+	defer r.dropConsumer()
+	for {
+		held, changed := r.coord.Held(r.stream)
+		if len(held) == 0 {
+			r.dropConsumer()
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		loop, err := r.start(ctx, held)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-changed:
+				cancel()
+			case <-lctx.Done():
+			}
+		}()
+		err = loop.Run(lctx, work)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// start makes the loop of the partitions held: each from the offset
+// stored with its rows; the consumer (re)created to deliver, in stream
+// order, what follows the lowest of them. The database, written in the same
+// transaction as the rows, is the source of truth for the position:
+// JetStream's own ack state of a process that died could otherwise
+// redeliver its unacked messages after newer ones, and an AckAll of the
+// newer ones would acknowledge them unapplied.
+func (r *runner) start(ctx context.Context, held []store.Lease) (*consume.Loop, error) {
+	stored, err := r.st.PartitionOffsets(ctx, r.stream, r.cfg.Consumer)
 	if err != nil {
 		return nil, err
 	}
-	parts := shardOffsets(cfg.Consumer, shards, claim.Offsets)
-	resume := parts[0].Offset
-	for _, p := range parts {
-		resume = min(resume, p.Offset)
+	r.progress.Advance(stored)
+	shards := make([]consume.Shard, len(r.names))
+	for k, name := range r.names {
+		shards[k] = consume.Shard{Name: name, Offset: stored[name]}
 	}
-	if err := js.DeleteConsumer(ctx, stream, cfg.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("persistence: reset consumer on %s: %w", stream, err)
+	resume := uint64(0)
+	for i, l := range held {
+		k := slices.Index(r.names, l.Name)
+		if k < 0 {
+			continue
+		}
+		shards[k].Held, shards[k].Owner, shards[k].Fence = true, r.cfg.Instance, l.Fence
+		if i == 0 || shards[k].Offset < resume {
+			resume = shards[k].Offset
+		}
+	}
+	name := r.consumerName()
+	if err := r.js.DeleteConsumer(ctx, r.stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("persistence: reset consumer on %s: %w", r.stream, err)
 	}
 	cc := jetstream.ConsumerConfig{
-		Durable:       cfg.Consumer,
-		Description:   "persistence: every envelope to PostgreSQL",
-		FilterSubject: filter,
+		Durable:       name,
+		Description:   "persistence instance " + r.cfg.Instance + ": the envelopes of its partitions to PostgreSQL",
+		FilterSubject: r.filter,
 		AckPolicy:     jetstream.AckAllPolicy,
 		AckWait:       time.Minute,
-		MaxAckPending: 4 * cfg.BatchSize,
+		MaxAckPending: 4 * r.cfg.BatchSize,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		// The position lives in Postgres, so the consumer's own state need
 		// not be fsynced: on a file-backed consumer with fsync on every write,
 		// each delivery's state write made the stream's deliveries lag by
-		// seconds under load.
-		MemoryStorage: true,
+		// seconds under load. An instance that dies leaves it behind; the
+		// server removes it once no one has pulled for a while.
+		MemoryStorage:     true,
+		InactiveThreshold: time.Hour,
 	}
 	if resume > 0 {
 		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, resume+1
 	}
-	cons, err := js.CreateConsumer(ctx, stream, cc)
+	cons, err := r.js.CreateConsumer(ctx, r.stream, cc)
 	if err != nil {
-		return nil, fmt.Errorf("persistence: consumer on %s: %w", stream, err)
+		return nil, fmt.Errorf("persistence: consumer on %s: %w", r.stream, err)
 	}
-	log.Info().Str("stream", stream).Uint64("resume_after", resume).Int("shards", shards).Msg("consumer ready")
+	r.log.Info().Uint64("resume_after", resume).Int("partitions", len(held)).Int("of", len(r.names)).Msg("consumer ready")
 	return &consume.Loop{
-		Stream: stream, Consumer: cfg.Consumer, Cons: cons, Applier: st, DLQ: dlq,
-		Watermark: consume.NewWatermark(resume), Log: log.With().Str("stream", stream).Logger(),
-		BatchSize: cfg.BatchSize, Linger: cfg.Linger, Shards: parts, OnApplied: cfg.OnApplied,
+		Stream: r.stream, Consumer: r.cfg.Consumer, Cons: cons, Applier: r.st, DLQ: r.dlq,
+		Progress: r.progress, Log: r.log, BatchSize: r.cfg.BatchSize, Linger: r.cfg.Linger, Shards: shards,
+		OnApplied: r.cfg.OnApplied, OnPartitions: r.announce,
 	}, nil
+}
+
+// dropConsumer deletes the instance's consumer when it holds nothing of
+// the stream (or stops).
+func (r *runner) dropConsumer() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.js.DeleteConsumer(ctx, r.stream, r.consumerName()); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		r.log.Debug().Err(err).Msg("could not delete the instance's consumer; the server removes it once idle")
+	}
 }
 
 // claimStream binds the stored offsets to the stream JetStream has now. When

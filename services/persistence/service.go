@@ -36,13 +36,13 @@ type historyReader interface {
 // endpoint's handler on one goroutine per subscription, so a request waiting
 // for a sequence far ahead would otherwise hold up every request behind it.
 type rpcServer struct {
-	ctx        context.Context
-	nc         *nats.Conn
-	st         historyReader
-	watermarks map[string]*consume.Watermark
-	wait       time.Duration
-	sem        chan struct{}
-	wg         sync.WaitGroup
+	ctx      context.Context
+	nc       *nats.Conn
+	st       historyReader
+	progress map[string]*consume.Progress
+	wait     time.Duration
+	sem      chan struct{}
+	wg       sync.WaitGroup
 	// mu orders the handlers' wg.Add against stop's wg.Wait: micro's
 	// Stop does not wait for a handler already called, so one may still
 	// be starting a request when stop waits.
@@ -52,8 +52,8 @@ type rpcServer struct {
 
 // startService registers the micro service. ctx ends the waits of requests
 // still in flight (they are answered 503); stop unregisters and waits for them.
-func startService(ctx context.Context, nc *nats.Conn, st historyReader, watermarks map[string]*consume.Watermark, wait time.Duration) (stop func(), err error) {
-	s := &rpcServer{ctx: ctx, nc: nc, st: st, watermarks: watermarks, wait: wait, sem: make(chan struct{}, maxInFlight)}
+func startService(ctx context.Context, nc *nats.Conn, st historyReader, progress map[string]*consume.Progress, wait time.Duration) (stop func(), err error) {
+	s := &rpcServer{ctx: ctx, nc: nc, st: st, progress: progress, wait: wait, sem: make(chan struct{}, maxInFlight)}
 	svc, err := micro.AddService(nc, micro.Config{Name: ServiceName, Version: "0.2.0",
 		Description: "Alicia persistence: history and applied positions with read-your-writes"})
 	if err != nil {
@@ -101,17 +101,17 @@ func (s *rpcServer) async(h func(micro.Request)) micro.Handler {
 	})
 }
 
-// waitApplied waits until wm reaches seq, bounded by the configured wait;
-// it answers the error itself and reports whether the caller may go on.
-func (s *rpcServer) waitApplied(ctx context.Context, r micro.Request, stream string, wm *consume.Watermark, seq uint64) bool {
-	err := wm.Wait(ctx, seq)
+// waitApplied waits until wait returns, bounded by the configured wait; it
+// answers the error itself and reports whether the caller may go on.
+func (s *rpcServer) waitApplied(ctx context.Context, r micro.Request, stream string, seq uint64, wait func(context.Context) error, applied func() uint64) bool {
+	err := wait(ctx)
 	switch {
 	case err == nil:
 		return true
 	case s.ctx.Err() != nil:
 		rpc.Fail(r, rpc.CodeUnavailable, "persistence is stopping")
 	default:
-		rpc.Fail(r, rpc.CodeTimeout, fmt.Sprintf("%s not applied up to %d within %s (applied up to %d)", stream, seq, s.wait, wm.Applied()))
+		rpc.Fail(r, rpc.CodeTimeout, fmt.Sprintf("%s not applied up to %d within %s (applied up to %d)", stream, seq, s.wait, applied()))
 	}
 	return false
 }
@@ -132,8 +132,13 @@ func (s *rpcServer) history(r micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.wait)
 	defer cancel()
-	wm := s.watermarks[bus.StreamConversations]
-	if !s.waitApplied(ctx, r, bus.StreamConversations, wm, req.MinSequence) {
+	// Only the conversation's partition has to be applied that far,
+	// whichever instance applies it.
+	p := s.progress[bus.StreamConversations]
+	part := p.Of(req.ConversationID)
+	if !s.waitApplied(ctx, r, bus.StreamConversations, req.MinSequence,
+		func(ctx context.Context) error { return p.Wait(ctx, part, req.MinSequence) },
+		func() uint64 { return p.Applied(part) }) {
 		return
 	}
 	msgs, err := s.st.History(ctx, req.ConversationID, req.Limit)
@@ -148,17 +153,18 @@ func (s *rpcServer) history(r micro.Request) {
 	if msgs == nil {
 		msgs = []rpc.HistoryMessage{}
 	}
-	rpc.Respond(r, rpc.HistoryResponse{Messages: msgs, AppliedSequence: wm.Applied()})
+	rpc.Respond(r, rpc.HistoryResponse{Messages: msgs, AppliedSequence: p.Applied(part)})
 }
 
 // applied answers persistence.applied: once the named stream is applied up
-// to Sequence (with shards: every shard), how far it is applied.
+// to Sequence (every partition, whichever instance applies it), how far it
+// is applied.
 func (s *rpcServer) applied(r micro.Request) {
 	var req rpc.AppliedRequest
 	if !rpc.Decode(r, &req) {
 		return
 	}
-	wm, ok := s.watermarks[req.Stream]
+	p, ok := s.progress[req.Stream]
 	if !ok {
 		rpc.Fail(r, rpc.CodeBadRequest, fmt.Sprintf("unknown stream %q: persistence.applied knows %s and %s",
 			req.Stream, bus.StreamConversations, bus.StreamSystem))
@@ -166,8 +172,9 @@ func (s *rpcServer) applied(r micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.wait)
 	defer cancel()
-	if !s.waitApplied(ctx, r, req.Stream, wm, req.Sequence) {
+	if !s.waitApplied(ctx, r, req.Stream, req.Sequence,
+		func(ctx context.Context) error { return p.WaitAll(ctx, req.Sequence) }, p.AppliedAll) {
 		return
 	}
-	rpc.Respond(r, rpc.AppliedResponse{Applied: wm.Applied()})
+	rpc.Respond(r, rpc.AppliedResponse{Applied: p.AppliedAll()})
 }

@@ -2,9 +2,12 @@ package persistence_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
@@ -151,11 +154,11 @@ func TestTraceIDColumn(t *testing.T) {
 
 	// Redelivery of the whole stream, offsets forgotten: nothing changes.
 	before := snapshot(t, s)
-	s.stop()
+	s.stop() // its consumers go with it: the position is the database's
 	ctx := context.Background()
 	for _, stream := range []string{bus.StreamConversations, bus.StreamSystem} {
-		if err := s.js.DeleteConsumer(ctx, stream, s.cfg.Consumer); err != nil {
-			t.Fatal(err)
+		if _, err := s.js.Consumer(ctx, stream, s.cfg.InstanceConsumer()); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatalf("%s: the stopped instance's consumer: %v, want it deleted", stream, err)
 		}
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM alicia_stream_offsets`); err != nil {

@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -87,7 +89,17 @@ func newDatabase(t testing.TB, migrated bool) string {
 		}
 	}
 	name := "alicia_test_" + slug(t.Name()) + "_" + randomHex(6)
-	if err := exec(ctx, srv.admin, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(tpl)); err != nil {
+	err := exec(ctx, srv.admin, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(tpl))
+	if migrated && isMissingDatabase(err) {
+		// A process testing other migration files (another checkout, an
+		// older build) dropped this template as stale: build it again.
+		forgetTemplate(tpl)
+		if tpl, err = template(ctx, srv.admin); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+		err = exec(ctx, srv.admin, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(tpl))
+	}
+	if err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
@@ -184,6 +196,21 @@ func template(ctx context.Context, admin *pgx.ConnConfig) (string, error) {
 	}
 	tplName = name
 	return name, nil
+}
+
+// forgetTemplate makes the next template call look for (and build) it again.
+func forgetTemplate(name string) {
+	tplMu.Lock()
+	defer tplMu.Unlock()
+	if tplName == name {
+		tplName = ""
+	}
+}
+
+// isMissingDatabase: the template named does not exist (3D000).
+func isMissingDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "3D000"
 }
 
 // buildTemplate migrates a new database and renames it to name.

@@ -21,7 +21,7 @@ type badApplier struct {
 	offsets   []uint64 // the offset of each committed transaction
 }
 
-func (a *badApplier) Apply(_ context.Context, _, _ string, items []Item, upTo uint64) error {
+func (a *badApplier) Apply(_ context.Context, _ string, _ Shard, items []Item, upTo uint64) error {
 	a.txs++
 	for _, it := range items {
 		if a.bad[it.Delivery.Sequence] {
@@ -67,7 +67,7 @@ func TestBisectionIsolatesBadEnvelopes(t *testing.T) {
 			}
 			l := &Loop{Stream: bus.StreamConversations, Consumer: "persistence", Applier: a, DLQ: bus.NewDeadLetters(js), Log: zerolog.Nop()}
 			const upTo = 1005 // envelopes of other shards follow
-			if err := l.apply(ctx, "shard0", items, upTo); err != nil {
+			if err := l.apply(ctx, Shard{Name: "shard0", Held: true}, items, upTo); err != nil {
 				t.Fatal(err)
 			}
 			if a.txs > c.maxTxs {

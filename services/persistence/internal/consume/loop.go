@@ -27,11 +27,19 @@ type Item struct {
 	Data     []byte
 }
 
-// Applier writes a batch of items atomically together with the stream
-// offset upTo (the highest sequence in the batch, valid or not).
+// Applier writes a batch of items of one partition atomically together
+// with the partition's stream offset upTo (the highest sequence in the
+// batch, valid or not). With a lease (part.Owner set) it fails with
+// ErrLeaseLost, writing nothing, when the partition is no longer held by
+// part.Owner under part.Fence.
 type Applier interface {
-	Apply(ctx context.Context, stream, consumer string, items []Item, upTo uint64) error
+	Apply(ctx context.Context, stream string, part Shard, items []Item, upTo uint64) error
 }
+
+// ErrLeaseLost: the partition was taken by another instance (or released)
+// since this one took it; the batch was not applied and the partition is
+// left to its new owner.
+var ErrLeaseLost = errors.New("partition lease lost")
 
 // ErrData marks an apply error caused by the data of one of the items (a
 // constraint violation, say), as opposed to the database being unreachable.
@@ -52,17 +60,24 @@ type Loop struct {
 	Cons             jetstream.Consumer
 	Applier          Applier
 	DLQ              *bus.DeadLetters
-	Watermark        *Watermark
 	Log              zerolog.Logger
 	BatchSize        int
 	Linger           time.Duration
-	// Shards are the offsets already applied by each shard (stored with the
-	// rows); their count is how many transactions apply a batch in parallel.
-	// A conversation always goes to the same shard, so its envelopes stay in
-	// order; an envelope at or below its shard's offset is only acked.
+	// Shards are the stream's partitions (all of them, in order: an
+	// envelope's partition is ShardOf its subject), each with the offset
+	// already applied (stored with the rows). The loop applies those it
+	// holds (Held), each in its own transaction, in parallel; a
+	// conversation always goes to the same partition, so its envelopes stay
+	// in order; an envelope at or below its partition's offset, or of a
+	// partition not held, is only acked.
 	Shards []Shard
+	// Progress, when set, learns each partition's offset as it is applied.
+	Progress *Progress
 	// OnApplied, when set, is called after each committed batch.
 	OnApplied func(stream string, upTo uint64)
+	// OnPartitions, when set, is called after each committed batch with the
+	// offsets of the partitions it applied (other instances learn them).
+	OnPartitions func(stream string, offsets map[string]uint64)
 }
 
 // Run consumes until ctx is cancelled: it then stops fetching at once and
@@ -136,7 +151,8 @@ func (l *Loop) fill(ctx context.Context, ch <-chan jetstream.Msg, batch []jetstr
 }
 
 // process decodes, dead-letters what is invalid, applies the rest in one
-// transaction (retrying while the database is away), then acks.
+// transaction per held partition (retrying while the database is away),
+// then acks.
 func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	parts := make([][]Item, len(l.Shards))
 	var upTo uint64
@@ -144,7 +160,7 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 		d := bus.DeliveryOf(m)
 		upTo = max(upTo, d.Sequence)
 		k := ShardOf(d.Subject, len(l.Shards))
-		if d.Sequence != 0 && d.Sequence <= l.Shards[k].Offset {
+		if !l.Shards[k].Held || d.Sequence != 0 && d.Sequence <= l.Shards[k].Offset {
 			continue
 		}
 		env, err := protocol.Decode(m.Data())
@@ -158,16 +174,24 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	}
 	t0 := time.Now()
 	errs := make([]error, len(parts))
+	applied := make([]bool, len(parts))
 	var wg sync.WaitGroup
 	for k := range parts {
-		if upTo <= l.Shards[k].Offset {
+		if !l.Shards[k].Held || upTo <= l.Shards[k].Offset {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[k] = l.apply(ctx, l.Shards[k].Name, parts[k], upTo); errs[k] == nil {
-				l.Shards[k].Offset = upTo
+			errs[k] = l.apply(ctx, l.Shards[k], parts[k], upTo)
+			switch {
+			case errs[k] == nil:
+				l.Shards[k].Offset, applied[k] = upTo, true
+			case errors.Is(errs[k], ErrLeaseLost):
+				// Another instance has the partition now and applies it
+				// from the offset stored with its rows: this one lets go.
+				l.Log.Info().Str("partition", l.Shards[k].Name).Err(errs[k]).Msg("partition lost to another instance")
+				l.Shards[k].Held, errs[k] = false, nil
 			}
 		}()
 	}
@@ -184,18 +208,37 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	if err := msgs[len(msgs)-1].Ack(); err != nil {
 		l.Log.Warn().Err(err).Msg("ack failed; the batch will be redelivered and skipped by offset")
 	}
-	l.Watermark.Advance(upTo)
+	var offsets map[string]uint64
+	for k, ok := range applied {
+		if !ok {
+			continue
+		}
+		if offsets == nil {
+			offsets = make(map[string]uint64, len(applied))
+		}
+		offsets[l.Shards[k].Name] = upTo
+	}
+	if l.Progress != nil {
+		l.Progress.Advance(offsets)
+	}
+	if l.OnPartitions != nil && offsets != nil {
+		l.OnPartitions(l.Stream, offsets)
+	}
 	if l.OnApplied != nil {
 		l.OnApplied(l.Stream, upTo)
 	}
 	return nil
 }
 
-// Shard is one of the parallel appliers of a loop: its name in the offsets
-// table and the last sequence it applied.
+// Shard is a partition of a stream: its name in the offsets table, the
+// last sequence applied of it, and whether this loop applies it (Held),
+// under which lease (Owner and Fence; no Owner: unfenced).
 type Shard struct {
 	Name   string
 	Offset uint64
+	Held   bool
+	Owner  string
+	Fence  int64
 }
 
 // ShardOf maps a subject to one of n shards by its conversation id (the
@@ -208,25 +251,35 @@ func ShardOf(subject string, n int) int {
 	if err != nil {
 		return 0
 	}
+	return ShardOfConversation(p.ConversationID, n)
+}
+
+// ShardOfConversation is the shard of n that conversation cid's envelopes go to.
+func ShardOfConversation(cid string, n int) int {
+	if n <= 1 {
+		return 0
+	}
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(p.ConversationID))
+	_, _ = h.Write([]byte(cid))
 	return int(h.Sum32() % uint32(n))
 }
 
-func (l *Loop) apply(ctx context.Context, consumer string, items []Item, upTo uint64) error {
+func (l *Loop) apply(ctx context.Context, part Shard, items []Item, upTo uint64) error {
 	for attempt := uint64(1); ; attempt++ {
-		err := l.Applier.Apply(ctx, l.Stream, consumer, items, upTo)
+		err := l.Applier.Apply(ctx, l.Stream, part, items, upTo)
 		switch {
 		case err == nil:
 			return nil
+		case errors.Is(err, ErrLeaseLost):
+			return err
 		case errors.Is(err, ErrMissingRef) && attempt < missingRefRetries:
 		case errors.Is(err, ErrData):
-			return l.isolate(ctx, consumer, items, upTo)
+			return l.isolate(ctx, part, items, upTo)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
 		delay := bus.DefaultBackoff(attempt)
-		l.Log.Error().Err(err).Str("shard", consumer).Int("envelopes", len(items)).Dur("retry_in", delay).Msg("apply failed; retrying")
+		l.Log.Error().Err(err).Str("shard", part.Name).Int("envelopes", len(items)).Dur("retry_in", delay).Msg("apply failed; retrying")
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
@@ -242,29 +295,29 @@ func (l *Loop) apply(ctx context.Context, consumer string, items []Item, upTo ui
 // dead-lettered with its offset committed. One bad envelope among n costs
 // about 2·log2(n) transactions instead of n, and every good one is applied
 // in order with the rest of its half.
-func (l *Loop) isolate(ctx context.Context, consumer string, items []Item, upTo uint64) error {
+func (l *Loop) isolate(ctx context.Context, part Shard, items []Item, upTo uint64) error {
 	if len(items) <= 1 {
-		return l.applyRange(ctx, consumer, items, upTo)
+		return l.applyRange(ctx, part, items, upTo)
 	}
 	mid := len(items) / 2
-	if err := l.applyRange(ctx, consumer, items[:mid], items[mid-1].Delivery.Sequence); err != nil {
+	if err := l.applyRange(ctx, part, items[:mid], items[mid-1].Delivery.Sequence); err != nil {
 		return err
 	}
-	return l.applyRange(ctx, consumer, items[mid:], upTo)
+	return l.applyRange(ctx, part, items[mid:], upTo)
 }
 
 // applyRange applies items in one transaction; on a data error it bisects
 // (several items) or dead-letters the one item and commits its offset.
-func (l *Loop) applyRange(ctx context.Context, consumer string, items []Item, upTo uint64) error {
-	err := l.Applier.Apply(ctx, l.Stream, consumer, items, upTo)
+func (l *Loop) applyRange(ctx context.Context, part Shard, items []Item, upTo uint64) error {
+	err := l.Applier.Apply(ctx, l.Stream, part, items, upTo)
 	if err == nil || !errors.Is(err, ErrData) {
-		if err != nil && len(items) > 0 {
+		if err != nil && len(items) > 0 && !errors.Is(err, ErrLeaseLost) {
 			return fmt.Errorf("persistence: apply %s seq %d..%d: %w", items[0].Env.Type, items[0].Delivery.Sequence, upTo, err)
 		}
 		return err
 	}
 	if len(items) > 1 {
-		return l.isolate(ctx, consumer, items, upTo)
+		return l.isolate(ctx, part, items, upTo)
 	}
 	if len(items) == 0 {
 		return fmt.Errorf("persistence: apply offset %d: %w", upTo, err)
@@ -273,7 +326,7 @@ func (l *Loop) applyRange(ctx context.Context, consumer string, items []Item, up
 	if err := l.deadLetter(ctx, it.Data, it.Delivery, err); err != nil {
 		return err
 	}
-	if err := l.Applier.Apply(ctx, l.Stream, consumer, nil, upTo); err != nil {
+	if err := l.Applier.Apply(ctx, l.Stream, part, nil, upTo); err != nil {
 		return fmt.Errorf("persistence: apply %s seq %d: %w", it.Env.Type, it.Delivery.Sequence, err)
 	}
 	return nil

@@ -91,7 +91,8 @@ func (s *Store) ClaimOffsets(ctx context.Context, st Stream, consumer string) (C
 		if c.Reset {
 			c.Stale, c.Offsets = c.Offsets, map[string]uint64{}
 			c.Epoch++
-			_, err = tx.Exec(ctx, `UPDATE alicia_stream_offsets SET last_seq = 0, stream_created = $3, epoch = $4, updated_at = now()
+			_, err = tx.Exec(ctx, `UPDATE alicia_stream_offsets SET last_seq = 0, stream_created = $3, epoch = $4, updated_at = now(),
+				owner = NULL, fence = fence + 1, lease_expires_at = NULL
 				WHERE stream = $1 AND (consumer = $2 OR starts_with(consumer, $2 || '/'))`, st.Name, consumer, st.Created, c.Epoch)
 			return err
 		}
@@ -115,9 +116,17 @@ func (s *Store) claimed(stream string) Claim {
 	return s.streams[stream]
 }
 
-// Apply writes items and the offset upTo in one transaction.
-func (s *Store) Apply(ctx context.Context, stream, consumer string, items []consume.Item, upTo uint64) error {
+// Apply writes items and the offset upTo of partition part in one
+// transaction. With a lease (part.Owner set) the partition's row is locked
+// first and the transaction fails with consume.ErrLeaseLost, writing
+// nothing, unless the partition is still part.Owner's under part.Fence.
+func (s *Store) Apply(ctx context.Context, stream string, part consume.Shard, items []consume.Item, upTo uint64) error {
 	b := &pgx.Batch{}
+	consumer := part.Name
+	if part.Owner != "" {
+		b.Queue(lockLeaseSQL, stream, consumer, part.Owner, part.Fence)
+		b.Queue(leaseCheckSQL, stream, consumer, part.Owner, part.Fence)
+	}
 	c := s.claimed(stream)
 	w := newWriter(b, stream, c.Epoch)
 	w.conversations(items)
@@ -148,6 +157,9 @@ func (s *Store) Apply(ctx context.Context, stream, consumer string, items []cons
 // classify marks errors caused by the data (constraint violations, bad
 // values) so the caller isolates the culprit instead of retrying forever.
 func classify(err error) error {
+	if what, ok := leaseLost(err); ok {
+		return errLeaseLost(what)
+	}
 	if what, ok := notOwned(err); ok {
 		return fmt.Errorf("%w: %w", consume.ErrData, notOwnedError(what))
 	}
