@@ -1,0 +1,222 @@
+// Package jaeger builds, caches and runs the Jaeger trace viewer that
+// `alicia up --traces` starts: Jaeger v2 all-in-one (an OpenTelemetry
+// Collector with Jaeger's query service and in-memory storage), built from
+// its Go module at Version.
+//
+// `go install github.com/jaegertracing/jaeger/cmd/jaeger@v1.76.0` is refused
+// (the module's go.mod has a replace directive), so Install downloads the
+// module with `go mod download` and builds cmd/jaeger inside it, as its own
+// main module:
+//
+//	cd $(go mod download -json github.com/jaegertracing/jaeger@v1.76.0 | .Dir)
+//	go build -o <cache>/jaeger-v1.76.0 ./cmd/jaeger
+//
+// The binary is cached as jaeger-<Version> in the cache livekit-server uses
+// (~/.cache/alicia/bin, see livekitserver.BinDir): a new Version builds a new
+// binary (the old ones are removed), the same one is built once. The build
+// takes about 6 minutes on two cores the first time.
+//
+// Start runs it as a child process with a generated configuration that binds
+// only 127.0.0.1: the OTLP receiver (gRPC and HTTP), the query service (HTTP:
+// the UI and its API; gRPC) and a health check, each on the given port or a
+// free one. Traces are kept in memory (the newest MaxTraces). Jaeger's own
+// metrics are off.
+//
+// The Go module carries no build of the Jaeger UI (a React application built
+// with npm from another repository): its web page is Jaeger's placeholder,
+// unless Options.UIAssets names a directory holding a built jaeger-ui. The
+// query API the UI uses (/api/traces, /api/v3/traces, /api/services) is
+// served either way.
+package jaeger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/livekitserver"
+)
+
+// Version is the version of the Jaeger Go module that is built: Jaeger v2.
+const Version = "v1.76.0"
+
+// Module is the Go module Install downloads and builds.
+const Module = "github.com/jaegertracing/jaeger"
+
+// Package is the command built from Module.
+const Package = "./cmd/jaeger"
+
+// EnvBin names the environment variable that points at a Jaeger v2 binary
+// to run instead of the cached one.
+const EnvBin = "ALICIA_JAEGER_BIN"
+
+// ErrNotInstalled: no Jaeger binary was found (see InstallHint).
+var ErrNotInstalled = errors.New("jaeger: jaeger " + Version + " is not installed")
+
+// InstallHint says how to install the binary, for messages.
+const InstallHint = "install it with `go run ./services/cli/cmd/alicia dev jaeger-install` " +
+	"(or the Taskfile's jaeger-install task; builds " + Module + "@" + Version + " into ~/.cache/alicia/bin, ~6 min on two cores), " +
+	"or set " + EnvBin + " to a Jaeger v2 binary"
+
+// BinaryName is the name of the cached binary: the version is part of it,
+// so that another Version is built anew.
+const BinaryName = "jaeger-" + Version
+
+// CachedPath is where Install puts the binary.
+func CachedPath() (string, error) {
+	dir, err := livekitserver.BinDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, BinaryName), nil
+}
+
+// Find returns the Jaeger binary: $ALICIA_JAEGER_BIN (which must then be an
+// executable file), else the one Install cached. It returns an error
+// wrapping ErrNotInstalled when there is none.
+func Find() (string, error) {
+	if p := os.Getenv(EnvBin); p != "" {
+		if err := livekitserver.Executable(p); err != nil {
+			return "", fmt.Errorf("jaeger: %s=%s: %w", EnvBin, p, err)
+		}
+		return filepath.Abs(p)
+	}
+	p, err := CachedPath()
+	if err == nil && livekitserver.Executable(p) == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrNotInstalled, InstallHint)
+}
+
+// Ensure returns Find's binary, installing it first when there is none.
+func Ensure(ctx context.Context, log io.Writer) (string, error) {
+	p, err := Find()
+	if err == nil || !errors.Is(err, ErrNotInstalled) {
+		return p, err
+	}
+	return Install(ctx, log)
+}
+
+// Install builds Jaeger Version from its Go module into the cache and
+// returns its path; binaries of other versions there are removed.
+// Concurrent installs (processes too) wait for each other; one that finds
+// the binary already built returns at once. The go command's output goes to
+// log.
+func Install(ctx context.Context, log io.Writer) (string, error) {
+	if log == nil {
+		log = os.Stderr
+	}
+	final, err := CachedPath()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("jaeger: %w", err)
+	}
+	unlock, err := livekitserver.LockFile(ctx, filepath.Join(dir, ".jaeger.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if livekitserver.Executable(final) == nil {
+		return final, nil // built while we waited
+	}
+	goBin, err := goTool()
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(dir, ".jaeger-build-")
+	if err != nil {
+		return "", fmt.Errorf("jaeger: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	fmt.Fprintf(log, "jaeger: building %s@%s into %s (about 6 minutes on two cores the first time)\n", Module, Version, dir)
+	start := time.Now()
+	src, err := download(ctx, goBin, tmp, log)
+	if err != nil {
+		return "", err
+	}
+	built := filepath.Join(tmp, "jaeger")
+	cmd := exec.CommandContext(ctx, goBin, "build",
+		"-ldflags", "-X "+Module+"/internal/version.latestVersion="+Version, "-o", built, Package)
+	cmd.Dir = src // the module is the main module: its replace directive applies
+	cmd.Env = goEnv()
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("jaeger: go build %s in %s: %w", Package, src, err)
+	}
+	if err := livekitserver.Executable(built); err != nil {
+		return "", fmt.Errorf("jaeger: go build produced no binary: %w", err)
+	}
+	if err := os.Rename(built, final); err != nil {
+		return "", fmt.Errorf("jaeger: %w", err)
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "jaeger-v*"))
+	for _, p := range old {
+		if p != final {
+			_ = os.Remove(p)
+		}
+	}
+	fmt.Fprintf(log, "jaeger: installed %s in %s\n", final, time.Since(start).Round(time.Second))
+	return final, nil
+}
+
+// download fetches Module@Version into the module cache (through the
+// module proxy, as any Go module) and returns its directory there.
+func download(ctx context.Context, goBin, workDir string, log io.Writer) (string, error) {
+	cmd := exec.CommandContext(ctx, goBin, "mod", "download", "-json", Module+"@"+Version)
+	cmd.Dir = workDir // no go.mod here: nothing but the module is resolved
+	cmd.Env = goEnv()
+	cmd.Stderr = log
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("jaeger: go mod download %s@%s: %w\n%s", Module, Version, err, out)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return "", fmt.Errorf("jaeger: go mod download: %w", err)
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		return "", fmt.Errorf("jaeger: go mod download %s@%s: %s", Module, Version, mod.Error)
+	}
+	return mod.Dir, nil
+}
+
+// goEnv is the go command's environment for the build: out of any
+// workspace, with the module's own go.mod and go.sum as they are.
+func goEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GOWORK" || k == "GOFLAGS" || k == "GO111MODULE" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "GOWORK=off", "GOFLAGS=-mod=readonly", "GO111MODULE=on")
+}
+
+// goTool returns the go command: on PATH, else the one of the running
+// toolchain's GOROOT.
+func goTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if livekitserver.Executable(p) == nil {
+		return p, nil
+	}
+	return "", errors.New("jaeger: the go command is needed to build Jaeger and is not on PATH")
+}
