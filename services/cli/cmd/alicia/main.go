@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/alicia-voice/alicia/pkg/jaeger"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/services/cli/internal/devcmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/envelopecmd"
@@ -69,16 +70,27 @@ func root(stopSignals func()) *cobra.Command {
 			return devcmd.LiveKitInstall(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
 		}})
 
+	dev.AddCommand(&cobra.Command{Use: "jaeger-install", Short: "Build Jaeger " + jaeger.Version + " (what `alicia up --traces` runs) into ~/.cache/alicia/bin unless it is there, and print its path", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return devcmd.JaegerInstall(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
+		}})
+
 	dev.AddCommand(fakeModelsCommand())
 
-	up := &cobra.Command{Use: "up", Short: "Run the local stack in the foreground (NATS, Postgres, LiveKit, services)", Args: cobra.NoArgs,
+	var traces bool
+	up := &cobra.Command{Use: "up", Short: "Run the local stack in the foreground (NATS, Postgres, LiveKit, services; Jaeger with --traces)", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, err := upcmd.ConfigFromEnv()
 			if err != nil {
 				return fmt.Errorf("configuration: %w", err)
 			}
+			if c.Flags().Changed("traces") {
+				cfg.Traces.Jaeger = traces
+			}
 			return upcmd.Run(c.Context(), cfg, c.OutOrStdout(), c.ErrOrStderr())
 		}}
+	up.Flags().BoolVar(&traces, "traces", false, "run Jaeger "+jaeger.Version+" on 127.0.0.1 (built from its Go module into ~/.cache/alicia/bin the first time, ~6 min), "+
+		"export every service's spans to it and print its URL (ALICIA_TRACES=true; ports: ALICIA_JAEGER_UI_PORT, ALICIA_JAEGER_OTLP_GRPC_PORT, ALICIA_JAEGER_OTLP_HTTP_PORT)")
 
 	var ro replaycmd.Options
 	replay := &cobra.Command{Use: "replay <conversation>", Short: "Print a conversation's timeline from JetStream (ALICIA_NATS_URL)", Args: cobra.ExactArgs(1),

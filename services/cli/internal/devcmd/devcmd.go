@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/alicia-voice/alicia/pkg/jaeger"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 )
@@ -34,6 +36,22 @@ func LiveKitInstall(ctx context.Context, stdout, stderr io.Writer) error {
 	path, err := livekitserver.Ensure(ctx, stderr)
 	if err != nil {
 		return err
+	}
+	_, err = fmt.Fprintln(stdout, path)
+	return err
+}
+
+// JaegerInstall prints the path of the Jaeger binary `alicia up --traces`
+// runs, building it first (pkg/jaeger, minutes) when it is not in the
+// cache. Progress goes to stderr.
+func JaegerInstall(ctx context.Context, stdout, stderr io.Writer) error {
+	start := time.Now()
+	path, err := jaeger.Ensure(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	if d := time.Since(start); d > time.Second {
+		fmt.Fprintf(stderr, "jaeger: ready in %s\n", d.Round(time.Second))
 	}
 	_, err = fmt.Fprintln(stdout, path)
 	return err

@@ -58,11 +58,15 @@ type Config struct {
 	// fake-models` serves them. Found, they are used; not found, or empty
 	// (no lookup), up speaks with espeak-ng and memory search is off.
 	TTSProbeURL, EmbeddingProbeURL string
+	// Traces: with Traces.Jaeger (`alicia up --traces`, ALICIA_TRACES=true)
+	// up runs Jaeger on 127.0.0.1 and exports every service's spans to it
+	// (see Traces).
+	Traces Traces
 }
 
 // DefaultConfig returns the defaults (DataDir excepted).
 func DefaultConfig() Config {
-	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", LiveKit: defaultLiveKit(),
+	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", LiveKit: defaultLiveKit(), Traces: defaultTraces(),
 		Log:         telemetry.LogConfig{Format: telemetry.LogConsole, Level: zerolog.InfoLevel},
 		TTSProbeURL: tts.DefaultConfig().URL, EmbeddingProbeURL: llm.DefaultConfig().LLMURL}
 }
@@ -87,7 +91,7 @@ func ConfigFromEnv() (Config, error) {
 		}
 		c.DataDir = filepath.Join(home, ".local", "share", "alicia")
 	}
-	if err := liveKitFromEnv(&c.LiveKit); err != nil {
+	if err := errors.Join(liveKitFromEnv(&c.LiveKit), tracesFromEnv(&c.Traces)); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -99,7 +103,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory is empty (ALICIA_DATA_DIR)"))
 	}
-	return errors.Join(append(errs, c.LiveKit.validate())...)
+	return errors.Join(append(errs, c.LiveKit.validate(), c.Traces.validate())...)
 }
 
 // Run starts embedded NATS (JetStream, fsync on every write), the private
@@ -107,7 +111,7 @@ func (c Config) Validate() error {
 // ALICIA_LIVEKIT_URL is set, and the services (persistence, memory, llm,
 // gateway, asr, tts and the room-agent), with the speech server and the
 // embedding model found at the default URLs unless the environment names
-// them. It prints where they are, the API key, which speech engine and ASR
+// them; with cfg.Traces.Jaeger, Jaeger first, their spans exported to it. It prints where they are, the API key, which speech engine and ASR
 // backend are used (and why) and whether the model backends answer, then
 // blocks until ctx is cancelled and stops them cleanly.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
@@ -115,6 +119,17 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	log := cfg.Log.Logger(stderr)
+	// Jaeger before the tracer provider, which reads the endpoint it sets;
+	// stopped last, after the provider has flushed the services' spans.
+	traces, err := startTraces(ctx, cfg.Traces, cfg.DataDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := traces.stop(); err != nil {
+			log.Warn().Err(err).Msg("stop jaeger")
+		}
+	}()
 	// One tracer provider for the services of this process: exported over
 	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (README, "Traces").
 	shutdownTracing, err := telemetry.SetupTracing(ctx, "up")
@@ -231,6 +246,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  API key:  %s  (development key; set ALICIA_API_KEYS to choose your own)\n", devKey)
 		}
 		fmt.Fprintf(stdout, "  Services: %s\n", strings.Join(names, " "))
+		if d := traces.describe(); d != "" {
+			fmt.Fprintf(stdout, "  Traces:   %s\n", d)
+		}
 		if voice.agent.missing != "" {
 			fmt.Fprintf(stdout, "  Room agent: %s\n", voice.agent.missing)
 		}
