@@ -2,6 +2,7 @@ package persistence_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -10,10 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/services/persistence"
 )
 
 // mixConversation is a realistic conversation of 50 envelopes: a
@@ -101,7 +104,7 @@ func applyThroughput(b *testing.B, shards int) {
 	b.ResetTimer()
 	start := time.Now()
 	s.start()
-	s.history("ac_bench000000", last)
+	s.applied(bus.StreamConversations, last)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	rate := float64(last) / elapsed.Seconds()
@@ -111,6 +114,15 @@ func applyThroughput(b *testing.B, shards int) {
 	}
 	b.ReportMetric(float64(s.queryInt(countRows))/float64(last), "rows/envelope")
 
+	copyRate := copyFromRate(b, s)
+	b.ReportMetric(copyRate, "copyfrom-rows/s")
+	// The goal for the realistic mix is at least 0.25 envelopes per raw row.
+	b.ReportMetric(rate/copyRate, "envelopes-per-copyfrom-row")
+}
+
+// copyFromRate is raw pgx CopyFrom rows/s of 100,000 rows into a table
+// shaped like alicia_sentences, on the stack's database.
+func copyFromRate(b *testing.B, s *stack) float64 {
 	ctx := context.Background()
 	if _, err := s.pool.Exec(ctx, `CREATE TABLE copy_bench (LIKE alicia_sentences INCLUDING DEFAULTS INCLUDING INDEXES)`); err != nil {
 		b.Fatal(err)
@@ -124,10 +136,7 @@ func applyThroughput(b *testing.B, shards int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	copyRate := float64(n) / time.Since(t0).Seconds()
-	b.ReportMetric(copyRate, "copyfrom-rows/s")
-	// The goal for the realistic mix is at least 0.25 envelopes per raw row.
-	b.ReportMetric(rate/copyRate, "envelopes-per-copyfrom-row")
+	return float64(n) / time.Since(t0).Seconds()
 }
 
 // countRows counts the rows of every alicia_* table the envelopes wrote to
@@ -246,4 +255,71 @@ func BenchmarkApplyLag(b *testing.B) {
 	b.ReportMetric(pct(lags, 99), "lag-p99-ms")
 	b.ReportMetric(pct(e2e, 50), "publish-to-commit-p50-ms")
 	b.ReportMetric(pct(e2e, 99), "publish-to-commit-p99-ms")
+}
+
+// BenchmarkReplicasThroughput applies the pre-published realistic mix
+// (100,000 envelopes) with 1, 2 and 3 persistence instances sharing six
+// conversation partitions, and reports envelopes/s next to raw CopyFrom
+// rows/s of the same run. The instances run in this process and share the
+// machine and the one Postgres server with each other.
+func BenchmarkReplicasThroughput(b *testing.B) {
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) { replicasThroughput(b, n) })
+	}
+}
+
+func replicasThroughput(b *testing.B, instances int) {
+	const convs, partitions = 2000, 6
+	s := newStack(b)
+	last := publishMix(b, s.js, convs, 100)
+	ctx := context.Background()
+	ids := make([]string, instances)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("bench%d", i+1)
+	}
+	// Every instance is seen alive before any ticks, so each takes its
+	// share at once instead of the first taking everything and handing
+	// partitions over a tick later.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO alicia_persistence_instances (id, consumer) SELECT unnest($1::text[]), $2`, ids, s.cfg.Consumer); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	runCtx, stop := context.WithCancel(ctx)
+	errs := make(chan error, instances)
+	for _, id := range ids {
+		cfg := s.cfg
+		cfg.Instance, cfg.Shards, cfg.LeaseTTL = id, partitions, 2*time.Second
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := persistence.Run(runCtx, cfg, zerolog.Nop()); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- err
+			}
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	for s.queryInt(`SELECT count(*) FROM alicia_stream_offsets WHERE stream = $1`, bus.StreamConversations) < partitions ||
+		s.queryInt(`SELECT COALESCE(min(last_seq), 0) FROM alicia_stream_offsets WHERE stream = $1`, bus.StreamConversations) < int(last) {
+		select {
+		case err := <-errs:
+			b.Fatal(err)
+		case <-time.After(10 * time.Millisecond): // polling the offsets, not waiting for a condition
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if n := s.queryInt(`SELECT count(*) FROM alicia_sentences`); n != convs*36 {
+		b.Fatalf("%d sentences applied, want %d", n, convs*36)
+	}
+	owners := s.queryInt(`SELECT count(DISTINCT owner) FROM alicia_stream_offsets WHERE owner IS NOT NULL`)
+	if owners != instances {
+		b.Fatalf("%d instances held partitions, want %d", owners, instances)
+	}
+	rate := float64(last) / elapsed.Seconds()
+	b.ReportMetric(rate, "envelopes/s")
+	copyRate := copyFromRate(b, s)
+	b.ReportMetric(copyRate, "copyfrom-rows/s")
+	b.ReportMetric(rate/copyRate, "envelopes-per-copyfrom-row")
 }

@@ -61,6 +61,7 @@ func redeliveryChangesNothing(t *testing.T, shards int) {
 	_, lastSys := publishChanges(s, "ac_changes")
 	last := publishVoice(s, "ac_voice")
 	s.history("ac_redeliver0", last)
+	s.applied(bus.StreamConversations, last) // every partition, not only ac_redeliver0's
 	s.applied(bus.StreamSystem, lastSys)
 	before := snapshot(t, s)
 	for table, want := range map[string]int{"alicia_sentences": 21, "alicia_tools": 4, "alicia_mcp_servers": 1, "alicia_memory": 8, "alicia_audio": 5} {
@@ -81,6 +82,7 @@ func redeliveryChangesNothing(t *testing.T, shards int) {
 	}
 	s.start()
 	s.history("ac_redeliver0", last)
+	s.applied(bus.StreamConversations, last) // every partition, not only ac_redeliver0's
 	s.applied(bus.StreamSystem, lastSys)
 	after := snapshot(t, s)
 	for _, table := range snapshotTables {
