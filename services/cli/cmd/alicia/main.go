@@ -109,5 +109,6 @@ func root(stopSignals func()) *cobra.Command {
 
 	r.AddCommand(env, mig, dev, up, replay, chatCommand(stopSignals), deployCommand())
 	r.AddCommand(conversationCommands()...)
+	r.AddCommand(backupCommands()...)
 	return r
 }

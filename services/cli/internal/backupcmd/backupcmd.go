@@ -1,0 +1,631 @@
+// Package backupcmd implements `alicia backup` and `alicia restore`: the
+// database and the JetStream streams saved together, consistent with each
+// other, and put back in the order that keeps them so.
+//
+// The order. persistence stores, in the same transaction as the rows, the
+// stream sequence it has applied up to (alicia_stream_offsets), and resumes
+// after it. A database older than its stream is therefore safe: persistence
+// applies the envelopes after its offset again, and its writes are
+// idempotent. A stream older than its database is not: the database would
+// hold rows of envelopes the stream no longer has, and the sequences those
+// had would be given to new envelopes. So a backup dumps the database first
+// (one snapshot) and snapshots the streams after it, checks that every
+// stored offset lies within its stream, and a restore refuses any
+// combination where the database would be ahead of its stream.
+//
+// A restored stream keeps its messages, sequences and timestamps but gets
+// a new creation time, which is how persistence recognises a stream
+// (alicia_stream_offsets.stream_created): the restore binds the restored
+// database's offsets to the restored streams, so persistence resumes after
+// its offset instead of applying the whole stream again.
+package backupcmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/migrations"
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/localpg"
+	"github.com/alicia-voice/alicia/pkg/natsauth"
+	"github.com/alicia-voice/alicia/services/cli/internal/migratecmd"
+)
+
+// FormatVersion is the manifest's format; a restore refuses others.
+const FormatVersion = 1
+
+// ManifestFile is the manifest's name in a backup directory.
+const ManifestFile = "manifest.json"
+
+// Streams are the streams a backup keeps, in the order it snapshots them:
+// the record (CONVERSATIONS, then SYSTEM, where the memory service publishes
+// what it makes of CONVERSATIONS), the dead letters and the web client's
+// sessions. The work queues are not kept: their work is stale by the time
+// a backup is restored (ASR_JOBS, AGENT_DISPATCH), and LLM_TURNS sources
+// CONVERSATIONS from where it stood, so a restored one would skip or
+// repeat turns: the llm creates it anew, sourcing from its start.
+var Streams = []string{bus.StreamConversations, bus.StreamSystem, bus.StreamDeadLetter, "KV_" + natsauth.SessionsBucket}
+
+// required are the streams a backup cannot do without.
+var required = []string{bus.StreamConversations, bus.StreamSystem}
+
+// Derived are the streams a restore removes (with --replace) and leaves for
+// the services to make again: see Streams.
+var Derived = []string{"LLM_TURNS", bus.StreamASRJobs, bus.StreamDispatch}
+
+// Manifest describes a backup: what it holds and how the parts relate.
+type Manifest struct {
+	Format  int       `json:"format"`
+	Created time.Time `json:"created"`
+	// Order says, for a reader of the file, why the parts are as they are.
+	Order    string       `json:"order"`
+	Postgres PostgresDump `json:"postgres"`
+	Streams  []StreamDump `json:"streams"`
+}
+
+// StreamDump is one stream's snapshot.
+type StreamDump struct {
+	Name string `json:"name"`
+	// Created is the stream's creation time as persistence records it
+	// (UTC, RFC 3339 with nanoseconds): the identity its offsets name.
+	Created  string          `json:"created"`
+	FirstSeq uint64          `json:"first_seq"`
+	LastSeq  uint64          `json:"last_seq"`
+	Messages uint64          `json:"messages"`
+	Config   json.RawMessage `json:"config"`
+	State    json.RawMessage `json:"state"`
+	FileSum
+}
+
+const orderNote = "The database was dumped first, in one snapshot, and the streams after it: every offset the database stores lies within its stream, " +
+	"so persistence, after a restore, applies again what the streams hold beyond the offsets (its writes are idempotent). " +
+	"Never restore these streams under a database newer than this one, nor this database with streams older than these."
+
+// streamIdentity formats a stream's creation time as persistence stores it.
+func streamIdentity(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Options say where the backup goes and with what it connects.
+type Options struct {
+	// NATS is a connection as a user allowed the JetStream API (admin).
+	NATS *nats.Conn
+	// PostgresURL is the database's: a superuser's (compose: postgres_url),
+	// or any role that reads every table and sequence.
+	PostgresURL string
+	Log         zerolog.Logger
+}
+
+// Backup writes a backup into a new directory under parent and returns its
+// path: alicia-backup-<UTC time>, which appears only once complete (it is
+// written as .<name>.partial and renamed).
+func Backup(ctx context.Context, o Options, parent string) (string, error) {
+	now := time.Now().UTC()
+	name := "alicia-backup-" + now.Format("20060102T150405Z")
+	final := filepath.Join(parent, name)
+	if _, err := os.Stat(final); err == nil {
+		return "", fmt.Errorf("backup: %s exists", final)
+	}
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	work := filepath.Join(parent, "."+name+".partial")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(work)
+		}
+	}()
+	m, err := backupInto(ctx, o, work)
+	if err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	m.Created = now
+	if _, err := writeFile(work, ManifestFile, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	}); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	if err := syncDir(work); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Rename(work, final); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	done = true
+	if err := syncDir(parent); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	return final, nil
+}
+
+// backupInto writes the parts into dir: the database first, then the
+// streams, then checks they fit together.
+func backupInto(ctx context.Context, o Options, dir string) (Manifest, error) {
+	m := Manifest{Format: FormatVersion, Order: orderNote}
+	conn, err := pgx.Connect(ctx, o.PostgresURL)
+	if err != nil {
+		return m, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	start := time.Now()
+	if m.Postgres, err = dumpPostgres(ctx, conn, dir); err != nil {
+		return m, fmt.Errorf("postgres: %w", err)
+	}
+	var rows int64
+	for _, t := range m.Postgres.Tables {
+		rows += t.Rows
+	}
+	o.Log.Info().Str("database", m.Postgres.Database).Int64("schema_version", m.Postgres.SchemaVersion).Int("tables", len(m.Postgres.Tables)).
+		Int64("rows", rows).Dur("took", time.Since(start)).Msg("database dumped")
+
+	js, err := jetstream.New(o.NATS)
+	if err != nil {
+		return m, err
+	}
+	for _, name := range Streams {
+		s, err := js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) && !slices.Contains(required, name) {
+			o.Log.Info().Str("stream", name).Msg("no such stream: nothing to keep")
+			continue
+		}
+		if err != nil {
+			return m, fmt.Errorf("stream %s: %w", name, err)
+		}
+		start := time.Now()
+		sd := StreamDump{Name: name, Created: streamIdentity(s.CachedInfo().Created)}
+		var meta streamMeta
+		sd.FileSum, err = writeFile(dir, "jetstream/"+name+".snapshot", func(w io.Writer) error {
+			var err error
+			meta, err = snapshotStream(ctx, o.NATS, name, w)
+			return err
+		})
+		if err != nil {
+			return m, err
+		}
+		var st streamState
+		if err := json.Unmarshal(meta.State, &st); err != nil {
+			return m, fmt.Errorf("stream %s: state %s: %w", name, meta.State, err)
+		}
+		sd.Config, sd.State, sd.FirstSeq, sd.LastSeq, sd.Messages = meta.Config, meta.State, st.FirstSeq, st.LastSeq, st.Messages
+		m.Streams = append(m.Streams, sd)
+		o.Log.Info().Str("stream", name).Uint64("messages", st.Messages).Uint64("first_seq", st.FirstSeq).Uint64("last_seq", st.LastSeq).
+			Int("consumers", st.Consumers).Int64("bytes", sd.Bytes).Dur("took", time.Since(start)).Msg("stream kept")
+	}
+	c := compare(m.Postgres.StreamOffsets, identities(m.Streams))
+	for _, w := range c.unbound {
+		o.Log.Warn().Msg(w)
+	}
+	if len(c.ahead) > 0 {
+		return m, fmt.Errorf("the database is ahead of its stream (was a stream made anew while the backup ran?): %s", strings.Join(c.ahead, "; "))
+	}
+	return m, nil
+}
+
+// streamID is what the order checks know of a stream.
+type streamID struct {
+	Created string
+	LastSeq uint64
+}
+
+func identities(streams []StreamDump) map[string]streamID {
+	out := map[string]streamID{}
+	for _, s := range streams {
+		out[s.Name] = streamID{s.Created, s.LastSeq}
+	}
+	return out
+}
+
+// comparison is how a database's offsets relate to streams.
+type comparison struct {
+	// ahead: an offset beyond the end of the stream it was stored for.
+	ahead []string
+	// unbound: offsets stored for another stream than the one there;
+	// persistence will apply that stream from its start, in a new epoch.
+	unbound []string
+	// bound are the streams whose offsets name them.
+	bound map[string]bool
+}
+
+// compare relates offsets to streams (by name); a stream not among
+// streams is not compared.
+func compare(offsets []StreamOffset, streams map[string]streamID) comparison {
+	c := comparison{bound: map[string]bool{}}
+	for _, o := range offsets {
+		s, ok := streams[o.Stream]
+		if !ok {
+			continue
+		}
+		switch {
+		case o.StreamCreated != "" && o.StreamCreated != s.Created:
+			c.unbound = append(c.unbound, fmt.Sprintf("the database's offset of %s (consumer %s, %d) was stored for the stream created %s, not this one (created %s): "+
+				"persistence will apply this stream from its first message, in a new epoch", o.Stream, o.Consumer, o.LastSeq, o.StreamCreated, s.Created))
+		case o.LastSeq > s.LastSeq:
+			c.ahead = append(c.ahead, fmt.Sprintf("%s: the database has applied it up to %d (consumer %s), the stream ends at %d", o.Stream, o.LastSeq, o.Consumer, s.LastSeq))
+		default:
+			c.bound[o.Stream] = true
+		}
+	}
+	return c
+}
+
+// ReadManifest reads and checks the manifest of the backup in dir.
+func ReadManifest(dir string) (Manifest, error) {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("%s: %w", ManifestFile, err)
+	}
+	if m.Format != FormatVersion {
+		return m, fmt.Errorf("%s: format %d; this alicia reads format %d", ManifestFile, m.Format, FormatVersion)
+	}
+	return m, nil
+}
+
+// Part selects what a restore puts back.
+type Part string
+
+// The parts.
+const (
+	PartAll       Part = ""
+	PartPostgres  Part = "postgres"
+	PartJetStream Part = "jetstream"
+)
+
+// RestoreOptions say what to restore where.
+type RestoreOptions struct {
+	// NATS is a connection as a user allowed the JetStream API (admin).
+	NATS *nats.Conn
+	// PostgresURL must be a superuser's (compose: postgres_url): it makes
+	// the roles, loads the rows as they were and binds the offsets.
+	PostgresURL string
+	// Roles, when set, are made (or given these passwords) and the schema
+	// is migrated as Roles.Migrator, as `alicia migrate up` does.
+	Roles *localpg.RoleURLs
+	// Replace allows a database with tables and existing streams: they are
+	// dropped first. Without it both must be empty.
+	Replace bool
+	// Only restores one part, under the other part as it is: refused when
+	// the database would then be ahead of its stream.
+	Only Part
+	// Replicas of the restored streams (ALICIA_STREAM_REPLICAS; default 1).
+	Replicas int
+	Log      zerolog.Logger
+}
+
+// Restore puts the backup in dir back. Nothing is changed until the
+// backup's files are verified and every check passed: the services are
+// stopped, the targets are empty (or Replace), the schema version is one
+// this alicia knows, and the database will not be ahead of its streams.
+func Restore(ctx context.Context, o RestoreOptions, dir string) error {
+	if err := restore(ctx, o, dir); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
+}
+
+func restore(ctx context.Context, o RestoreOptions, dir string) error {
+	if o.Only != PartAll && o.Only != PartPostgres && o.Only != PartJetStream {
+		return fmt.Errorf("--only %q: want postgres or jetstream", o.Only)
+	}
+	doPG, doJS := o.Only != PartJetStream, o.Only != PartPostgres
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	// 1. The backup is whole and consistent in itself.
+	var sums []FileSum
+	if doPG {
+		for _, t := range m.Postgres.Tables {
+			sums = append(sums, t.FileSum)
+		}
+	}
+	if doJS {
+		for _, s := range m.Streams {
+			sums = append(sums, s.FileSum)
+		}
+	}
+	for _, s := range sums {
+		if err := s.verify(dir); err != nil {
+			return err
+		}
+	}
+	if c := compare(m.Postgres.StreamOffsets, identities(m.Streams)); len(c.ahead) > 0 {
+		return fmt.Errorf("the backup's database is ahead of its streams, which a backup made by alicia never is: %s", strings.Join(c.ahead, "; "))
+	}
+	for _, name := range required {
+		if doJS && !slices.ContainsFunc(m.Streams, func(s StreamDump) bool { return s.Name == name }) {
+			return fmt.Errorf("the backup has no stream %s", name)
+		}
+	}
+	if doPG {
+		versions, err := migrations.Versions()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(versions, m.Postgres.SchemaVersion) {
+			return fmt.Errorf("the backup's schema version %d is not among this alicia's migrations (%d to %d): restore with the Alicia release that made the backup, or a later one",
+				m.Postgres.SchemaVersion, versions[0], versions[len(versions)-1])
+		}
+	}
+
+	// 2. The targets: reachable, the services stopped, empty or replaced.
+	conn, err := pgx.Connect(ctx, o.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	pg := &pgTarget{superURL: o.PostgresURL, roles: o.Roles, conn: conn}
+	var super bool
+	if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if !super {
+		return errors.New("ALICIA_POSTGRES_URL is not a superuser's: a restore loads rows as they were (no triggers) and makes the roles; use the superuser's URL (compose: postgres_url)")
+	}
+	sessions, err := pg.serviceSessions(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if len(sessions) > 0 {
+		return fmt.Errorf("the services are still connected to the database (%s): stop them first (docker compose stop persistence gateway llm memory asr tts room-agent)", strings.Join(sessions, ", "))
+	}
+	js, err := jetstream.New(o.NATS)
+	if err != nil {
+		return err
+	}
+	live := map[string]jetstream.Stream{}
+	for _, name := range append(append([]string{}, Streams...), Derived...) {
+		s, err := js.Stream(ctx, name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+		case err != nil:
+			return fmt.Errorf("stream %s: %w", name, err)
+		default:
+			live[name] = s
+		}
+	}
+	if doJS {
+		if err := checkStreamsReplaceable(ctx, live, o.Replace); err != nil {
+			return err
+		}
+	}
+	var offsets []StreamOffset // the database the streams will be under
+	if doPG {
+		objs, err := pg.existingObjects(ctx)
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		if len(objs) > 0 && !o.Replace {
+			return fmt.Errorf("the database already holds %d tables and sequences (%s): restore into a new database, or pass --replace to drop everything in its schema public first",
+				len(objs), strings.Join(firstOf(objs, 5), ", "))
+		}
+		offsets = m.Postgres.StreamOffsets
+	} else if offsets, err = pg.liveOffsets(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+
+	// 3. The order: the database must not be ahead of its streams.
+	var bindings []binding
+	if doJS {
+		c := compare(offsets, identities(m.Streams))
+		if !doPG && (len(c.unbound) > 0 || len(c.ahead) > 0) {
+			return fmt.Errorf("these streams cannot go under the database as it is, which is ahead of them or was made from other streams; restore the database from the same backup too (no --only): %s",
+				strings.Join(append(c.ahead, c.unbound...), "; "))
+		}
+		for _, w := range c.unbound {
+			o.Log.Warn().Msg(w)
+		}
+		for _, s := range m.Streams {
+			var cfg struct {
+				MaxAge time.Duration `json:"max_age"`
+			}
+			if json.Unmarshal(s.Config, &cfg) == nil && cfg.MaxAge > 0 && time.Since(m.Created) > cfg.MaxAge {
+				o.Log.Warn().Str("stream", s.Name).Dur("max_age", cfg.MaxAge).Time("backup", m.Created).
+					Msg("the backup is older than the stream's age limit: the server drops its envelopes as they are restored, and persistence never applies those the database had not (raise ALICIA_STREAM_MAX_AGE first to keep them)")
+			}
+			if c.bound[s.Name] {
+				bindings = append(bindings, binding{Stream: s.Name, From: s.Created})
+			}
+		}
+	} else {
+		streams := map[string]streamID{}
+		for name, s := range live {
+			info, err := s.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("stream %s: %w", name, err)
+			}
+			streams[name] = streamID{streamIdentity(info.Created), info.State.LastSeq}
+		}
+		c := compare(offsets, streams)
+		if len(c.ahead) > 0 {
+			return fmt.Errorf("the backup's database is ahead of the streams there are now, which would lose or repeat envelopes: %s", strings.Join(c.ahead, "; "))
+		}
+		for _, w := range c.unbound {
+			o.Log.Warn().Msg(w)
+		}
+	}
+
+	// 4. The streams, then the database with the offsets bound to them: a
+	// failure in between leaves streams without their database, from which
+	// persistence rebuilds one (never a database ahead of its streams).
+	if doJS {
+		for _, name := range append(append([]string{}, Streams...), Derived...) {
+			if s, ok := live[name]; ok {
+				if err := js.DeleteStream(ctx, s.CachedInfo().Config.Name); err != nil {
+					return fmt.Errorf("replace stream %s: %w", name, err)
+				}
+				o.Log.Info().Str("stream", name).Msg("stream removed")
+			}
+		}
+		for _, s := range m.Streams {
+			created, err := restoreOne(ctx, o, dir, s)
+			if err != nil {
+				return err
+			}
+			for i := range bindings {
+				if bindings[i].Stream == s.Name {
+					bindings[i].To = created
+				}
+			}
+		}
+	}
+	if doPG {
+		start := time.Now()
+		if err := pg.restore(ctx, dir, m.Postgres, o.Replace, bindings); err != nil {
+			return fmt.Errorf("postgres: %w (the database may be half made: run the restore again with --replace)", err)
+		}
+		var rows int64
+		for _, t := range m.Postgres.Tables {
+			rows += t.Rows
+		}
+		o.Log.Info().Int64("schema_version", m.Postgres.SchemaVersion).Int("tables", len(m.Postgres.Tables)).Int64("rows", rows).
+			Dur("took", time.Since(start)).Msg("database restored")
+	} else if len(bindings) > 0 {
+		n, err := pg.rebind(ctx, bindings)
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		o.Log.Info().Int64("offsets", n).Msg("the database's offsets now name the restored streams")
+	}
+	return nil
+}
+
+// checkStreamsReplaceable: without replace no Alicia stream may exist;
+// with it, none may still be read by a running service (a durable consumer
+// with pull requests waiting).
+func checkStreamsReplaceable(ctx context.Context, live map[string]jetstream.Stream, replace bool) error {
+	var names []string
+	for name := range live {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if len(names) > 0 && !replace {
+		return fmt.Errorf("the NATS server already has streams %s: restore into an empty JetStream store, or pass --replace to delete them first", strings.Join(names, ", "))
+	}
+	for _, name := range names {
+		l := live[name].ListConsumers(ctx)
+		var busy []string
+		for ci := range l.Info() {
+			if ci.NumWaiting > 0 && ci.Config.Durable != "" {
+				busy = append(busy, ci.Name)
+			}
+		}
+		if err := l.Err(); err != nil {
+			return fmt.Errorf("consumers of %s: %w", name, err)
+		}
+		if len(busy) > 0 {
+			return fmt.Errorf("a service still reads %s (consumers %s wait for messages): stop the services first", name, strings.Join(busy, ", "))
+		}
+	}
+	return nil
+}
+
+// restoreOne restores one stream with ALICIA_STREAM_REPLICAS replicas and
+// returns its new identity.
+func restoreOne(ctx context.Context, o RestoreOptions, dir string, s StreamDump) (string, error) {
+	var cfg map[string]any
+	if err := json.Unmarshal(s.Config, &cfg); err != nil {
+		return "", fmt.Errorf("stream %s: config: %w", s.Name, err)
+	}
+	// A backup of a three-node cluster restores onto one server, and the
+	// other way round: the services would set this count anyway.
+	cfg["num_replicas"] = max(o.Replicas, 1)
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	f, err := s.open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	start := time.Now()
+	created, st, err := restoreStream(ctx, o.NATS, s.Name, raw, s.State, f)
+	if err != nil {
+		return "", err
+	}
+	if st.LastSeq != s.LastSeq || st.Messages != s.Messages {
+		return "", fmt.Errorf("stream %s restored with %d messages up to %d, the backup has %d up to %d", s.Name, st.Messages, st.LastSeq, s.Messages, s.LastSeq)
+	}
+	o.Log.Info().Str("stream", s.Name).Uint64("messages", st.Messages).Uint64("last_seq", st.LastSeq).Int("consumers", st.Consumers).
+		Dur("took", time.Since(start)).Msg("stream restored")
+	return streamIdentity(created), nil
+}
+
+func firstOf(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], "…")
+	}
+	return s
+}
+
+// Config is what `alicia backup` and `alicia restore` read from the
+// environment, as the services and `alicia migrate` do.
+type Config struct {
+	NATSURL  string
+	NATSAuth bus.Credentials
+	// Roles, for a restore: all three role URLs or none (compose: the
+	// migrate job's postgres_<role>_url files).
+	Roles    *localpg.RoleURLs
+	Replicas int
+}
+
+// ConfigFromEnv reads ALICIA_NATS_URL (default nats://127.0.0.1:4222),
+// ALICIA_NATS_USER and ALICIA_NATS_PASSWORD(_FILE) (the admin user),
+// ALICIA_POSTGRES_{MIGRATOR,WRITER,READER}_URL(_FILE) and
+// ALICIA_STREAM_REPLICAS. The database's URL is localpg.Ensure's
+// (ALICIA_POSTGRES_URL or its _FILE, else the local dev Postgres).
+func ConfigFromEnv() (Config, error) {
+	c := Config{NATSURL: "nats://127.0.0.1:4222"}
+	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	var r localpg.RoleURLs
+	errs := []error{
+		bus.CredentialsFromEnv(&c.NATSAuth),
+		config.Secret(migratecmd.EnvMigratorURL, &r.Migrator),
+		config.Secret(migratecmd.EnvWriterURL, &r.Writer),
+		config.Secret(migratecmd.EnvReaderURL, &r.Reader),
+	}
+	n, err := bus.StreamReplicas()
+	c.Replicas = n
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	switch {
+	case r.Migrator != "" && r.Writer != "" && r.Reader != "":
+		c.Roles = &r
+	case r.Migrator != "" || r.Writer != "" || r.Reader != "":
+		return c, fmt.Errorf("set all of %s, %s and %s (or their _FILE) or none", migratecmd.EnvMigratorURL, migratecmd.EnvWriterURL, migratecmd.EnvReaderURL)
+	}
+	return c, nil
+}
+
+// Connect connects to NATS as c says.
+func (c Config) Connect(name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(c.NATSURL, nats.Name("alicia-"+name), c.NATSAuth.Option())
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS: %w", err)
+	}
+	return nc, nil
+}
