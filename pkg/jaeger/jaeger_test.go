@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -71,6 +72,16 @@ func TestStart(t *testing.T) {
 	if len(tr.Spans) != 1 || tr.Spans[0].OperationName != "test.span" || tr.Spans[0].SpanID != spanID || tr.Spans[0].Tag("k") != "v" ||
 		tr.Processes[tr.Spans[0].ProcessID].ServiceName != "jaeger-test" {
 		t.Fatalf("trace %+v", tr)
+	}
+	// The API v3 serves it too (OTLP JSON).
+	resp, err = http.Get(s.UIURL + "/api/v3/traces/" + traceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(v3, []byte(`"test.span"`)) {
+		t.Fatalf("GET /api/v3/traces/%s: %s %s", traceID, resp.Status, v3)
 	}
 	found, err := jaegertest.FindTraces(context.Background(), s.UIURL, "jaeger-test", 10)
 	if err != nil || len(found) != 1 || found[0].TraceID != traceID {
