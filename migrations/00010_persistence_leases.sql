@@ -16,7 +16,11 @@
 --
 -- alicia_persistence_instances are the instances alive: each refreshes
 -- seen_at while it runs, and the partitions are spread evenly over the
--- instances seen within a lease.
+-- instances seen within a lease. partitions is how many conversation
+-- partitions an instance was configured with: instances configured
+-- differently split conversations differently, so one started later than
+-- an instance alive with another count takes nothing until that one is gone
+-- (a rolling update that changes the count hands over instead of mixing).
 
 -- +goose Up
 ALTER TABLE alicia_stream_offsets
@@ -28,6 +32,7 @@ ALTER TABLE alicia_stream_offsets
 CREATE TABLE alicia_persistence_instances (
     id          text NOT NULL,
     consumer    text NOT NULL,
+    partitions  integer NOT NULL,
     started_at  timestamptz NOT NULL DEFAULT now(),
     seen_at     timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT alicia_persistence_instances_pkey PRIMARY KEY (id)

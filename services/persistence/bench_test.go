@@ -280,7 +280,7 @@ func replicasThroughput(b *testing.B, instances int) {
 	// Every instance is seen alive before any ticks, so each takes its
 	// share at once instead of the first taking everything and handing
 	// partitions over a tick later.
-	if _, err := s.pool.Exec(ctx, `INSERT INTO alicia_persistence_instances (id, consumer) SELECT unnest($1::text[]), $2`, ids, s.cfg.Consumer); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO alicia_persistence_instances (id, consumer, partitions) SELECT unnest($1::text[]), $2, $3`, ids, s.cfg.Consumer, partitions); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
@@ -16,8 +17,9 @@ import (
 // conversation partitions (and SYSTEM's one), SIGKILLs one in the middle of
 // a burst of 10,000 envelopes and checks that the two left take its
 // partitions over once its leases expire, that every envelope is applied
-// exactly once, and that a fourth instance joining is handed partitions
-// without anything being applied twice.
+// exactly once, that a fourth instance joining is handed partitions
+// without anything being applied twice, and that a rolling update to
+// another partition count hands over rather than mixing the two.
 func TestReplicasShareAndSurviveAKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills processes; skipped with -short")
@@ -25,10 +27,11 @@ func TestReplicasShareAndSurviveAKill(t *testing.T) {
 	s := newStack(t)
 	bin := buildPersistence(t)
 	procs := map[string]*exec.Cmd{}
-	start := func(id string) {
-		procs[id] = startPersistence(t, bin, s, "ALICIA_PERSISTENCE_SHARDS=6", "ALICIA_PERSISTENCE_LEASE_TTL=2s",
+	startWith := func(id, shards string) {
+		procs[id] = startPersistence(t, bin, s, "ALICIA_PERSISTENCE_SHARDS="+shards, "ALICIA_PERSISTENCE_LEASE_TTL=2s",
 			"ALICIA_PERSISTENCE_INSTANCE="+id)
 	}
+	start := func(id string) { startWith(id, "6") }
 	t.Cleanup(func() {
 		for _, p := range procs {
 			_ = p.Process.Kill()
@@ -103,5 +106,50 @@ func TestReplicasShareAndSurviveAKill(t *testing.T) {
 	checkBurstApplied(t, s, last)
 	if n := s.queryInt(`SELECT count(*) FROM alicia_persistence_instances WHERE id = 'r1' AND seen_at > now() - interval '2 seconds'`); n != 0 {
 		t.Errorf("r1 still counted as alive")
+	}
+
+	// A rolling update to four partitions: the new instance takes nothing
+	// while instances split six ways run, then everything once they stop.
+	startWith("n1", "4")
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		// n1 has ticked twice, and every old instance has heartbeated
+		// since n1 registered (it has had the chance to hand n1 anything).
+		return s.queryInt(`SELECT count(*) FROM alicia_persistence_instances me
+			WHERE me.id = 'n1' AND me.seen_at > me.started_at + interval '500 milliseconds'
+			AND NOT EXISTS (SELECT 1 FROM alicia_persistence_instances o WHERE o.partitions = 6 AND o.seen_at < me.started_at)`) == 1
+	}, "n1 and the old instances heartbeating together")
+	if h := holders(); h["n1"] != 0 {
+		t.Fatalf("n1 took partitions while instances split six ways run: %v", h)
+	}
+	for _, id := range []string{"r2", "r3", "r4"} {
+		if err := procs[id].Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := procs[id].Wait(); err != nil {
+			t.Fatalf("%s did not drain cleanly: %v", id, err)
+		}
+		delete(procs, id)
+	}
+	testkit.EventuallyNoError(t, 30*time.Second, func() error {
+		h := holders()
+		if h["n1"] != 5 || len(h) != 1 {
+			return fmt.Errorf("held %v, want n1 holding 4 conversation partitions and SYSTEM's", h)
+		}
+		return nil
+	}, "n1 taking over")
+	var seq uint64
+	for c := range 20 {
+		cid := fmt.Sprintf("ac_after%02d", c)
+		seq = s.client(cid, 1, &protocol.UserMessage{ID: "am_after" + cid, ConversationID: cid, Content: "still there?"}, nil)
+	}
+	s.applied(bus.StreamConversations, seq)
+	if n := s.queryInt(`SELECT count(*) FROM alicia_messages WHERE id LIKE 'am_afterac_after%'`); n != 20 {
+		t.Errorf("%d of 20 messages sent after the update stored", n)
+	}
+	if n := s.queryInt(`SELECT count(*) FROM alicia_sentences`); n != 15*crashConversations {
+		t.Errorf("%d sentences after the update, want %d", n, 15*crashConversations)
+	}
+	if n := s.queryInt(`SELECT count(*) FROM alicia_messages WHERE message_role = 'assistant' AND contents = 'S1. S2. S3. S4. S5. S6. S7. S8. S9. S10. S11. S12. S13. S14. S15.'`); n != crashConversations {
+		t.Errorf("%d whole answers after the update, want %d", n, crashConversations)
 	}
 }

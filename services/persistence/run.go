@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -102,7 +104,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			log: log.With().Str("stream", s.stream).Logger()}
 	}
 	m := defaultMetrics()
-	coord := &lease.Coordinator{ID: cfg.Instance, Consumer: cfg.Consumer, Units: units, TTL: cfg.LeaseTTL, Store: st,
+	coord := &lease.Coordinator{ID: cfg.Instance, Consumer: cfg.Consumer, Units: units, Partitions: cfg.Shards, TTL: cfg.LeaseTTL, Store: st,
 		Log: log.With().Str("instance", cfg.Instance).Logger(),
 		OnTick: func(live, held int) {
 			m.Instances.Set(float64(live))
@@ -337,29 +339,72 @@ func claimStream(ctx context.Context, js jetstream.JetStream, st *store.Store, s
 	return claim, nil
 }
 
-// shardOffsets names the shards (the consumer itself when there is one,
-// consumer/k otherwise) and gives each its stored offset. A shard without one
-// (the shard count grew) starts from the lowest stored offset: everything
-// below it was applied whichever shard owned it then.
+// shardOffsets names the partitions of a stream split n ways (the
+// consumer itself when there is one, consumer/k-of-n otherwise: each way of
+// splitting conversations has its own rows, since an offset only speaks for
+// the conversations of its own partition) and gives each its offset: the
+// stored one, raised to the floor every stored scheme vouches for.
 func shardOffsets(consumer string, n int, stored map[string]uint64) []consume.Shard {
-	var floor uint64
-	first := true
-	for _, off := range stored {
-		if first || off < floor {
-			floor, first = off, false
-		}
-	}
+	floor := appliedFloor(consumer, stored)
 	parts := make([]consume.Shard, n)
 	for k := range parts {
-		name := consumer
-		if n > 1 {
-			name = fmt.Sprintf("%s/%d", consumer, k)
-		}
-		off, ok := stored[name]
-		if !ok {
-			off = floor
-		}
-		parts[k] = consume.Shard{Name: name, Offset: off}
+		name := partitionName(consumer, k, n)
+		parts[k] = consume.Shard{Name: name, Offset: max(stored[name], floor)}
 	}
 	return parts
+}
+
+// partitionName is the name of partition k of n in the offsets table.
+func partitionName(consumer string, k, n int) string {
+	if n == 1 {
+		return consumer
+	}
+	return fmt.Sprintf("%s/%d-of-%d", consumer, k, n)
+}
+
+// appliedFloor is the highest sequence up to which every envelope is known
+// to be applied: each complete set of partitions of one scheme (the
+// consumer's own row; consumer/k-of-n for k < n; the consumer/k rows of
+// releases before schemes were named, taken as complete) vouches for its
+// lowest offset, and the best of them counts. A scheme's rows that were
+// left behind by a change of n vouch for less and do not hold the others
+// back.
+func appliedFloor(consumer string, stored map[string]uint64) uint64 {
+	type scheme struct {
+		low   uint64
+		rows  int
+		want  int // rows a complete scheme has; 0: unknown (the old consumer/k rows)
+		valid bool
+	}
+	schemes := map[string]*scheme{}
+	for name, off := range stored {
+		key, want := "", 1
+		if name != consumer {
+			rest, ok := strings.CutPrefix(name, consumer+"/")
+			if !ok {
+				continue
+			}
+			key, want = "legacy", 0
+			if _, of, ok := strings.Cut(rest, "-of-"); ok {
+				n, err := strconv.Atoi(of)
+				if err != nil || n < 2 {
+					continue
+				}
+				key, want = of, n
+			}
+		}
+		sc := schemes[key]
+		if sc == nil {
+			sc = &scheme{low: off, want: want}
+			schemes[key] = sc
+		}
+		sc.low, sc.rows = min(sc.low, off), sc.rows+1
+	}
+	var floor uint64
+	for _, sc := range schemes {
+		if sc.want == 0 || sc.rows == sc.want {
+			floor = max(floor, sc.low)
+		}
+	}
+	return floor
 }

@@ -22,7 +22,7 @@ import (
 
 // Store is what the coordinator keeps its leases in (*store.Store).
 type Store interface {
-	Heartbeat(ctx context.Context, id, consumer string, ttl time.Duration) (int, error)
+	Heartbeat(ctx context.Context, id, consumer string, partitions int, ttl time.Duration) (live int, blocked bool, err error)
 	Renew(ctx context.Context, id string, held []store.Lease, ttl time.Duration) ([]store.Lease, error)
 	Take(ctx context.Context, id string, candidates []store.Unit, n int, ttl time.Duration) ([]store.Lease, error)
 	Release(ctx context.Context, id string, held []store.Lease) error
@@ -34,9 +34,13 @@ type Coordinator struct {
 	ID       string       // this instance
 	Consumer string       // the partitions' consumer name (instances of one deployment share it)
 	Units    []store.Unit // every partition of every stream
-	TTL      time.Duration
-	Store    Store
-	Log      zerolog.Logger
+	// Partitions is how many conversation partitions this instance was
+	// configured with; an instance started later than one alive with
+	// another count holds nothing until that one is gone.
+	Partitions int
+	TTL        time.Duration
+	Store      Store
+	Log        zerolog.Logger
 	// OnTick, when set, is called after each tick with the instances alive
 	// and the partitions held (metrics).
 	OnTick func(live, held int)
@@ -45,6 +49,7 @@ type Coordinator struct {
 	held    map[store.Unit]store.Lease
 	changed chan struct{}
 	ticked  time.Time // the last tick that reached the database
+	waiting bool      // blocked by instances configured otherwise
 }
 
 // Every is how often the coordinator ticks: five times per lease.
@@ -110,10 +115,31 @@ func (c *Coordinator) Tick(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 
-	live, err := c.Store.Heartbeat(ctx, c.ID, c.Consumer, c.TTL)
+	live, blocked, err := c.Store.Heartbeat(ctx, c.ID, c.Consumer, c.Partitions, c.TTL)
 	if err != nil {
 		return err
 	}
+	if blocked {
+		// An instance with another partition count applies the streams:
+		// conversations would be split two ways at once. Wait for it to go
+		// (a rolling update stops it once this one is up).
+		if !c.waiting {
+			c.Log.Warn().Int("partitions", c.Partitions).Msg("instances with another ALICIA_PERSISTENCE_SHARDS are running; taking no partition until they have stopped")
+		}
+		c.waiting = true
+		c.set(map[store.Unit]store.Lease{})
+		if err := c.Store.Release(ctx, c.ID, held); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.ticked = time.Now()
+		c.mu.Unlock()
+		if c.OnTick != nil {
+			c.OnTick(live, 0)
+		}
+		return nil
+	}
+	c.waiting = false
 	kept, err := c.Store.Renew(ctx, c.ID, held, c.TTL)
 	if err != nil {
 		return err

@@ -61,31 +61,39 @@ func leaseLost(err error) (string, bool) {
 	return strings.TrimSuffix(pgErr.Message[i+len(leaseMarker):], `"`), true
 }
 
-// Heartbeat records that instance id (applying consumer's partitions) is
-// alive, forgets instances not seen for ten leases, and returns how many
-// instances of consumer were seen within one lease (id included).
-func (s *Store) Heartbeat(ctx context.Context, id, consumer string, ttl time.Duration) (live int, err error) {
+// Heartbeat records that instance id (applying consumer's partitions, of
+// which there are partitions for conversations) is alive and forgets
+// instances not seen for ten leases. It returns how many instances of
+// consumer with the same partition count were seen within one lease (id
+// included), and whether one with another count, started before id, is
+// alive: id must then take nothing until it is gone.
+func (s *Store) Heartbeat(ctx context.Context, id, consumer string, partitions int, ttl time.Duration) (live int, blocked bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO alicia_persistence_instances (id, consumer) VALUES ($1, $2)
-			ON CONFLICT (id) DO UPDATE SET seen_at = now(), consumer = EXCLUDED.consumer`, id, consumer); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO alicia_persistence_instances (id, consumer, partitions) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET seen_at = now(), consumer = EXCLUDED.consumer, partitions = EXCLUDED.partitions`,
+			id, consumer, partitions); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM alicia_persistence_instances WHERE consumer = $1 AND seen_at < now() - $2::interval`,
 			consumer, (10 * ttl).String()); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT count(*) FROM alicia_persistence_instances WHERE consumer = $1 AND seen_at > now() - $2::interval`,
-			consumer, ttl.String()).Scan(&live)
+		return tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE o.partitions = me.partitions),
+				coalesce(bool_or(o.partitions <> me.partitions AND (o.started_at, o.id) < (me.started_at, me.id)), false)
+			FROM alicia_persistence_instances o, alicia_persistence_instances me
+			WHERE me.id = $3 AND o.consumer = $1 AND o.seen_at > now() - $2::interval`,
+			consumer, ttl.String(), id).Scan(&live, &blocked)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: heartbeat: %w", err)
+		return 0, false, fmt.Errorf("store: heartbeat: %w", err)
 	}
-	return live, nil
+	return live, blocked, nil
 }
 
 // EnsurePartitions creates the offset rows of a stream's partitions that
 // have none yet, at the given offsets, bound to the stream ClaimOffsets
-// claimed (a row that exists is left as it is).
+// claimed, and raises those that exist to them (offsets every instance's
+// rows vouch for: applying from there skips nothing).
 func (s *Store) EnsurePartitions(ctx context.Context, stream string, offsets map[string]uint64) error {
 	c := s.claimed(stream)
 	names := make([]string, 0, len(offsets))
@@ -95,7 +103,8 @@ func (s *Store) EnsurePartitions(ctx context.Context, stream string, offsets map
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO alicia_stream_offsets (stream, consumer, last_seq, stream_created, epoch)
 		SELECT $1, p.name, p.seq, $4, $5 FROM unnest($2::text[], $3::bigint[]) AS p(name, seq)
-		ON CONFLICT (stream, consumer) DO NOTHING`, stream, names, seqs, c.Stream.Created, c.Epoch)
+		ON CONFLICT (stream, consumer) DO UPDATE SET last_seq = EXCLUDED.last_seq
+			WHERE alicia_stream_offsets.last_seq < EXCLUDED.last_seq`, stream, names, seqs, c.Stream.Created, c.Epoch)
 	if err != nil {
 		return fmt.Errorf("store: partitions of %s: %w", stream, err)
 	}

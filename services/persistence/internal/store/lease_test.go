@@ -106,23 +106,34 @@ func TestHeartbeatCountsTheLiving(t *testing.T) {
 	st := store.New(pool)
 	ttl := time.Second
 	for _, id := range []string{"a", "b"} {
-		if _, err := st.Heartbeat(ctx, id, "persistence", ttl); err != nil {
+		if _, _, err := st.Heartbeat(ctx, id, "persistence", 4, ttl); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if live, err := st.Heartbeat(ctx, "c", "persistence", ttl); err != nil || live != 3 {
-		t.Fatalf("live = %d, %v; want 3", live, err)
+	if live, blocked, err := st.Heartbeat(ctx, "c", "persistence", 4, ttl); err != nil || live != 3 || blocked {
+		t.Fatalf("live = %d, blocked %v, %v; want 3, not blocked", live, blocked, err)
+	}
+	// d is configured with another partition count: it waits for the
+	// others, who are not held up by it.
+	if live, blocked, err := st.Heartbeat(ctx, "d", "persistence", 8, ttl); err != nil || live != 1 || !blocked {
+		t.Fatalf("d: live = %d, blocked %v, %v; want 1, blocked", live, blocked, err)
+	}
+	if _, blocked, err := st.Heartbeat(ctx, "a", "persistence", 4, ttl); err != nil || blocked {
+		t.Fatalf("a blocked by a later instance: %v %v", blocked, err)
+	}
+	if err := st.Leave(ctx, "d"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE alicia_persistence_instances SET seen_at = now() - interval '5 seconds' WHERE id = 'a'`); err != nil {
 		t.Fatal(err)
 	}
-	if live, err := st.Heartbeat(ctx, "c", "persistence", ttl); err != nil || live != 2 {
+	if live, _, err := st.Heartbeat(ctx, "c", "persistence", 4, ttl); err != nil || live != 2 {
 		t.Fatalf("live = %d, %v; want 2 (a not seen for a lease)", live, err)
 	}
 	if err := st.Leave(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if live, err := st.Heartbeat(ctx, "c", "persistence", ttl); err != nil || live != 1 {
+	if live, _, err := st.Heartbeat(ctx, "c", "persistence", 4, ttl); err != nil || live != 1 {
 		t.Fatalf("live = %d, %v; want 1 (b left)", live, err)
 	}
 }
