@@ -63,6 +63,14 @@ type Config struct {
 	// proxy (ALICIA_COOKIE_SECURE, default false; requests over TLS get a
 	// Secure cookie anyway).
 	CookieSecure bool
+	// TrustedProxies are the reverse proxies (addresses or CIDR ranges,
+	// ALICIA_TRUSTED_PROXIES, comma-separated; default none) whose
+	// X-Forwarded-For the gateway believes: a request from one of them is
+	// counted against the client address it names (failed sign-ins, the
+	// per-address rate limit) instead of the proxy's own, which every
+	// client behind it shares. From any other peer the header is ignored,
+	// so a client cannot choose the address it is counted under.
+	TrustedProxies []*net.IPNet
 	// The model engines server-info describes and probes, read from the
 	// variables (and with the defaults) of the services that use them, so
 	// it describes the engines actually running. URLs are OpenAI-compatible
@@ -233,7 +241,12 @@ func ConfigFromEnv() (Config, error) {
 	var allowed string
 	config.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
 	c.MCPAllowedHosts = splitList(allowed)
+	var proxies string
+	config.String("ALICIA_TRUSTED_PROXIES", &proxies)
+	var proxyErr error
+	c.TrustedProxies, proxyErr = ParseProxies(proxies)
 	err := errors.Join(
+		proxyErr,
 		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		config.Secret("ALICIA_API_KEYS", &c.APIKeys),
 		config.Secret("ALICIA_ADMIN_USERS", &c.AdminUsers),
@@ -256,6 +269,35 @@ func ConfigFromEnv() (Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// ParseProxies reads ALICIA_TRUSTED_PROXIES: comma-separated addresses
+// (a single host) or CIDR ranges.
+func ParseProxies(s string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	var errs []error
+	for _, p := range splitList(s) {
+		if !strings.Contains(p, "/") {
+			ip := net.ParseIP(p)
+			if ip == nil {
+				errs = append(errs, fmt.Errorf("ALICIA_TRUSTED_PROXIES: %q is neither an address nor a CIDR range", p))
+				continue
+			}
+			bits := 128
+			if ip4 := ip.To4(); ip4 != nil {
+				ip, bits = ip4, 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALICIA_TRUSTED_PROXIES: %w", err))
+			continue
+		}
+		out = append(out, n)
+	}
+	return out, errors.Join(errs...)
 }
 
 // splitList reads a comma-separated list, dropping blanks.

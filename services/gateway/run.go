@@ -63,8 +63,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = rest.ErrorHandler(log)
 	// The peer's address, never a header a client can write: failed
-	// authentications are throttled by it.
-	e.IPExtractor = echo.ExtractIPDirect()
+	// authentications are throttled by it. Behind a trusted proxy, the
+	// client address the proxy appended to X-Forwarded-For.
+	e.IPExtractor = ClientIP(cfg.TrustedProxies)
 	e.Use(middleware.Recover(), securityHeaders)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", func(c echo.Context) error {
