@@ -98,7 +98,9 @@ const PersistenceConsumer = "persistence"
 type Durable struct{ Owner, Stream, Name string }
 
 // Durables are the services' durable consumers with their default names
-// (each service's config; persistence's is PersistenceConsumer). Each is
+// (each service's config; persistence's is PersistenceConsumer, though its
+// instances' consumers are named PersistenceConsumer-<instance>-<random
+// token>: no other service can list consumers or guess that name). Each is
 // denied to the other services. A deployment that renames one (e.g.
 // ALICIA_PERSISTENCE_CONSUMER) must add it here and regenerate
 // deploy/nats.conf, or the other services are no longer kept from it. The

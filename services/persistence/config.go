@@ -5,6 +5,8 @@
 package persistence
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -42,6 +44,13 @@ type Config struct {
 	// restarted process under the same name takes its partitions back at
 	// once; under a new one, once their leases have expired.
 	Instance string
+	// ConsumerToken ends the name of this instance's consumers: random per
+	// process (DefaultConfig), so that no other service can guess the name
+	// and pull from them (their NATS users may pull from consumers on
+	// CONVERSATIONS they name; an envelope pulled away would be acked
+	// unapplied by the next AckAll). Not listed: others cannot list
+	// consumers.
+	ConsumerToken string
 	// LeaseTTL is how long a partition stays with an instance that stopped
 	// renewing it (ALICIA_PERSISTENCE_LEASE_TTL, default 5s): how long the
 	// partitions of an instance that died wait for another.
@@ -62,15 +71,16 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		NATSURL:     "nats://127.0.0.1:4222",
-		Consumer:    natsauth.PersistenceConsumer,
-		BatchSize:   1000,
-		Linger:      2 * time.Millisecond,
-		Shards:      1,
-		Instance:    defaultInstance(),
-		LeaseTTL:    5 * time.Second,
-		Migrate:     true,
-		HistoryWait: 5 * time.Second,
+		NATSURL:       "nats://127.0.0.1:4222",
+		Consumer:      natsauth.PersistenceConsumer,
+		BatchSize:     1000,
+		Linger:        2 * time.Millisecond,
+		Shards:        1,
+		Instance:      defaultInstance(),
+		ConsumerToken: randomToken(),
+		LeaseTTL:      5 * time.Second,
+		Migrate:       true,
+		HistoryWait:   5 * time.Second,
 	}
 }
 
@@ -123,6 +133,9 @@ func (c Config) Validate() error {
 	if !validInstance(c.Instance) {
 		errs = append(errs, fmt.Errorf("instance %q is not 1..64 letters, digits, - and _ (ALICIA_PERSISTENCE_INSTANCE)", c.Instance))
 	}
+	if len(c.ConsumerToken) < 16 {
+		errs = append(errs, errors.New("consumer token is shorter than 16 characters (start from DefaultConfig)"))
+	}
 	if c.LeaseTTL < 500*time.Millisecond || c.LeaseTTL > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("lease TTL %s is outside 500ms..5m (ALICIA_PERSISTENCE_LEASE_TTL)", c.LeaseTTL))
 	}
@@ -134,8 +147,19 @@ func (c Config) Validate() error {
 
 // InstanceConsumer is the name of this instance's consumer on both streams:
 // instances do not share one (the position lives in the database, per
-// partition).
-func (c Config) InstanceConsumer() string { return c.Consumer + "-" + c.Instance }
+// partition), and its last part is ConsumerToken.
+func (c Config) InstanceConsumer() string {
+	return c.Consumer + "-" + c.Instance + "-" + c.ConsumerToken
+}
+
+// randomToken is 16 random hex digits.
+func randomToken() string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
 
 // defaultInstance is host-pid, reduced to what a consumer name may hold.
 func defaultInstance() string {

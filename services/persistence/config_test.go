@@ -23,7 +23,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if c.BatchSize != 250 || c.Linger != 5*time.Millisecond || c.Shards != 3 || c.HistoryWait != 2*time.Second || c.NATSURL != "nats://127.0.0.1:4222" {
 		t.Fatalf("config = %+v", c)
 	}
-	if c.Instance != "persistence-7f9c" || c.LeaseTTL != 3*time.Second || c.InstanceConsumer() != "persistence-persistence-7f9c" {
+	if c.Instance != "persistence-7f9c" || c.LeaseTTL != 3*time.Second || c.InstanceConsumer() != "persistence-persistence-7f9c-"+c.ConsumerToken || len(c.ConsumerToken) != 16 {
 		t.Fatalf("instance %q, lease %s, consumer %q", c.Instance, c.LeaseTTL, c.InstanceConsumer())
 	}
 
@@ -51,5 +51,13 @@ func TestDefaultInstance(t *testing.T) {
 	c.PostgresURL = "postgres://u@127.0.0.1:5432/alicia"
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v (instance %q)", err, c.Instance)
+	}
+	// The consumer's name cannot be guessed from one process to the next.
+	if other := persistence.DefaultConfig(); other.ConsumerToken == c.ConsumerToken {
+		t.Fatalf("two processes' consumers share the token %q", c.ConsumerToken)
+	}
+	c.ConsumerToken = ""
+	if err := c.Validate(); err == nil {
+		t.Fatal("a guessable consumer name accepted")
 	}
 }

@@ -268,7 +268,7 @@ func (r *runner) start(ctx context.Context, held []store.Lease) (*consume.Loop, 
 		// seconds under load. An instance that dies leaves it behind; the
 		// server removes it once no one has pulled for a while.
 		MemoryStorage:     true,
-		InactiveThreshold: time.Hour,
+		InactiveThreshold: 5 * time.Minute,
 	}
 	if resume > 0 {
 		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, resume+1

@@ -357,14 +357,6 @@ func checkDeployments(t *testing.T, r *rendered) {
 		if comp == "room-agent" {
 			checkOneCore(t, d)
 		}
-		if comp == "persistence" {
-			if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-				t.Errorf("persistence: replicas %v, want 1", d.Spec.Replicas)
-			}
-			if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-				t.Errorf("persistence: strategy %q, want Recreate (never two instances)", d.Spec.Strategy.Type)
-			}
-		}
 	}
 	for where, pod := range podTemplates(r) {
 		checkPodSecurity(t, where, pod)
@@ -735,7 +727,10 @@ func checkCase(t *testing.T, name string, r *rendered) {
 		}
 		wantEnv(t, gw, "ALICIA_COOKIE_SECURE", "true")
 		wantEnv(t, gw, "ALICIA_CONVERSATIONS_MAX_BYTES", "8589934592")
-		wantEnv(t, r.deployments["persistence"], "ALICIA_PERSISTENCE_SHARDS", "2")
+		wantEnv(t, r.deployments["persistence"], "ALICIA_PERSISTENCE_SHARDS", "6")
+		if p := r.deployments["persistence"]; p == nil || p.Spec.Replicas == nil || *p.Spec.Replicas != 3 {
+			t.Error("persistence: not three replicas")
+		}
 		wantEnv(t, r.deployments["tts"], "ALICIA_TTS_MAX_TURNS", "128")
 		wantEnv(t, r.deployments["memory"], "ALICIA_EMBEDDING_API_KEY_FILE", "/run/secrets/alicia/embedding-api-key")
 		if r.deployments["asr"].Spec.Replicas != nil {
@@ -764,7 +759,9 @@ func checkCase(t *testing.T, name string, r *rendered) {
 func TestRefused(t *testing.T) {
 	ch := loadChart(t)
 	for name, vals := range map[string]map[string]any{
-		"two persistence instances": {"persistence": map[string]any{"replicas": 2}},
+		"persistence replicas without partitions for each": {"persistence": map[string]any{"replicas": 3, "shards": 2}},
+		"persistence replicas without shards":              {"persistence": map[string]any{"replicas": 2}},
+		"no persistence":                                   {"persistence": map[string]any{"replicas": 0}},
 		"room-agent on two cores": {"roomAgent": map[string]any{"resources": map[string]any{
 			"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "2"}}}},
 		"room-agent without LiveKit": {"livekit": map[string]any{"url": ""}},
