@@ -411,14 +411,25 @@ func restore(ctx context.Context, o RestoreOptions, dir string) error {
 		}
 	}
 	var offsets []StreamOffset // the database the streams will be under
+	replacePG := o.Replace
 	if doPG {
 		objs, err := pg.existingObjects(ctx)
 		if err != nil {
 			return fmt.Errorf("postgres: %w", err)
 		}
 		if len(objs) > 0 && !o.Replace {
-			return fmt.Errorf("the database already holds %d tables and sequences (%s): restore into a new database, or pass --replace to drop everything in its schema public first",
-				len(objs), strings.Join(firstOf(objs, 5), ", "))
+			// A schema without a row (the migrate job ran on a new volume)
+			// loses nothing when it is replaced.
+			full, err := pg.tablesWithRows(ctx)
+			if err != nil {
+				return fmt.Errorf("postgres: %w", err)
+			}
+			if len(full) > 0 {
+				return fmt.Errorf("the database already holds rows (in %s): restore into a new database, or pass --replace to drop everything in its schema public first",
+					strings.Join(firstOf(full, 5), ", "))
+			}
+			o.Log.Info().Int("objects", len(objs)).Msg("the database has a schema but no rows: it is replaced")
+			replacePG = true
 		}
 		offsets = m.Postgres.StreamOffsets
 	} else if offsets, err = pg.liveOffsets(ctx); err != nil {
@@ -492,7 +503,7 @@ func restore(ctx context.Context, o RestoreOptions, dir string) error {
 	}
 	if doPG {
 		start := time.Now()
-		if err := pg.restore(ctx, dir, m.Postgres, o.Replace, bindings); err != nil {
+		if err := pg.restore(ctx, dir, m.Postgres, replacePG, bindings); err != nil {
 			return fmt.Errorf("postgres: %w (the database may be half made: run the restore again with --replace)", err)
 		}
 		var rows int64
@@ -511,17 +522,28 @@ func restore(ctx context.Context, o RestoreOptions, dir string) error {
 	return nil
 }
 
-// checkStreamsReplaceable: without replace no Alicia stream may exist;
-// with it, none may still be read by a running service (a durable consumer
-// with pull requests waiting).
+// checkStreamsReplaceable: without replace no Alicia stream may hold a
+// message (empty ones, made by services that started on a new volume, are
+// replaced: nothing is lost); with it, any may. Either way none may still
+// be read by a running service (a durable consumer with pull requests
+// waiting).
 func checkStreamsReplaceable(ctx context.Context, live map[string]jetstream.Stream, replace bool) error {
-	var names []string
+	var names, full []string
 	for name := range live {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if len(names) > 0 && !replace {
-		return fmt.Errorf("the NATS server already has streams %s: restore into an empty JetStream store, or pass --replace to delete them first", strings.Join(names, ", "))
+	for _, name := range names {
+		info, err := live[name].Info(ctx)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", name, err)
+		}
+		if info.State.Msgs > 0 {
+			full = append(full, fmt.Sprintf("%s (%d messages)", name, info.State.Msgs))
+		}
+	}
+	if len(full) > 0 && !replace {
+		return fmt.Errorf("the NATS server already has streams with messages, %s: restore into an empty JetStream store, or pass --replace to delete them first", strings.Join(full, ", "))
 	}
 	for _, name := range names {
 		l := live[name].ListConsumers(ctx)

@@ -450,7 +450,7 @@ func TestRestoreRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := tables(t, dst.pg, "stream_created")
-	t.Run("a database and streams already there", func(t *testing.T) {
+	t.Run("a database and streams with data already there", func(t *testing.T) {
 		if err := backupcmd.Restore(ctx, opts, early); err == nil || !strings.Contains(err.Error(), "--replace") {
 			t.Fatalf("err = %v, want --replace suggested", err)
 		}
@@ -499,6 +499,27 @@ func TestRestoreRefuses(t *testing.T) {
 		want := created(t, dst.js, bus.StreamConversations)
 		if got := query[string](t, dst.pg, `SELECT string_agg(DISTINCT stream_created, ',') FROM alicia_stream_offsets WHERE stream = 'CONVERSATIONS'`); got != want {
 			t.Errorf("offsets name the stream created %s, the restored one was created %s", got, want)
+		}
+	})
+
+	t.Run("a new volume: a schema and streams without data", func(t *testing.T) {
+		// What the migrate job and the services' first start leave: no
+		// --replace needed, nothing is lost.
+		fresh := newSite(t, pgtest.NewURL(t))
+		if err := bus.EnsureStreams(ctx, fresh.js, bus.StreamsConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		o := opts
+		o.NATS, o.PostgresURL, o.Roles = fresh.nc, fresh.pg, roleURLs(t, fresh.pg)
+		if err := backupcmd.Restore(ctx, o, early); err != nil {
+			t.Fatal(err)
+		}
+		if got := tables(t, fresh.pg, "stream_created"); !reflect.DeepEqual(got, restored) {
+			t.Errorf("restored over an empty schema, the tables differ from the backup's:\n got %v\nwant %v", got, restored)
+		}
+		sameStream(t, src.js, fresh.js, bus.StreamConversations)
+		if _, err := fresh.js.Stream(ctx, bus.StreamASRJobs); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Errorf("the empty ASR_JOBS stayed: %v", err)
 		}
 	})
 

@@ -248,6 +248,30 @@ func (p *pgTarget) existingObjects(ctx context.Context) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
+// tablesWithRows names the tables of schema public holding a row.
+func (p *pgTarget) tablesWithRows(ctx context.Context) ([]string, error) {
+	tx, err := p.conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	tables, err := listTables(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var full []string
+	for _, t := range tables {
+		var any bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+qualified(t)+")").Scan(&any); err != nil {
+			return nil, fmt.Errorf("%s: %w", t, err)
+		}
+		if any {
+			full = append(full, t)
+		}
+	}
+	return full, nil
+}
+
 // liveOffsets reads the stream offsets of the database as it is (for a
 // restore of the streams alone, under this database).
 func (p *pgTarget) liveOffsets(ctx context.Context) ([]StreamOffset, error) {

@@ -25,6 +25,17 @@ type File struct {
 	Services map[string]*Service `yaml:"services"`
 	Secrets  map[string]Secret   `yaml:"secrets"`
 	Volumes  map[string]any      `yaml:"volumes"`
+	Networks map[string]Network  `yaml:"networks"`
+}
+
+// Network is a top-level network.
+type Network struct {
+	IPAM struct {
+		Config []struct {
+			Subnet  string `yaml:"subnet"`
+			IPRange string `yaml:"ip_range"`
+		} `yaml:"config"`
+	} `yaml:"ipam"`
 }
 
 // Service is one service of a compose file.
@@ -42,7 +53,13 @@ type Service struct {
 	Profiles    []string     `yaml:"profiles"`
 	Restart     string       `yaml:"restart"`
 	User        string       `yaml:"user"`
+	Ports       []string     `yaml:"ports"`
+	Networks    Networks     `yaml:"networks"`
 }
+
+// Networks are the networks a service joins, each with its fixed address
+// ("" when it gets one from the network's range): a list, or a mapping.
+type Networks map[string]string
 
 // Build is a service's build section.
 type Build struct {
@@ -268,6 +285,36 @@ func (e *Environment) UnmarshalYAML(n *yaml.Node) error {
 		}
 	}
 	*e = out
+	return nil
+}
+
+func (ns *Networks) UnmarshalYAML(n *yaml.Node) error {
+	out := Networks{}
+	if n.Kind == yaml.SequenceNode {
+		var list []string
+		if err := n.Decode(&list); err != nil {
+			return err
+		}
+		for _, name := range list {
+			out[name] = ""
+		}
+		*ns = out
+		return nil
+	}
+	var m map[string]*struct {
+		IPv4Address string `yaml:"ipv4_address"`
+	}
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	for k, v := range m {
+		if v != nil {
+			out[k] = v.IPv4Address
+		} else {
+			out[k] = ""
+		}
+	}
+	*ns = out
 	return nil
 }
 

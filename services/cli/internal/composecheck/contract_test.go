@@ -188,16 +188,47 @@ func (r *repo) reads(t *testing.T, service string, env map[string]string) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("ConfigFromEnv with the compose environment: %w", err)
 	}
+	// Fields made afresh at each load (a random instance token) differ
+	// whatever the environment says: they are left out of the comparison.
+	again, err := r.loadWith(t, load, env, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("ConfigFromEnv with the compose environment: %w", err)
+	}
+	stable := stableFields(base, again)
 	for name, v := range env {
 		if reads[name] {
 			continue
 		}
 		changed, err := r.loadWith(t, load, env, name, v+"-changed")
-		if err != nil || !reflect.DeepEqual(base, changed) {
+		if err != nil || !reflect.DeepEqual(stable(base), stable(changed)) {
 			reads[name] = true
 		}
 	}
 	return reads, nil
+}
+
+// stableFields returns what keeps of a configuration (a struct) only the
+// top-level fields that a and b, two loads of the same environment, agree
+// on.
+func stableFields(a, b any) func(any) any {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() != reflect.Struct || va.Type() != vb.Type() {
+		return func(c any) any { return c }
+	}
+	var unstable []int
+	for i := range va.NumField() {
+		if va.Type().Field(i).IsExported() && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			unstable = append(unstable, i)
+		}
+	}
+	return func(c any) any {
+		v := reflect.New(reflect.TypeOf(c)).Elem()
+		v.Set(reflect.ValueOf(c))
+		for _, i := range unstable {
+			v.Field(i).Set(reflect.Zero(v.Field(i).Type()))
+		}
+		return v.Interface()
+	}
 }
 
 // loadWith runs load with exactly env set (the secret files redirected to
@@ -522,8 +553,9 @@ func TestNodeIPRequired(t *testing.T) {
 
 // TestPostgresRoles: each service logs in to Postgres as its role (least
 // privilege, deploy/README.md): persistence as the writer, the gateway, llm
-// and memory as the reader, only the migrate job as the superuser (with
-// the roles' URLs, to make them); no other service mounts a Postgres secret.
+// and memory as the reader, only the migrate job and the backup job as the
+// superuser (with the roles' URLs, to make them); no other service mounts a
+// Postgres secret.
 func TestPostgresRoles(t *testing.T) {
 	f := loadRepo(t).file(t)
 	want := map[string]map[string]string{
@@ -532,6 +564,13 @@ func TestPostgresRoles(t *testing.T) {
 		"llm":         {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"memory":      {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"migrate": {
+			"ALICIA_POSTGRES_URL_FILE":          deploycmd.PostgresURL,
+			"ALICIA_POSTGRES_MIGRATOR_URL_FILE": deploycmd.PostgresMigratorURL,
+			"ALICIA_POSTGRES_WRITER_URL_FILE":   deploycmd.PostgresWriterURL,
+			"ALICIA_POSTGRES_READER_URL_FILE":   deploycmd.PostgresReaderURL,
+		},
+		// A restore makes the roles and loads rows as they were, as the superuser.
+		"backup": {
 			"ALICIA_POSTGRES_URL_FILE":          deploycmd.PostgresURL,
 			"ALICIA_POSTGRES_MIGRATOR_URL_FILE": deploycmd.PostgresMigratorURL,
 			"ALICIA_POSTGRES_WRITER_URL_FILE":   deploycmd.PostgresWriterURL,
@@ -639,5 +678,149 @@ func TestComposeClusterProfile(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no long-running service built from deploy/Dockerfile is given ALICIA_NATS_URL")
+	}
+}
+
+// tlsEnv is what deploy/README.md (TLS) has an operator put in .env.
+var tlsEnv = map[string]string{
+	"ALICIA_PUBLIC_HOST": "alicia.example.com", "ALICIA_LIVEKIT_PUBLIC_HOST": "voice.example.com",
+	"ALICIA_LIVEKIT_PUBLIC_URL": "wss://voice.example.com", "ALICIA_COOKIE_SECURE": "true",
+	"ALICIA_GATEWAY_PUBLISH": "127.0.0.1:8080", "ALICIA_LIVEKIT_PUBLISH": "127.0.0.1:7880",
+	"ALICIA_TURN_DOMAIN": "turn.example.com",
+}
+
+func withEnv(extra map[string]string) map[string]string {
+	env := map[string]string{}
+	for k, v := range composeEnv {
+		env[k] = v
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// TestComposeTLSProfile: with the tls profile's environment the file keeps
+// its contract; the proxy runs deploy/caddy/Caddyfile only in that profile,
+// with the certificates of deploy/tls, in front of the gateway and LiveKit
+// (the Caddyfile's upstreams are their addresses), at a fixed address of
+// the edge network outside the range the others get theirs from, which is
+// the one address the gateway trusts for X-Forwarded-For; the gateway's and
+// LiveKit's plain ports can be published on loopback only, and LiveKit gets
+// the TURN settings and ports.
+func TestComposeTLSProfile(t *testing.T) {
+	r := loadRepo(t)
+	for _, env := range []map[string]string{composeEnv, withEnv(tlsEnv)} {
+		f, err := composecheck.Load(filepath.Join(r.root, "docker-compose.yml"), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range composecheck.Check(f, r.contract(t)) {
+			t.Error(p)
+		}
+		proxy, gw, lk := f.Services["proxy"], f.Services["gateway"], f.Services["livekit"]
+		if proxy == nil || !slices.Equal(proxy.Profiles, []string{"tls"}) {
+			t.Fatalf("proxy: %+v; want a service of the tls profile only", proxy)
+		}
+		mounts := map[string]string{}
+		for _, v := range proxy.Volumes {
+			mounts[v.Target] = v.Source
+		}
+		if mounts["/etc/caddy/Caddyfile"] != "./deploy/caddy/Caddyfile" || mounts["/etc/caddy/tls"] != "./deploy/tls" {
+			t.Errorf("proxy mounts %v: want deploy/caddy/Caddyfile and deploy/tls", mounts)
+		}
+		for _, p := range []string{"443:443", "80:80"} {
+			if !slices.Contains(proxy.Ports, p) {
+				t.Errorf("proxy ports %v: want %s", proxy.Ports, p)
+			}
+		}
+		for _, d := range []string{"gateway", "livekit"} {
+			if proxy.DependsOn[d].Condition != composecheck.Healthy {
+				t.Errorf("proxy: depends on %s %+v, want healthy", d, proxy.DependsOn[d])
+			}
+		}
+		addr := net.ParseIP(proxy.Networks["edge"])
+		edge := f.Networks["edge"].IPAM.Config
+		if addr == nil || len(edge) != 1 {
+			t.Fatalf("proxy on the edge network at %q, edge ipam %+v", proxy.Networks["edge"], edge)
+		}
+		_, subnet, err1 := net.ParseCIDR(edge[0].Subnet)
+		_, dynamic, err2 := net.ParseCIDR(edge[0].IPRange)
+		if err1 != nil || err2 != nil || !subnet.Contains(addr) || dynamic.Contains(addr) {
+			t.Errorf("proxy address %s: want it in the edge subnet %s and outside its dynamic range %s", addr, edge[0].Subnet, edge[0].IPRange)
+		}
+		if got := gw.Environment["ALICIA_TRUSTED_PROXIES"]; got != addr.String() {
+			t.Errorf("gateway trusts %q, want exactly the proxy's address %s", got, addr)
+		}
+		for _, s := range []*composecheck.Service{gw, lk} {
+			if _, ok := s.Networks["edge"]; !ok || s.Networks["edge"] != "" {
+				t.Errorf("%s: networks %v; want the edge network with an address from its range", s.Name, s.Networks)
+			}
+		}
+		for _, p := range []string{"5349:5349", "3478:3478/udp"} {
+			if !slices.Contains(lk.Ports, p) {
+				t.Errorf("livekit ports %v: want %s (TURN)", lk.Ports, p)
+			}
+		}
+		caddyfile, err := os.ReadFile(filepath.Join(r.root, "deploy", "caddy", "Caddyfile"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, gwPort, _ := net.SplitHostPort(gw.Environment["ALICIA_HTTP_ADDR"])
+		for _, up := range []string{"{$ALICIA_GATEWAY_UPSTREAM:gateway:" + gwPort + "}", "{$ALICIA_LIVEKIT_UPSTREAM:livekit:7880}"} {
+			if !strings.Contains(string(caddyfile), up) {
+				t.Errorf("deploy/caddy/Caddyfile does not proxy to %s", up)
+			}
+		}
+		if env["ALICIA_PUBLIC_HOST"] == "" {
+			if gw.Environment["ALICIA_COOKIE_SECURE"] != "false" || !slices.Contains(gw.Ports, "8080:8080") || lk.Environment["TURN_DOMAIN"] != "" {
+				t.Errorf("without the tls environment: gateway cookie secure %q, ports %v; livekit TURN %q",
+					gw.Environment["ALICIA_COOKIE_SECURE"], gw.Ports, lk.Environment["TURN_DOMAIN"])
+			}
+			continue
+		}
+		if proxy.Environment["ALICIA_PUBLIC_HOST"] != "alicia.example.com" || proxy.Environment["ALICIA_LIVEKIT_PUBLIC_HOST"] != "voice.example.com" ||
+			proxy.Environment["ALICIA_TLS"] != "/etc/caddy/tls/fullchain.pem /etc/caddy/tls/privkey.pem" || proxy.Environment["ALICIA_LIVEKIT_TLS"] != proxy.Environment["ALICIA_TLS"] {
+			t.Errorf("proxy environment %v", proxy.Environment)
+		}
+		if gw.Environment["ALICIA_COOKIE_SECURE"] != "true" || gw.Environment["ALICIA_LIVEKIT_PUBLIC_URL"] != "wss://voice.example.com" ||
+			!slices.Contains(gw.Ports, "127.0.0.1:8080:8080") || !slices.Contains(lk.Ports, "127.0.0.1:7880:7880") {
+			t.Errorf("with the tls environment: gateway %v ports %v, livekit ports %v", gw.Environment, gw.Ports, lk.Ports)
+		}
+		if lk.Environment["TURN_DOMAIN"] != "turn.example.com" {
+			t.Errorf("livekit TURN_DOMAIN %q", lk.Environment["TURN_DOMAIN"])
+		}
+	}
+}
+
+// TestComposeBackupProfile: the backup job runs `alicia backup` into
+// deploy/backups, only in the backup profile, as the NATS admin and the
+// database's superuser (with the roles' URLs, for a restore), after the
+// schema exists, with the services' NATS URL and stream replicas.
+func TestComposeBackupProfile(t *testing.T) {
+	r := loadRepo(t)
+	f, err := composecheck.Load(filepath.Join(r.root, "docker-compose.yml"), withEnv(map[string]string{
+		"ALICIA_NATS_URL": "nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222", "ALICIA_STREAM_REPLICAS": "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.Services["backup"]
+	if b == nil || !slices.Equal(b.Profiles, []string{"backup"}) || !b.OneShot() || b.Ref() != "build:cli" {
+		t.Fatalf("backup: %+v; want a one-shot alicia job of the backup profile", b)
+	}
+	if !slices.Equal(b.Command, []string{"backup", "--dir", "/backups"}) {
+		t.Errorf("backup command %q", b.Command)
+	}
+	if !slices.ContainsFunc(b.Volumes, func(v composecheck.Volume) bool { return v.Source == "./deploy/backups" && v.Target == "/backups" }) {
+		t.Errorf("backup volumes %+v: want deploy/backups at /backups", b.Volumes)
+	}
+	if b.Environment["ALICIA_NATS_USER"] != "admin" || b.Environment["ALICIA_NATS_PASSWORD_FILE"] != "/run/secrets/nats_password_admin" {
+		t.Errorf("backup logs in to NATS as %q: want the admin (snapshots and restores use the JetStream API)", b.Environment["ALICIA_NATS_USER"])
+	}
+	if b.Environment["ALICIA_STREAM_REPLICAS"] != "3" || !strings.HasPrefix(b.Environment["ALICIA_NATS_URL"], "nats://nats-1:4222") {
+		t.Errorf("backup: NATS %q, replicas %q; want the services' cluster settings", b.Environment["ALICIA_NATS_URL"], b.Environment["ALICIA_STREAM_REPLICAS"])
+	}
+	if b.DependsOn["migrate"].Condition != composecheck.Completed || b.DependsOn["nats"].Condition != composecheck.Healthy {
+		t.Errorf("backup depends on %+v", b.DependsOn)
 	}
 }

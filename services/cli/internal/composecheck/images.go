@@ -78,9 +78,11 @@ var Images = map[string]Image{
 	"livekit/livekit-server:v1.13.5": {
 		Program: "/livekit-server",
 		Flags:   map[string][]string{"--config": nil, "--keys": nil, "--node-ip": nil, "--bind": nil, "--dev": nil, "--udp-port": nil},
-		Env:     []string{"LIVEKIT_KEYS", "LIVEKIT_CONFIG", "NODE_IP", "UDP_PORT", "REDIS_HOST", "REDIS_PASSWORD"},
-		Tools:   []string{"wget"}, // alpine busybox
-		Source:  "livekit-server v1.13.5 cmd/server/main.go (cli flags and their EnvVars); the image is alpine",
+		Env: []string{"LIVEKIT_KEYS", "LIVEKIT_CONFIG", "NODE_IP", "UDP_PORT", "REDIS_HOST", "REDIS_PASSWORD",
+			// Not the image's: read by the compose file's entrypoint, which adds a turn: section with them.
+			"TURN_DOMAIN", "TURN_CERT_FILE", "TURN_KEY_FILE"},
+		Tools:  []string{"wget"}, // alpine busybox
+		Source: "livekit-server v1.13.5 cmd/server/main.go (cli flags and their EnvVars); the image is alpine",
 	},
 	"vllm/vllm-openai:v0.11.0": {
 		Flags: map[string][]string{
@@ -97,6 +99,17 @@ var Images = map[string]Image{
 		},
 		Tools:  []string{"curl"},
 		Source: "vLLM v0.11 engine arguments (docs.vllm.ai, configuration/engine_args: ModelConfig --runner/--convert, --quantization choices) and serve arguments (--enable-auto-tool-choice, --tool-call-parser); its Dockerfile's vllm-base stage installs curl",
+	},
+	"caddy:2.11.4-alpine": {
+		Program: "caddy",
+		// run is the subcommand (a word the check lets through in first place).
+		Flags: map[string][]string{"run": nil, "--config": nil, "--adapter": {"caddyfile"}, "--envfile": nil, "--environ": nil, "--resume": nil, "--watch": nil},
+		// Not the image's: read by deploy/caddy/Caddyfile ({$NAME}), which it runs.
+		Env:   []string{"ALICIA_PUBLIC_HOST", "ALICIA_LIVEKIT_PUBLIC_HOST", "ALICIA_TLS", "ALICIA_LIVEKIT_TLS", "ALICIA_GATEWAY_UPSTREAM", "ALICIA_LIVEKIT_UPSTREAM", "CADDY_ADMIN"},
+		Tools: []string{"wget"}, // alpine busybox
+		Source: "caddy v2.11.4 cmd/commandfuncs.go (`caddy run` flags --config, --adapter, --envfile, --environ, --resume, --watch) and admin.go (CADDY_ADMIN); " +
+			"the official image (docker-library caddy 2.11/alpine) is alpine with busybox wget, its data in /data and /config; " +
+			"composecheck's proxy test runs the same Caddyfile with caddy built from that module version",
 	},
 	"ghcr.io/speaches-ai/speaches:0.9.0-rc.3-cuda-12.6.3": {
 		Env:   []string{"PRELOAD_MODELS", "API_KEY", "LOG_LEVEL", "ENABLE_UI", "ALLOW_ORIGINS", "UVICORN_HOST", "UVICORN_PORT"},

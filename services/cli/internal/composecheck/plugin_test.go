@@ -38,9 +38,10 @@ func composeConfig(t *testing.T, bin, file string, env map[string]string, args .
 	return err, stderr.String()
 }
 
-// TestComposeConfig: the compose plugin itself accepts the file (every
-// profile), and refuses it without ALICIA_LIVEKIT_NODE_IP or with a
-// dependency on no service.
+// TestComposeConfig: the compose plugin itself accepts the file, with
+// each profile and with all of them (and the environment each is
+// documented with), and refuses it without ALICIA_LIVEKIT_NODE_IP or with
+// a dependency on no service.
 func TestComposeConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -53,8 +54,26 @@ func TestComposeConfig(t *testing.T) {
 		t.Fatalf("%s version: %q, %v", bin, out, err)
 	}
 	file := filepath.Join(repoRoot(t), "docker-compose.yml")
-	if err, stderr := composeConfig(t, bin, file, composeEnv, "--profile", "init"); err != nil {
-		t.Fatalf("docker compose config -q: %v\n%s", err, stderr)
+	cluster := withEnv(map[string]string{"ALICIA_NATS_URL": "nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222", "ALICIA_STREAM_REPLICAS": "3"})
+	for _, c := range []struct {
+		name     string
+		env      map[string]string
+		profiles []string
+	}{
+		{"the default services", composeEnv, nil},
+		{"init", composeEnv, []string{"init"}},
+		{"cluster", cluster, []string{"cluster"}},
+		{"tls", withEnv(tlsEnv), []string{"tls"}},
+		{"backup", composeEnv, []string{"backup"}},
+		{"every profile, with the .env of deploy/README.md's examples", withEnv(merge(tlsEnv, cluster)), []string{"*"}},
+	} {
+		var args []string
+		for _, p := range c.profiles {
+			args = append(args, "--profile", p)
+		}
+		if err, stderr := composeConfig(t, bin, file, c.env, args...); err != nil {
+			t.Errorf("docker compose %s config -q (%s): %v\n%s", strings.Join(args, " "), c.name, err, stderr)
+		}
 	}
 	if err, stderr := composeConfig(t, bin, file, nil); err == nil || !strings.Contains(stderr, "ALICIA_LIVEKIT_NODE_IP") {
 		t.Fatalf("accepted without ALICIA_LIVEKIT_NODE_IP: %v\n%s", err, stderr)
@@ -71,6 +90,16 @@ func TestComposeConfig(t *testing.T) {
 	if err, stderr := composeConfig(t, bin, broken, composeEnv, "--project-directory", filepath.Dir(file)); err == nil || !strings.Contains(stderr, "vlm") {
 		t.Fatalf("accepted a dependency on no service: %v\n%s", err, stderr)
 	}
+}
+
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // TestNATSPayload: the servers in compose (the single one, and the cluster
