@@ -55,6 +55,9 @@ type Service struct {
 	User        string       `yaml:"user"`
 	Ports       []string     `yaml:"ports"`
 	Networks    Networks     `yaml:"networks"`
+	// StopGracePeriod is how long compose waits after SIGTERM before it
+	// kills the container ("" : compose's default, 10s).
+	StopGracePeriod string `yaml:"stop_grace_period"`
 }
 
 // Networks are the networks a service joins, each with its fixed address

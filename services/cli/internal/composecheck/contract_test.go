@@ -824,3 +824,25 @@ func TestComposeBackupProfile(t *testing.T) {
 		t.Errorf("backup depends on %+v", b.DependsOn)
 	}
 }
+
+// TestStopGracePeriod: compose waits for every long-running Alicia service
+// to drain (ALICIA_SHUTDOWN_TIMEOUT's default) and hand back what it holds
+// before it kills it; its own default, 10s, is shorter.
+func TestStopGracePeriod(t *testing.T) {
+	f := loadRepo(t).file(t)
+	want := svcmain.DefaultShutdownTimeout + svcmain.HandBackTime
+	checked := 0
+	for _, s := range f.BuiltFrom("deploy/Dockerfile") {
+		if s.OneShot() {
+			continue
+		}
+		checked++
+		d, err := time.ParseDuration(s.StopGracePeriod)
+		if err != nil || d < want {
+			t.Errorf("%s: stop_grace_period %q; want at least %s (the drain and the hand-back)", s.Name, s.StopGracePeriod, want)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no long-running service built from deploy/Dockerfile")
+	}
+}
