@@ -58,7 +58,20 @@ type Service struct {
 	// StopGracePeriod is how long compose waits after SIGTERM before it
 	// kills the container ("" : compose's default, 10s).
 	StopGracePeriod string `yaml:"stop_grace_period"`
+	// EnvFiles are the files whose variables the container gets.
+	EnvFiles EnvFiles `yaml:"env_file"`
 }
+
+// EnvFile is one entry of env_file: a path, and whether compose fails
+// when the file is missing.
+type EnvFile struct {
+	Path     string
+	Required bool
+}
+
+// EnvFiles is env_file: a path, a list of paths, or a list of
+// {path, required} (required by default).
+type EnvFiles []EnvFile
 
 // Networks are the networks a service joins, each with its fixed address
 // ("" when it gets one from the network's range): a list, or a mapping.
@@ -286,6 +299,39 @@ func (e *Environment) UnmarshalYAML(n *yaml.Node) error {
 		} else {
 			out[k] = ""
 		}
+	}
+	*e = out
+	return nil
+}
+
+func (e *EnvFiles) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*e = EnvFiles{{Path: n.Value, Required: true}}
+		return nil
+	}
+	var items []yaml.Node
+	if err := n.Decode(&items); err != nil {
+		return err
+	}
+	out := EnvFiles{}
+	for _, it := range items {
+		f := EnvFile{Required: true}
+		if it.Kind == yaml.ScalarNode {
+			f.Path = it.Value
+		} else {
+			var raw struct {
+				Path     string `yaml:"path"`
+				Required *bool  `yaml:"required"`
+			}
+			if err := it.Decode(&raw); err != nil {
+				return err
+			}
+			f.Path = raw.Path
+			if raw.Required != nil {
+				f.Required = *raw.Required
+			}
+		}
+		out = append(out, f)
 	}
 	*e = out
 	return nil

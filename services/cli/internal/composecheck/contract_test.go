@@ -827,7 +827,8 @@ func TestComposeBackupProfile(t *testing.T) {
 
 // TestStopGracePeriod: compose waits for every long-running Alicia service
 // to drain (ALICIA_SHUTDOWN_TIMEOUT's default) and hand back what it holds
-// before it kills it; its own default, 10s, is shorter.
+// before it kills it (its own default, 10s, is shorter); and each reads
+// .env, when there is one.
 func TestStopGracePeriod(t *testing.T) {
 	f := loadRepo(t).file(t)
 	want := svcmain.DefaultShutdownTimeout + svcmain.HandBackTime
@@ -837,6 +838,11 @@ func TestStopGracePeriod(t *testing.T) {
 			continue
 		}
 		checked++
+		// .env.example's promise: a tuning variable in .env reaches the
+		// service, and a deployment without .env still starts.
+		if !slices.Equal(s.EnvFiles, composecheck.EnvFiles{{Path: ".env", Required: false}}) {
+			t.Errorf("%s: env_file %+v; want .env, not required", s.Name, s.EnvFiles)
+		}
 		d, err := time.ParseDuration(s.StopGracePeriod)
 		if err != nil || d < want {
 			t.Errorf("%s: stop_grace_period %q; want at least %s (the drain and the hand-back)", s.Name, s.StopGracePeriod, want)
