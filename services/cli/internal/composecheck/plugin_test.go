@@ -3,6 +3,7 @@ package composecheck_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,58 @@ func TestComposeConfig(t *testing.T) {
 			t.Errorf("docker compose %s config -q (%s): %v\n%s", strings.Join(args, " "), c.name, err, stderr)
 		}
 	}
+	t.Run(".env.example with every default set", func(t *testing.T) {
+		// The file an operator copies, every line uncommented: compose reads
+		// it (for interpolation, and as the services' env_file) and gets the
+		// values meant, a value with a space included.
+		example, err := os.ReadFile(filepath.Join(repoRoot(t), ".env.example"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(string(example), "\n") {
+			if m := envLine.FindStringSubmatch(l); m != nil {
+				if m[2] == "ALICIA_LIVEKIT_NODE_IP" {
+					m[3] = exampleNodeIP
+				}
+				l = m[2] + "=" + m[3]
+			}
+			lines = append(lines, l)
+		}
+		envFile := filepath.Join(t.TempDir(), ".env")
+		if err := os.WriteFile(envFile, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "--env-file", envFile, "-f", file, "--profile", "*", "config", "--format", "json")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("docker compose --env-file <.env.example, uncommented> config: %v\n%s", err, stderr.String())
+		}
+		var cfg struct {
+			Services map[string]struct {
+				Environment map[string]*string `json:"environment"`
+			} `json:"services"`
+		}
+		if err := json.Unmarshal(out, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ service, name, want string }{
+			{"proxy", "ALICIA_TLS", "/etc/caddy/tls/fullchain.pem /etc/caddy/tls/privkey.pem"},
+			{"gateway", "ALICIA_TRUSTED_PROXIES", "172.31.250.10"},
+			{"gateway", "ALICIA_COOKIE_SECURE", "false"},
+			{"persistence", "ALICIA_CONVERSATIONS_MAX_BYTES", "4294967296"},
+			{"llm", "ALICIA_SYSTEM_MAX_BYTES", "-1"},
+			{"livekit", "NODE_IP", exampleNodeIP},
+		} {
+			got := cfg.Services[c.service].Environment[c.name]
+			if got == nil || *got != c.want {
+				t.Errorf("%s: %s = %v, want %q", c.service, c.name, got, c.want)
+			}
+		}
+	})
 	if err, stderr := composeConfig(t, bin, file, nil); err == nil || !strings.Contains(stderr, "ALICIA_LIVEKIT_NODE_IP") {
 		t.Fatalf("accepted without ALICIA_LIVEKIT_NODE_IP: %v\n%s", err, stderr)
 	}
