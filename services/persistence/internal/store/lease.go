@@ -2,13 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
 )
@@ -49,17 +46,7 @@ const (
 )
 
 // leaseLost recognises the failed lease check.
-func leaseLost(err error) (string, bool) {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
-		return "", false
-	}
-	i := strings.Index(pgErr.Message, leaseMarker)
-	if i < 0 {
-		return "", false
-	}
-	return strings.TrimSuffix(pgErr.Message[i+len(leaseMarker):], `"`), true
-}
+func leaseLost(err error) (string, bool) { return markedFailure(err, leaseMarker) }
 
 // Heartbeat records that instance id (applying consumer's partitions, of
 // which there are partitions for conversations) is alive and forgets

@@ -109,16 +109,21 @@ func (w *writer) guardTools(ids, convs []string, kind string) {
 }
 
 // notOwned recognises a guard's failure and says what was named.
-func notOwned(err error) (string, bool) {
+func notOwned(err error) (string, bool) { return markedFailure(err, ownedMarker) }
+
+// markedFailure recognises a statement that failed on purpose by casting
+// marker + text to int (Postgres reports `invalid input syntax for type
+// integer: "<marker><text>"`, 22P02) and returns the text.
+func markedFailure(err error, marker string) (string, bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
 		return "", false
 	}
-	i := strings.Index(pgErr.Message, ownedMarker)
+	i := strings.Index(pgErr.Message, marker)
 	if i < 0 {
 		return "", false
 	}
-	return strings.TrimSuffix(pgErr.Message[i+len(ownedMarker):], `"`), true
+	return strings.TrimSuffix(pgErr.Message[i+len(marker):], `"`), true
 }
 
 var errNotOwned = errors.New("the envelope names a row of another conversation or user")
