@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -17,6 +18,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // TracingEnabled tells whether the standard OpenTelemetry environment asks
@@ -83,7 +86,8 @@ func SetupTracing(ctx context.Context, service string) (shutdown func(context.Co
 		opts = append(opts, sdktrace.WithBatcher(exp))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
-	otel.SetTracerProvider(tp)
+	current.tp.Store(tp)
+	globalOnce.Do(func() { otel.SetTracerProvider(&current) })
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	tracingUsers = 1
 	tracingStop = func(ctx context.Context) error {
@@ -92,6 +96,59 @@ func SetupTracing(ctx context.Context, service string) (shutdown func(context.Co
 		return tp.Shutdown(ctx)
 	}
 	return release, nil
+}
+
+// The otel global tracer provider is set once per process, to current,
+// which forwards to the SDK provider of the SetupTracing in force. The
+// global hands a tracer got before it was set (a package's
+// otel.Tracer(...) at init) to the first provider set, for good: a second
+// SetupTracing after the first was shut down (a test after another, each
+// with its OTLP receiver) must not leave those tracers with a stopped
+// provider.
+var (
+	current    switchProvider
+	globalOnce sync.Once
+)
+
+// switchProvider is a trace.TracerProvider whose tracers start spans with
+// the SDK provider in tp: the latest SetupTracing's (stopped or not, as the
+// global was before: a stopped one gives spans ids and exports nothing).
+type switchProvider struct {
+	embedded.TracerProvider
+	tp atomic.Pointer[sdktrace.TracerProvider]
+}
+
+func (p *switchProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return &switchTracer{p: p, name: name, opts: opts}
+}
+
+type switchTracer struct {
+	embedded.Tracer
+	p      *switchProvider
+	name   string
+	opts   []trace.TracerOption
+	cached atomic.Pointer[boundTracer]
+}
+
+// boundTracer is a tracer of one SDK provider.
+type boundTracer struct {
+	tp *sdktrace.TracerProvider
+	tr trace.Tracer
+}
+
+var noopTracer = noop.NewTracerProvider().Tracer("")
+
+func (t *switchTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	tp := t.p.tp.Load()
+	if tp == nil {
+		return noopTracer.Start(ctx, name, opts...)
+	}
+	b := t.cached.Load()
+	if b == nil || b.tp != tp {
+		b = &boundTracer{tp: tp, tr: tp.Tracer(t.name, t.opts...)}
+		t.cached.Store(b)
+	}
+	return b.tr.Start(ctx, name, opts...)
 }
 
 // InjectHeader writes the span context of ctx into the headers of a NATS
