@@ -99,6 +99,34 @@ func (o *Receiver) Trace(id string) Spans {
 	return out
 }
 
+// All is every span received with trace id id (hex), in the order received:
+// for the spans a trace has several of (one voice.playout per sentence).
+func (o *Receiver) All(id string) []*tracepb.Span {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range o.spans {
+		if hex.EncodeToString(s.TraceId) == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Named is every span received named name, of any trace, in the order
+// received: to find a span whose trace a test does not know.
+func (o *Receiver) Named(name string) []*tracepb.Span {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range o.spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Spans of one trace by name.
 type Spans map[string]*tracepb.Span
 

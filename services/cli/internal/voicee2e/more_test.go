@@ -14,6 +14,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/testkit/otlptest"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
@@ -45,6 +46,7 @@ func TestBargeIn(t *testing.T) {
 		"Temperatures will climb to about twenty degrees by three in the afternoon. " +
 		"In the evening a light breeze will come from the west and the sky stays clear. " +
 		"On the weekend the weather should stay just as pleasant for a walk along the river."
+	recv := otlptest.Setup(t)
 	s := newStack(t, options{answer: long, agent: func(c *roomagent.Config) { c.BargeInMin = bargeMin }})
 	s.speech.SetTranscriber(fakeopenai.NoWordsInNoise(nil)) // speech has words: it is no false interruption
 	cid := s.conversation()
@@ -106,6 +108,7 @@ func TestBargeIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stop protocol.Envelope
 	testkit.EventuallyNoError(t, 10*time.Second, func() error {
 		m, err := st.GetLastMsgForSubject(ctx, subjects.Client(cid, protocol.TypeControlStop))
 		if err != nil {
@@ -119,8 +122,10 @@ func TestBargeIn(t *testing.T) {
 		if cs.StopType == nil || *cs.StopType != protocol.ControlStopStopTypeSpeech || cs.TargetID == nil || *cs.TargetID != sa.ID {
 			return errorf("ControlStop %+v", cs)
 		}
+		stop = env
 		return nil
 	}, "no ControlStop")
+	bargeInTrace(t, recv, sa.ID, stop)
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
 		var unplayed, heardN int
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE playout_status = 'unplayed'),

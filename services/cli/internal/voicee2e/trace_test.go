@@ -2,9 +2,12 @@ package voicee2e_test
 
 import (
 	"context"
+	"encoding/hex"
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/otlptest"
@@ -17,7 +20,9 @@ import (
 // (voice.end_of_speech, a root); the asr's job is its child, the llm's turn
 // is in it through the UserMessage the asr published, the tts speaks each
 // sentence in it, and persistence stores the user's message under it. The
-// stored user message carries the trace id.
+// stored user message carries the trace id. The room-agent's playout is in
+// it: voice.turn under the end of speech, and each sentence's voice.playout
+// under the tts span that made its audio.
 func TestTraceOfAVoiceTurn(t *testing.T) {
 	recv := otlptest.Setup(t)
 
@@ -40,7 +45,7 @@ func TestTraceOfAVoiceTurn(t *testing.T) {
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
 		spans = recv.Trace(traceID)
 		return spans.Missing("voice.end_of_speech", "asr.job", "asr.transcribe", "llm.turn", "llm.model_request", "tts.sentence",
-			"persistence.store UserMessage", "persistence.store AssistantSentence")
+			"persistence.store UserMessage", "persistence.store AssistantSentence", "voice.turn", "voice.playout")
 	}, "the voice turn's spans exported")
 	if root := spans["voice.end_of_speech"]; len(root.ParentSpanId) != 0 {
 		t.Errorf("voice.end_of_speech has a parent %x: a spoken turn's trace starts at the end of speech", root.ParentSpanId)
@@ -65,5 +70,114 @@ func TestTraceOfAVoiceTurn(t *testing.T) {
 	}
 	if v := otlptest.Attr(spans["llm.model_request"], "gen_ai.request.model"); v.GetStringValue() == "" {
 		t.Error("the model request does not name its model")
+	}
+
+	// Playout is in the turn's trace too: voice.turn (end of speech → the
+	// answer's first frame) under voice.end_of_speech, one voice.playout per
+	// sentence played under the tts.sentence that synthesised its audio, and
+	// persistence's store of each SentencePlayout under its voice.playout.
+	answer := otlptest.Attr(spans["tts.sentence"], "alicia.message_id").GetStringValue()
+	if err := spans.ParentIs("voice.turn", "voice.end_of_speech"); err != nil {
+		t.Error(err)
+	}
+	vt := spans["voice.turn"]
+	if v := otlptest.Attr(vt, "alicia.voice_to_voice_us").GetIntValue(); v <= 0 {
+		t.Errorf("voice.turn voice-to-voice %d us", v)
+	}
+	if got := otlptest.Attr(vt, "alicia.message_id").GetStringValue(); got == "" || got != answer {
+		t.Errorf("voice.turn message %q, want the answer %q", got, answer)
+	}
+	if got := otlptest.Attr(vt, "alicia.user_message_id").GetStringValue(); got != final.ID {
+		t.Errorf("voice.turn user message %q, want %q", got, final.ID)
+	}
+	const sentences = 2 // "It will be sunny." "Enjoy your day!"
+	all := recv.All(traceID)
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		all = recv.All(traceID)
+		playouts, stored := 0, 0
+		for _, sp := range all {
+			switch sp.Name {
+			case "voice.playout":
+				playouts++
+			case "persistence.store SentencePlayout":
+				stored++
+			}
+		}
+		return playouts == sentences && stored == sentences
+	}, "a voice.playout and its stored SentencePlayout per sentence in the trace")
+	ttsOf := map[string]string{}    // sentence id → its tts.sentence span id
+	playoutIDs := map[string]bool{} // voice.playout span ids
+	for _, sp := range all {
+		if sp.Name == "tts.sentence" {
+			ttsOf[otlptest.Attr(sp, "alicia.sentence_id").GetStringValue()] = string(sp.SpanId)
+		}
+	}
+	seqs := map[int64]bool{}
+	for _, sp := range all {
+		if sp.Name != "voice.playout" {
+			continue
+		}
+		playoutIDs[string(sp.SpanId)] = true
+		sid := otlptest.Attr(sp, "alicia.sentence_id").GetStringValue()
+		if tts, ok := ttsOf[sid]; !ok || string(sp.ParentSpanId) != tts {
+			t.Errorf("voice.playout of sentence %q: parent %x, want its tts.sentence (%x)", sid, sp.ParentSpanId, tts)
+		}
+		seqs[otlptest.Attr(sp, "alicia.sentence.sequence").GetIntValue()] = true
+		for k, want := range map[string]string{"alicia.conversation_id": cid, "alicia.message_id": answer, "alicia.playout_status": "played"} {
+			if got := otlptest.Attr(sp, k).GetStringValue(); got != want {
+				t.Errorf("voice.playout of sentence %q: %s %q, want %q", sid, k, got, want)
+			}
+		}
+		ms := otlptest.Attr(sp, "alicia.played_ms").GetIntValue()
+		if d := int64(sp.EndTimeUnixNano-sp.StartTimeUnixNano) / 1e6; ms <= 0 || d < ms-40 {
+			t.Errorf("voice.playout of sentence %q: played %d ms in a span of %d ms", sid, ms, d)
+		}
+	}
+	if !seqs[1] || !seqs[2] {
+		t.Errorf("voice.playout sequences %v, want 1 and 2", seqs)
+	}
+	for _, sp := range all {
+		if sp.Name == "persistence.store SentencePlayout" && !playoutIDs[string(sp.ParentSpanId)] {
+			t.Errorf("persistence.store SentencePlayout's parent %x is no voice.playout", sp.ParentSpanId)
+		}
+	}
+}
+
+// bargeInTrace: the barge-in that cut answer is in the answer's trace —
+// its voice.barge_in span under the voice.playout of a sentence of the
+// answer (the one it cut, or the last one played), in the trace with the
+// answer's tts.sentence spans — and the ControlStop it sent (stop) carries
+// that span.
+func bargeInTrace(t *testing.T, recv *otlptest.Receiver, answer string, stop protocol.Envelope) {
+	t.Helper()
+	var traceID, spanID, parentID string
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		for _, sp := range recv.Named("voice.barge_in") {
+			if otlptest.Attr(sp, "alicia.message_id").GetStringValue() == answer {
+				traceID, spanID, parentID = hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId), hex.EncodeToString(sp.ParentSpanId)
+				return nil
+			}
+		}
+		return errorf("no voice.barge_in of %s exported", answer)
+	}, "the barge-in's span")
+	var under string
+	tts := 0
+	for _, sp := range recv.All(traceID) {
+		if hex.EncodeToString(sp.SpanId) == parentID {
+			under = sp.Name + " of " + otlptest.Attr(sp, "alicia.message_id").GetStringValue()
+		}
+		if sp.Name == "tts.sentence" && otlptest.Attr(sp, "alicia.message_id").GetStringValue() == answer {
+			tts++
+		}
+	}
+	if under != "voice.playout of "+answer {
+		t.Errorf("voice.barge_in's parent %s is %q, want a voice.playout of the answer %s", parentID, under, answer)
+	}
+	if tts == 0 {
+		t.Errorf("voice.barge_in's trace %s has no tts.sentence of the answer it cut", traceID)
+	}
+	sc, ok := telemetry.SpanContextFromMeta(stop.Meta)
+	if !ok || sc.TraceID().String() != traceID || sc.SpanID().String() != spanID {
+		t.Errorf("the barge-in's ControlStop carries trace context %v, want voice.barge_in %s/%s", stop.Meta, traceID, spanID)
 	}
 }

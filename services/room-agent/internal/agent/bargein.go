@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -39,6 +38,9 @@ type interruption struct {
 	utts  map[string]time.Time
 	empty map[string]bool
 	first string // the utterance that paused playout
+	// span is the voice.barge_in span: the ControlStop or TurnEvent that
+	// settles the interruption carries it.
+	span trace.SpanContext
 }
 
 // bargeIn: utterance (speech since onset) has reached BargeInMin while the
@@ -68,7 +70,27 @@ func (t *tracker) bargeIn(utterance string, onset time.Time) {
 	m := t.r.d.Metrics
 	m.BargeIns.Inc()
 	m.BargeInStop.Observe(stopped.Sub(decided).Seconds())
-	_, span := otel.Tracer("alicia/room-agent").Start(context.Background(), "voice.barge_in", trace.WithTimestamp(onset))
+	// The barge-in is in the trace of the turn it interrupts: under the
+	// voice.playout span of the sentence it cut, else (between sentences)
+	// under the latest one played, else under the turn.
+	t.mu.Lock()
+	var parent trace.SpanContext
+	var cutPlayout trace.Span
+	if po := t.playing; po != nil && cut.Sentence != "" && po.turn == turnID && po.sentence == cut.Sentence {
+		cutPlayout = po.span
+		parent = po.span.SpanContext()
+	} else if tu := t.turns[turnID]; tu != nil {
+		parent = tu.played
+		if !parent.IsValid() {
+			parent = tu.trace
+		}
+	}
+	t.mu.Unlock()
+	if cutPlayout != nil {
+		cutPlayout.AddEvent("playout.paused", trace.WithTimestamp(stopped),
+			trace.WithAttributes(attribute.Int64("alicia.played_ms", cut.Played.Milliseconds())))
+	}
+	_, span := tracer.Start(withParent(parent), "voice.barge_in", trace.WithTimestamp(onset))
 	span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", turnID),
 		attribute.String("alicia.utterance_id", utterance),
 		attribute.Int64("alicia.barge_in_stop_us", stopped.Sub(decided).Microseconds()),
@@ -80,7 +102,7 @@ func (t *tracker) bargeIn(utterance string, onset time.Time) {
 		t.r.player.Resume()
 		return
 	}
-	p := &interruption{turn: turnID, cut: cut, at: stopped, onset: onset, first: utterance,
+	p := &interruption{turn: turnID, cut: cut, at: stopped, onset: onset, first: utterance, span: span.SpanContext(),
 		utts: map[string]time.Time{utterance: {}}, empty: map[string]bool{}}
 	t.mu.Lock()
 	t.paused = p
@@ -189,7 +211,7 @@ func (t *tracker) resume(p *interruption, now time.Time) {
 	}
 	env := protocol.New(cid, ev)
 	t.enqueue(func(ctx context.Context) {
-		if _, err := t.r.pub.PublishAgent(ctx, env, cid+":fi:"+p.first); err != nil {
+		if _, err := t.r.pub.PublishAgent(withSpan(ctx, p.span), env, cid+":fi:"+p.first); err != nil {
 			t.r.log.Error().Err(err).Msg("publish TurnEvent false_interruption")
 		}
 	})
@@ -200,6 +222,7 @@ func (t *tracker) resume(p *interruption, now time.Time) {
 // was played is recorded.
 func (t *tracker) confirm(p *interruption, by string) {
 	t.r.player.Stop(p.turn)
+	now := time.Now()
 	t.r.d.Metrics.BargeInConfirm.Observe(time.Since(p.at).Seconds())
 	t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", by).Dur("paused", time.Since(p.at)).Msg("barge-in confirmed: answer stopped")
 	turnID, cut := p.turn, p.cut
@@ -207,9 +230,14 @@ func (t *tracker) confirm(p *interruption, by string) {
 	stop := protocol.New(cid, &protocol.ControlStop{ConversationID: cid, TargetID: &turnID,
 		StopType: protocol.Ptr(protocol.ControlStopStopTypeSpeech), Reason: protocol.Ptr("barge-in")})
 	stop.Meta = map[string]any{edge.MetaUserID: t.r.userOr("")}
+	var playedSpan trace.SpanContext // the cut sentence's voice.playout span
+	if cut.Sentence != "" {
+		playedSpan = t.endPlayout(turnID, cut.Sentence, protocol.SentencePlayoutStatusInterrupted, cut.Played, now)
+	}
 	t.mu.Lock()
 	tu := t.turnLocked(turnID)
 	tu.stopped = true
+	turnSpan := tu.trace
 	var recs []*sentence
 	var interrupted *sentence
 	for _, s := range tu.sentences {
@@ -225,14 +253,23 @@ func (t *tracker) confirm(p *interruption, by string) {
 	}
 	t.mu.Unlock()
 	t.enqueue(func(ctx context.Context) {
-		if _, err := t.r.pub.PublishOnBehalf(ctx, stop, "stop:"+turnID); err != nil {
+		if _, err := t.r.pub.PublishOnBehalf(withSpan(ctx, p.span), stop, "stop:"+turnID); err != nil {
 			t.r.log.Error().Err(err).Msg("publish ControlStop")
 		}
 	})
 	if interrupted != nil {
-		t.record(turnID, interrupted, protocol.SentencePlayoutStatusInterrupted, cut.Played)
+		t.record(turnID, interrupted, protocol.SentencePlayoutStatusInterrupted, cut.Played, playedSpan)
 	}
 	for _, s := range recs {
-		t.record(turnID, s, protocol.SentencePlayoutStatusUnplayed, 0)
+		t.record(turnID, s, protocol.SentencePlayoutStatusUnplayed, 0, turnSpan)
 	}
+}
+
+// withSpan is ctx with span sc as its span (unchanged when sc is invalid):
+// a publish from it carries sc in the envelope's meta.
+func withSpan(ctx context.Context, sc trace.SpanContext) context.Context {
+	if !sc.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithSpanContext(ctx, sc)
 }

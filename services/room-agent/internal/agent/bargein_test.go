@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
@@ -52,10 +53,15 @@ func newAnswering(t *testing.T) *answering {
 	wg.Go(func() { r.turns.publishLoop(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
+	// The question ended (its voice.end_of_speech span) and each sentence's
+	// audio comes with the span that synthesised it (tts.sentence), as
+	// room.go notes them from the SpeechAudio's meta.
+	r.turns.speechEnded("am_q", time.Now(), testSpans.endOfSpeech)
 	r.turns.startAnswer(&protocol.StartAnswer{ID: testTurn, PreviousID: "am_q", ConversationID: r.cid})
 	for seq := int32(1); seq <= 2; seq++ {
 		r.turns.sentence(&protocol.AssistantSentence{ID: protocol.Ptr(testTurn + "_s" + string(rune('0'+seq))), PreviousID: testTurn,
 			Sequence: seq, IsFinal: protocol.Ptr(seq == 2), ConversationID: r.cid})
+		r.turns.sentenceAudio(testTurn+"_s"+string(rune('0'+seq)), testSpans.sentence[seq])
 	}
 	for c := int32(0); c < 10; c++ {
 		p.Add(chunk(testTurn, 1, c, c == 9, false))
@@ -179,14 +185,14 @@ func TestFalseInterruptionResumesTheAnswer(t *testing.T) {
 			a.r.turns.bargeIn("am_u", time.Now())
 			paused := len(a.wire.frames())
 			a.r.turns.heard(&protocol.Transcription{ID: "am_u", Text: " "}) // a partial without words
-			a.r.turns.speechEnded("am_u", time.Now())
+			a.r.turns.speechEnded("am_u", time.Now(), trace.SpanContext{})
 			if c.final != nil {
 				a.r.turns.heard(c.final)
 			}
 			envs := a.waitFor(t, "no TurnEvent", has(protocol.TypeTurnEvent))
 			ev := envs[0].Body.(*protocol.TurnEvent)
 			if ev.Kind != protocol.TurnEventKindFalseInterruption || *ev.MessageID != testTurn || *ev.SentenceID != testTurn+"_s1" ||
-				*ev.UtteranceID != "am_u" || *ev.Reason != "no_words" || len(envs[0].Meta) != 0 {
+				*ev.UtteranceID != "am_u" || *ev.Reason != "no_words" || len(userMeta(envs[0].Meta)) != 0 {
 				t.Fatalf("TurnEvent %+v meta %v", ev, envs[0].Meta)
 			}
 			envs = a.waitFor(t, "the answer did not play to its end", recorded(2))
@@ -211,7 +217,7 @@ func TestSecondInterruptionKeepsThePause(t *testing.T) {
 	a := newAnswering(t)
 	a.r.turns.bargeIn("am_u1", time.Now())
 	a.r.turns.bargeIn("am_u2", time.Now())
-	a.r.turns.speechEnded("am_u1", time.Now())
+	a.r.turns.speechEnded("am_u1", time.Now(), trace.SpanContext{})
 	a.r.turns.heard(&protocol.Transcription{ID: "am_u1", Final: true})
 	a.r.turns.heard(&protocol.Transcription{ID: "am_u2", Text: "no wait"})
 	envs := a.waitFor(t, "no ControlStop", has(protocol.TypeControlStop))

@@ -140,8 +140,7 @@ func (l *listener) onEvent(ev vad.Event) {
 		if l.utt == "" {
 			return
 		}
-		l.r.turns.speechEnded(l.utt, now)
-		l.job(ev.Audio, true, now, l.confirm())
+		l.job(ev.Audio, true, now, l.confirm()) // notes the end of speech (speechEnded)
 		l.record(ev.Audio)
 		l.utt = ""
 	}
@@ -174,6 +173,8 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation)
 				attribute.String("alicia.utterance_id", j.UtteranceID), attribute.Int("alicia.speech_ms", int(j.DurationMs)),
 				attribute.Bool("alicia.speculated", spec != nil)))
 		env.Meta = telemetry.InjectMeta(trace.ContextWithSpan(context.Background(), span), env.Meta)
+		// The turn's voice.turn (end of speech to first frame) hangs under it.
+		l.r.turns.speechEnded(j.UtteranceID, now, span.SpanContext())
 		go func() {
 			defer span.End()
 			if spec != nil {

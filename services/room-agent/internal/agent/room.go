@@ -17,6 +17,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
 // Deps are what rooms share.
@@ -142,6 +143,11 @@ func (r *Room) start() error {
 			return
 		}
 		if sa, ok := env.Body.(*protocol.SpeechAudio); ok {
+			if sa.Chunk == 0 { // once per sentence: the span that synthesised it, the parent of its voice.playout
+				if sc, ok := telemetry.SpanContextFromMeta(env.Meta); ok {
+					r.turns.sentenceAudio(sa.SentenceID, sc)
+				}
+			}
 			r.player.Add(sa)
 		}
 	})

@@ -19,7 +19,7 @@ import (
 // chunk boundary or the sentence had nothing to say.
 type chunks struct {
 	t       *turn
-	ctx     context.Context // the sentence's span
+	meta    map[string]any // of every chunk: the sentence's meta with the tts.sentence span (the parent of the room-agent's voice.playout)
 	s       sentence
 	final   bool
 	startMs int64 // synthStartMs
@@ -37,7 +37,7 @@ type chunks struct {
 func (t *turn) newChunks(ctx context.Context, s sentence, start time.Time) *chunks {
 	bytesOf := func(d time.Duration) int { return max(2, int(d*synth.Rate/time.Second)*2) }
 	return &chunks{
-		t: t, ctx: ctx, s: s, final: s.body.IsFinal != nil && *s.body.IsFinal, startMs: start.UnixMilli(),
+		t: t, meta: telemetry.InjectMeta(ctx, s.env.Meta), s: s, final: s.body.IsFinal != nil && *s.body.IsFinal, startMs: start.UnixMilli(),
 		first: bytesOf(t.sp.s.FirstChunk), size: bytesOf(t.sp.s.Chunk),
 	}
 }
@@ -79,7 +79,7 @@ func (c *chunks) publish(pcm []byte, last bool) error {
 		body.FinalSentence = protocol.Ptr(true)
 	}
 	env := protocol.New(t.cid, body)
-	env.Meta = telemetry.InjectMeta(c.ctx, c.s.env.Meta)
+	env.Meta = c.meta // read only: shared by the sentence's chunks
 	data, err := protocol.Encode(env)
 	if err != nil {
 		return err
