@@ -99,6 +99,7 @@ var wantTables = []string{
 	"alicia_messages",
 	"alicia_meta",
 	"alicia_notes",
+	"alicia_persistence_instances",
 	"alicia_reasoning_steps",
 	"alicia_sentences",
 	"alicia_session_stats",
@@ -283,7 +284,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 9
+const migrationCount = 10
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()
