@@ -23,10 +23,12 @@
 // metrics are off.
 //
 // The Go module carries no build of the Jaeger UI (a React application built
-// with npm from another repository): its web page is Jaeger's placeholder,
-// unless Options.UIAssets names a directory holding a built jaeger-ui. The
-// query API the UI uses (/api/traces, /api/v3/traces, /api/services) is
-// served either way.
+// with npm from another repository): its own page is a placeholder. Start
+// serves instead the trace viewer embedded in this package (UI, written to
+// Dir/ui): the recent traces, a search by trace or conversation id, and a
+// trace's spans as a waterfall with each span's attributes and events, read
+// from Jaeger's query API (/api/services, /api/traces, /api/traces/{id}).
+// Options.UIAssets serves another directory (a built jaeger-ui) instead.
 package jaeger
 
 import (

@@ -87,9 +87,9 @@ func TestStart(t *testing.T) {
 	if err != nil || len(found) != 1 || found[0].TraceID != traceID {
 		t.Fatalf("find traces of jaeger-test: %+v %v", found, err)
 	}
-	// The page is served (Jaeger's placeholder: the Go module has no UI build).
-	if resp, err := http.Get(s.UIURL + "/"); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("UI page: %v %v", resp, err)
+	// The page is the embedded trace viewer (TestUIInBrowser drives it).
+	if page := get(t, s.UIURL+"/", "text/html"); !s.EmbeddedUI || !strings.Contains(page, "<title>Traces · Alicia</title>") {
+		t.Fatalf("UI page (embedded %v):\n%s", s.EmbeddedUI, page)
 	}
 
 	if err := s.Stop(); err != nil {

@@ -47,9 +47,10 @@ type Options struct {
 	// UIPort serves the UI and the query API (HTTP), OTLPGRPCPort and
 	// OTLPHTTPPort receive spans. Zero means a free port.
 	UIPort, OTLPGRPCPort, OTLPHTTPPort int
-	// UIAssets is a directory holding a built Jaeger UI (jaeger-ui's
-	// packages/jaeger-ui/build) to serve instead of the placeholder page the
-	// Go module carries. Empty: the placeholder.
+	// UIAssets is a directory holding the UI to serve: index.html and
+	// static/ (a built jaeger-ui, jaeger-ui's packages/jaeger-ui/build, say).
+	// Empty: the trace viewer embedded in this package (UI), written to
+	// Dir/ui.
 	UIAssets string
 	// MaxTraces is how many traces the in-memory store keeps (the oldest
 	// go first). Zero means 100000.
@@ -71,8 +72,11 @@ type Server struct {
 	OTLPGRPCAddr string
 	// Ports in use.
 	UIPort, OTLPGRPCPort, OTLPHTTPPort, QueryGRPCPort, HealthPort int
-	// UIAssets is the directory of the UI served ("" for the placeholder).
+	// UIAssets is the directory of the UI served.
 	UIAssets string
+	// EmbeddedUI: the UI served is this package's trace viewer (Options
+	// named no other).
+	EmbeddedUI bool
 	// ConfigPath is the configuration file; LogPath the log file ("" when
 	// Options.Log was given).
 	ConfigPath, LogPath string
@@ -105,6 +109,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	} else if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("jaeger: %w", err)
 	}
+	embedded := o.UIAssets == ""
+	if embedded {
+		if o.UIAssets, err = filepath.Abs(filepath.Join(o.Dir, "ui")); err == nil {
+			err = WriteUI(o.UIAssets)
+		}
+		if err != nil {
+			if tempDir != "" {
+				os.RemoveAll(tempDir)
+			}
+			return nil, err
+		}
+	}
 	var lastErr error
 	for range 3 {
 		p, err := choosePorts(o)
@@ -114,6 +130,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s, err := launch(ctx, o, p, tempDir)
 		if err == nil {
+			s.EmbeddedUI = embedded
 			return s, nil
 		}
 		lastErr = err
@@ -140,7 +157,7 @@ func resolve(o Options) (Options, error) {
 			return o, fmt.Errorf("jaeger: UI assets: %w", err)
 		}
 		if _, err := os.Stat(filepath.Join(abs, "index.html")); err != nil {
-			return o, fmt.Errorf("jaeger: UI assets %s: want a built jaeger-ui (index.html): %w", o.UIAssets, err)
+			return o, fmt.Errorf("jaeger: UI assets %s: want a UI's index.html (a built jaeger-ui): %w", o.UIAssets, err)
 		}
 		o.UIAssets = abs
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 
@@ -25,9 +24,8 @@ type Traces struct {
 	// HTTP (ALICIA_JAEGER_OTLP_HTTP_PORT, 4318, the one the services use).
 	// 0 picks a free port.
 	UIPort, OTLPGRPCPort, OTLPHTTPPort int
-	// UIAssets (ALICIA_JAEGER_UI_ASSETS) is a directory with a built
-	// jaeger-ui to serve: the Go module has none, and its page is then
-	// Jaeger's placeholder (the query API works either way).
+	// UIAssets (ALICIA_JAEGER_UI_ASSETS) is a directory with another UI to
+	// serve (a built jaeger-ui). Empty: pkg/jaeger's own trace viewer.
 	UIAssets string
 }
 
@@ -144,10 +142,10 @@ func (s tracesStack) describe() string {
 	srv := s.server
 	line := fmt.Sprintf("%s (Jaeger %s, in memory, service %s; OTLP %s, gRPC %s; log %s)",
 		srv.UIURL, jaeger.Version, serviceName(), srv.OTLPHTTPURL, srv.OTLPGRPCAddr, srv.LogPath)
-	if srv.UIAssets == "" {
-		q := url.Values{"service": {serviceName()}, "limit": {"20"}}
-		line += fmt.Sprintf("\n            its page is Jaeger's placeholder (the Go module has no UI build; ALICIA_JAEGER_UI_ASSETS serves a built jaeger-ui);"+
-			"\n            the query API answers: %s/api/traces?%s", srv.UIURL, q.Encode())
+	if srv.EmbeddedUI {
+		line += "\n            its page lists the recent traces, finds one by trace or conversation id, and shows a trace's spans as a waterfall"
+	} else {
+		line += "\n            its page is the UI of " + srv.UIAssets
 	}
 	if s.replaced != "" {
 		line += "\n            (instead of " + s.replaced + ", the OTLP endpoint set in the environment)"

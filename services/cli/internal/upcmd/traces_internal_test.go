@@ -3,6 +3,8 @@ package upcmd
 import (
 	"strings"
 	"testing"
+
+	"github.com/alicia-voice/alicia/pkg/jaeger"
 )
 
 // TestTracesLine: without --traces the banner names the OTLP endpoint of
@@ -26,5 +28,23 @@ func TestTracesLine(t *testing.T) {
 	t.Setenv("OTEL_SDK_DISABLED", "true")
 	if d := (tracesStack{}).describe(); d != "" {
 		t.Fatalf("SDK disabled: %q, want no line", d)
+	}
+}
+
+// TestTracesLineWithJaeger: with --traces the line names Jaeger's URL and
+// what its page shows (the embedded viewer, or the UI directory set).
+func TestTracesLineWithJaeger(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	srv := &jaeger.Server{UIURL: "http://127.0.0.1:16686", OTLPHTTPURL: "http://127.0.0.1:4318", OTLPGRPCAddr: "127.0.0.1:4317",
+		LogPath: "/data/jaeger/jaeger.log", UIAssets: "/data/jaeger/ui", EmbeddedUI: true}
+	d := (tracesStack{server: srv}).describe()
+	if !strings.HasPrefix(d, "http://127.0.0.1:16686 (Jaeger "+jaeger.Version+", in memory, service alicia-up;") ||
+		!strings.Contains(d, "lists the recent traces") || strings.Contains(d, "placeholder") {
+		t.Fatalf("embedded viewer: %q", d)
+	}
+	srv.UIAssets, srv.EmbeddedUI = "/srv/jaeger-ui", false
+	if d := (tracesStack{server: srv, replaced: "http://collector:4318"}).describe(); !strings.Contains(d, "its page is the UI of /srv/jaeger-ui") ||
+		!strings.Contains(d, "instead of http://collector:4318") {
+		t.Fatalf("UI assets set: %q", d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,16 @@ func TestUpTracesToJaeger(t *testing.T) {
 	}
 	if _, err := http.Get(ui + "/api/services"); err != nil {
 		t.Fatalf("Jaeger's query API: %v", err)
+	}
+	// Its page is pkg/jaeger's trace viewer (pkg/jaeger TestUIInBrowser drives it).
+	if resp, err := http.Get(ui + "/"); err != nil {
+		t.Fatalf("Jaeger's page: %v", err)
+	} else {
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Contains(page, []byte("<title>Traces · Alicia</title>")) || !strings.Contains(out.String(), "lists the recent traces") {
+			t.Fatalf("Jaeger's page is not the trace viewer:\n%s\nbanner:\n%s", page, out.String())
+		}
 	}
 	base, key := field(out.String(), "HTTP:"), field(out.String(), "API key:")
 
