@@ -221,6 +221,12 @@ func For(service string) Permissions {
 			subjects.AllDeadLetters, rpc.AppliedSubject}
 		p.Subscribe = []string{rpc.MemorySearchSubject, rpc.MemoryActionSubject, "$SRV.>"}
 		p.Responses = true
+		// Heard on core NATS: the clients' UserMessages, whose memory
+		// search starts when they are published (the turn's memory.search
+		// takes it), and every MemoryAction persistence may apply, which
+		// ends the prefetched searches of its user.
+		p.Subscribe = append(p.Subscribe, client(protocol.TypeUserMessage), subjects.System(protocol.TypeMemoryAction),
+			client(protocol.TypeMemoryAction), server(protocol.TypeMemoryAction), agent(protocol.TypeMemoryAction))
 		// Client MemoryActions; final answers from the server envelopes
 		// (the extraction consumer reads them all and ignores the others;
 		// the service reads whole conversations from PostgreSQL anyway).

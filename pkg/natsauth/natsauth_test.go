@@ -195,6 +195,69 @@ func TestRequestReply(t *testing.T) {
 	}
 }
 
+// TestCoreSubscriptions: the memory service hears on core NATS the
+// clients' UserMessages (it starts their memory search when they are
+// published) and every MemoryAction persistence may apply (which ends the
+// prefetched searches of its user); a service without the grant is refused
+// the user's words.
+func TestCoreSubscriptions(t *testing.T) {
+	url := startServer(t)
+	ctx := context.Background()
+	_, gjs := connect(t, url, natsauth.Gateway, violations{make(chan error, 1)})
+	mnc, mjs := connect(t, url, natsauth.Memory, violations{make(chan error, 1)})
+	heard := make(chan string, 8)
+	for _, s := range []string{subjects.AllOfType(subjects.OriginClient, protocol.TypeUserMessage), subjects.System(protocol.TypeMemoryAction),
+		subjects.AllOfType(subjects.OriginClient, protocol.TypeMemoryAction), subjects.AllOfType(subjects.OriginServer, protocol.TypeMemoryAction),
+		subjects.AllOfType(subjects.OriginAgent, protocol.TypeMemoryAction)} {
+		if _, err := mnc.Subscribe(s, func(m *nats.Msg) { heard <- m.Subject }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cid := "ac_core"
+	action := protocol.New(cid, &protocol.MemoryAction{ID: "amact_1", Action: protocol.MemoryActionActionDelete, Timestamp: 1})
+	action.StanzaID = 2
+	pub := bus.NewPublisher(gjs)
+	if _, err := pub.PublishClient(ctx, userMessage(cid)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pub.PublishClient(ctx, action); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.NewPublisher(mjs).PublishSystem(ctx, protocol.Envelope{Type: protocol.TypeMemoryAction, Body: action.Body}, "amact_1"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{subjects.Client(cid, protocol.TypeUserMessage), subjects.Client(cid, protocol.TypeMemoryAction), subjects.System(protocol.TypeMemoryAction)}
+	for _, w := range want {
+		select {
+		case got := <-heard:
+			if got != w {
+				t.Fatalf("heard %s, want %s", got, w)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("memory did not hear %s", w)
+		}
+	}
+	for _, user := range []string{natsauth.TTS, natsauth.Persistence} {
+		v := violations{make(chan error, 1)}
+		nc, _ := connect(t, url, user, v)
+		if _, err := nc.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeUserMessage), func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		select {
+		case err := <-v.ch:
+			if !strings.Contains(err.Error(), "user_message") {
+				t.Errorf("%s: violation %v does not name the subject", user, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: subscribing to the clients' UserMessages not denied", user)
+		}
+	}
+}
+
 // TestDeployConf: deploy/nats.conf, and deploy/nats/cluster.conf of the
 // three-node cluster, hold the table's authorization block, and nats-server
 // reads from them the same users and permissions.

@@ -63,6 +63,17 @@ type Config struct {
 	// (ALICIA_MEMORY_EXTRACTION_CONSUMER, default "memory-extraction").
 	ExtractionConsumer string
 
+	// Prefetch starts the memory search of every user message when it is
+	// published, for the llm's memory.search of its turn to take
+	// (ALICIA_MEMORY_PREFETCH, default true; needs an embeddings URL).
+	Prefetch bool
+	// PrefetchTTL, PrefetchSettle and PrefetchEntries tune the prefetched
+	// searches (services/memory/internal/prefetch): zero takes the
+	// defaults (5 s, 30 s, 1024). Not read from the environment.
+	PrefetchTTL     time.Duration
+	PrefetchSettle  time.Duration
+	PrefetchEntries int
+
 	// MetricsAddr serves /metrics and /healthz when set (ALICIA_MEMORY_METRICS_ADDR).
 	MetricsAddr string
 }
@@ -84,6 +95,7 @@ func DefaultConfig() Config {
 		DuplicateThreshold: 0.85,
 		EfSearch:           64,
 		Extraction:         true,
+		Prefetch:           true,
 		ActionConsumer:     "memory",
 		ExtractionConsumer: "memory-extraction",
 	}
@@ -115,6 +127,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Float64("ALICIA_MEMORY_THRESHOLD", &c.Threshold),
 		config.Float64("ALICIA_MEMORY_DUPLICATE_THRESHOLD", &c.DuplicateThreshold),
 		config.Bool("ALICIA_MEMORY_EXTRACTION", &c.Extraction),
+		config.Bool("ALICIA_MEMORY_PREFETCH", &c.Prefetch),
 	)
 	if err != nil {
 		return c, err
@@ -158,6 +171,9 @@ func (c Config) Validate() error {
 	if c.EfSearch < 1 || c.EfSearch > 1000 {
 		errs = append(errs, fmt.Errorf("ef_search %d is outside 1..1000 (ALICIA_MEMORY_EF_SEARCH)", c.EfSearch))
 	}
+	if c.PrefetchTTL < 0 || c.PrefetchSettle < 0 || c.PrefetchEntries < 0 {
+		errs = append(errs, errors.New("prefetch TTL, settle time and entries must not be negative"))
+	}
 	if c.ActionConsumer == "" || c.ExtractionConsumer == "" {
 		errs = append(errs, errors.New("consumer names must not be empty"))
 	}
@@ -166,6 +182,9 @@ func (c Config) Validate() error {
 
 // searchEnabled reports whether an embeddings backend is configured.
 func (c Config) searchEnabled() bool { return c.EmbeddingURL != "" }
+
+// prefetchEnabled reports whether searches are prefetched.
+func (c Config) prefetchEnabled() bool { return c.Prefetch && c.searchEnabled() }
 
 // extractionEnabled reports whether memories are extracted after each turn.
 func (c Config) extractionEnabled() bool {

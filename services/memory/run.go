@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -13,8 +14,10 @@ import (
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/memory/internal/app"
+	"github.com/alicia-voice/alicia/services/memory/internal/metrics"
 	"github.com/alicia-voice/alicia/services/memory/internal/models"
 	"github.com/alicia-voice/alicia/services/memory/internal/ports"
+	"github.com/alicia-voice/alicia/services/memory/internal/prefetch"
 	"github.com/alicia-voice/alicia/services/memory/internal/store"
 )
 
@@ -67,6 +70,17 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		defer ext.Close()
 		a.Extractor = ext
 	}
+	metrics.Default()
+	if cfg.prefetchEnabled() {
+		// Every replica hears every memory write, before the cache is used.
+		writes := ports.NewWrites(nc)
+		cache := prefetch.New(prefetch.Options{TTL: cfg.PrefetchTTL, Settle: cfg.PrefetchSettle, MaxEntries: cfg.PrefetchEntries}, writes)
+		if err := writes.Start(cache.Written, log); err != nil {
+			return fmt.Errorf("memory: prefetch: %w", err)
+		}
+		defer writes.Stop()
+		a.Prefetches = cache
+	}
 
 	// Consumers exist before the service answers, so nothing sent once it
 	// does is missed (they deliver from their creation on).
@@ -91,6 +105,14 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("memory: service: %w", err)
 	}
 	defer stopService()
+	// The search of each published user message, for memory.search to answer from.
+	stopPrefetch := func() {}
+	if a.Prefetches != nil {
+		if stopPrefetch, err = ports.PrefetchUserMessages(work, nc, a, log); err != nil {
+			return fmt.Errorf("memory: prefetch: %w", err)
+		}
+		defer stopPrefetch()
+	}
 	stopHealth, err := serveHealth(ctx, cfg, nc, js, pool.Ping, a.Extractor != nil, log)
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
@@ -102,10 +124,25 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		stopService() // no new requests; those in flight are answered
+		stopPrefetch() // no new searches for messages
+		stopService()  // no new requests; those in flight are answered
 		return nil
 	})
-	ev := log.Info().Bool("search", a.Embedder != nil).Bool("extraction", a.Extractor != nil).
+	if a.Prefetches != nil {
+		g.Go(func() error {
+			t := time.NewTicker(a.Prefetches.TTL())
+			defer t.Stop()
+			for {
+				select {
+				case <-gctx.Done():
+					return nil
+				case <-t.C:
+					a.Prefetches.Sweep()
+				}
+			}
+		})
+	}
+	ev := log.Info().Bool("search", a.Embedder != nil).Bool("extraction", a.Extractor != nil).Bool("prefetch", a.Prefetches != nil).
 		Int("top_k", cfg.TopK).Float64("threshold", cfg.Threshold)
 	if a.Embedder != nil {
 		ev = ev.Str("embedding_model", cfg.EmbeddingModel)
@@ -117,3 +154,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	return err
 }
+
+// RegisterMetrics registers the service's metrics on the default registry
+// (the metrics table of deploy/METRICS.md is made from them).
+func RegisterMetrics() { metrics.Default() }

@@ -399,7 +399,9 @@ func report(b *testing.B, recs []turnRecord, p probes, w writeCount) {
 // BenchmarkTextTurnOverhead: UserMessage sent on the WebSocket → first
 // AssistantSentence received, the fake model answering at once. The whole
 // path is real: gateway, JetStream (fsync on every write), the llm's turn
-// queue, history.get, memory.search (embeddings + pgvector), persistence.
+// queue, history.get, memory.search (answered from the search the memory
+// service starts when the message is published: embeddings + pgvector),
+// persistence.
 // After each turn one synced write (and one memory write) is timed on the
 // same server: the floor is measured in the same run as the turns.
 func BenchmarkTextTurnOverhead(b *testing.B) {

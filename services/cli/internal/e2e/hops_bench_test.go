@@ -24,7 +24,9 @@ var tracedHops = []struct{ name, from, to string }{
 	{"llm-turn-to-start-stored", "turn.start", "start.stored"},  // last server envelope, features, outbox
 	{"llm-turn-to-model", "turn.start", "model.start"},          // context: memory.search (and history.get when asked)
 	{"memory-search", "search.start", "search.end"},             // rpc memory.search as the llm sees it
-	{"memory-search-service", "service.start", "service.end"},   // the memory service's part: embedding + pgvector
+	{"memory-search-service", "service.start", "service.end"},   // the memory service's part: the prefetched search (or waiting for it)
+	{"prefetch", "prefetch.start", "prefetch.end"},              // the search begun on the published message: embedding + pgvector
+	{"user-to-prefetched", "user.stored", "prefetch.end"},       // that search done, to compare with user-stored-to-llm-turn
 	{"model", "model.start", "model.end"},                       // the fake model's streamed answer
 	{"model-to-sentence-stored", "model.end", "first.stored"},   // StartAnswer's PubAck awaited, the sentence published
 	{"sentence-stored-to-client", "first.stored", "first.recv"}, // its fsync, the gateway's ordered consumer, WebSocket
@@ -32,7 +34,8 @@ var tracedHops = []struct{ name, from, to string }{
 
 // tracedSpans are the spans the hops read, by their key in tracedHops.
 var tracedSpans = map[string]string{"edge": "edge.receive UserMessage", "turn": "llm.turn",
-	"search": "rpc " + rpc.MemorySearchSubject, "service": rpc.MemorySearchSubject, "model": "llm.model_request"}
+	"search": "rpc " + rpc.MemorySearchSubject, "service": rpc.MemorySearchSubject, "prefetch": "memory.prefetch",
+	"model": "llm.model_request"}
 
 // traceRatio is the share of turns traced (OTEL_TRACES_SAMPLER
 // traceidratio): tracing every turn of the 200 conversations costs more

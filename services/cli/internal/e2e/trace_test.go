@@ -15,8 +15,9 @@ import (
 // TestTraceOfATextTurn: with OTEL_EXPORTER_OTLP_ENDPOINT set, a text turn
 // is one trace, sent over OTLP: the gateway's edge span is its root, the
 // llm's turn its child, and under the turn the memory search (through the
-// NATS request's traceparent header) and the model request (with the
-// model's name and tokens); persistence stores each of the turn's
+// NATS request's traceparent header), answered from the search the memory
+// service started under the edge span when the message was published, and
+// the model request (with the model's name and tokens); persistence stores each of the turn's
 // envelopes under the span that published it. The trace id is the one the
 // envelopes carry and the one stored in the rows.
 func TestTraceOfATextTurn(t *testing.T) {
@@ -48,7 +49,7 @@ func TestTraceOfATextTurn(t *testing.T) {
 		t.Fatalf("the answer row's trace %q is not the turn's %q", answerTrace, traceID)
 	}
 
-	want := []string{"edge.receive UserMessage", "llm.turn", "rpc " + rpc.MemorySearchSubject, "memory.search", "llm.model_request",
+	want := []string{"edge.receive UserMessage", "llm.turn", "rpc " + rpc.MemorySearchSubject, "memory.search", "memory.prefetch", "llm.model_request",
 		"persistence.store UserMessage", "persistence.store StartAnswer", "persistence.store AssistantSentence"}
 	var byName otlptest.Spans
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
@@ -68,6 +69,15 @@ func TestTraceOfATextTurn(t *testing.T) {
 	parentIs("llm.turn", "edge.receive UserMessage")
 	parentIs("rpc "+rpc.MemorySearchSubject, "llm.turn")
 	parentIs("memory.search", "rpc "+rpc.MemorySearchSubject)
+	// The memory service started the search when the message was
+	// published; the turn's memory.search was answered from it.
+	parentIs("memory.prefetch", "edge.receive UserMessage")
+	if v := otlptest.Attr(byName["memory.search"], "alicia.memory.prefetch"); v.GetStringValue() != "hit" {
+		t.Errorf("memory.search prefetch %v, want hit", v)
+	}
+	if v := otlptest.Attr(byName["memory.prefetch"], "alicia.message_id"); v.GetStringValue() != uid {
+		t.Errorf("memory.prefetch message %v, want %s", v, uid)
+	}
 	parentIs("llm.model_request", "llm.turn")
 	parentIs("persistence.store UserMessage", "edge.receive UserMessage")
 

@@ -20,6 +20,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/llm"
+	"github.com/alicia-voice/alicia/services/memory"
 	"github.com/alicia-voice/alicia/services/persistence"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 	"github.com/alicia-voice/alicia/services/tts"
@@ -112,10 +113,11 @@ func collect(t *testing.T) []metric {
 }
 
 func collectOnce(t *testing.T) []metric {
-	services := []string{"asr", "llm", "tts", "room-agent", "persistence"}
+	services := []string{"asr", "llm", "tts", "room-agent", "persistence", "memory"}
 	registerers := map[string]func(){
 		"asr": asr.RegisterMetrics, "llm": llm.RegisterMetrics, "tts": tts.RegisterMetrics,
 		"room-agent": roomagent.RegisterMetrics, "persistence": persistence.RegisterMetrics,
+		"memory": memory.RegisterMetrics,
 	}
 	var out []metric
 	add := func(service string, cs []prometheus.Collector) {
@@ -160,8 +162,8 @@ func table(ms []metric) []byte {
 
 Every service serves Prometheus metrics on ` + "`GET /metrics`" + ` at its private metrics
 address (` + "`ALICIA_<SERVICE>_METRICS_ADDR`" + `, see each service's README), with
-` + "`GET /healthz`" + ` beside it. The gateway and the memory service export no metric of their
-own; the memory service exports the consumer-lag metrics of its consumers.
+` + "`GET /healthz`" + ` beside it. The gateway exports no metric of its own; the memory
+service exports the consumer-lag metrics of its consumers besides its own.
 
 This table is generated from the metrics the services register
 (` + "`go test ./services/cli/internal/metricsdoc -update`" + `); the same test fails when it

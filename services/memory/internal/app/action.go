@@ -180,5 +180,6 @@ func (a *App) publishAction(ctx context.Context, userID string, act protocol.Mem
 	if err := a.Applied(ctx, bus.StreamSystem, ack.Sequence); err != nil {
 		return fmt.Errorf("%w: persistence has not applied the memory action: %w", ErrUnavailable, err)
 	}
+	a.applied(userID, msgID)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/services/memory/internal/models"
+	"github.com/alicia-voice/alicia/services/memory/internal/prefetch"
 	"github.com/alicia-voice/alicia/services/memory/internal/store"
 )
 
@@ -56,15 +57,25 @@ type Settings struct {
 	DuplicateThreshold float64
 }
 
-// App runs the use cases. Embedder and Extractor are nil when not configured.
+// App runs the use cases. Embedder and Extractor are nil when not
+// configured; Prefetches is nil when searches are not prefetched.
 type App struct {
-	Settings  Settings
-	Embedder  Embedder
-	Extractor Extractor
-	Memories  Memories
-	Publisher Publisher
-	Applied   AppliedFunc
-	Log       zerolog.Logger
+	Settings   Settings
+	Embedder   Embedder
+	Extractor  Extractor
+	Memories   Memories
+	Publisher  Publisher
+	Applied    AppliedFunc
+	Prefetches *prefetch.Cache
+	Log        zerolog.Logger
+}
+
+// applied tells the prefetch cache that the memory write with JetStream
+// message id msgID, of userID, is applied (searches begun from now on see it).
+func (a *App) applied(userID, msgID string) {
+	if a.Prefetches != nil {
+		a.Prefetches.Confirmed(userID, msgID)
+	}
 }
 
 // MetaUserID is the envelope meta key of the user (edge.MetaUserID).

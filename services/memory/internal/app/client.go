@@ -39,6 +39,9 @@ func (a *App) ClientAction(ctx context.Context, env protocol.Envelope, act *prot
 		}
 		return fmt.Errorf("wait for persistence: %w", err)
 	}
+	if env.StanzaID > 0 {
+		a.applied(userID, bus.ClientMsgID(cid, env.StanzaID)) // the edge's message id of a client's envelope
+	}
 	row, err := a.Memories.Get(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/services/memory/internal/metrics"
+	"github.com/alicia-voice/alicia/services/memory/internal/prefetch"
 	"github.com/alicia-voice/alicia/services/memory/internal/store"
 )
 
@@ -13,41 +18,96 @@ import (
 // top-k), then up to top-k of their other memories closest to the query with
 // at least the threshold's similarity. Without an embeddings backend search
 // is off: Enabled false and no memories. An empty query matches nothing.
+//
+// With a prefetch cache, a search already made for the same request when
+// the user's message was published answers it (waiting for it when still
+// running) as long as nothing it depends on may have changed since
+// (package prefetch); the span says which (alicia.memory.prefetch).
 func (a *App) Search(ctx context.Context, req rpc.MemorySearchRequest) (rpc.MemorySearchResponse, error) {
 	if a.Embedder == nil {
 		return rpc.MemorySearchResponse{Memories: []rpc.Memory{}, Enabled: false}, nil
 	}
-	query := strings.TrimSpace(req.Query)
-	switch {
-	case req.UserID == "":
-		return rpc.MemorySearchResponse{}, fmt.Errorf("%w: userId is empty", ErrInvalid)
-	case req.Threshold < 0 || req.Threshold > 1:
-		return rpc.MemorySearchResponse{}, fmt.Errorf("%w: threshold %g is outside 0..1", ErrInvalid, req.Threshold)
-	case req.TopK < 0:
-		return rpc.MemorySearchResponse{}, fmt.Errorf("%w: topK %d is negative", ErrInvalid, req.TopK)
+	key, err := a.searchKey(req)
+	if err != nil {
+		return rpc.MemorySearchResponse{}, err
 	}
-	if query == "" {
+	if key.Query == "" {
 		// Nothing to match; also a cheap way to ask whether search is on.
 		return rpc.MemorySearchResponse{Memories: []rpc.Memory{}, Enabled: true}, nil
+	}
+	var vec []float32
+	if a.Prefetches != nil {
+		res, outcome := a.Prefetches.Lookup(ctx, key)
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String("alicia.memory.prefetch", string(outcome)),
+			attribute.Bool("alicia.memory.prefetched", outcome == prefetch.Hit))
+		metrics.Default().SearchPrefetch.WithLabelValues(string(outcome)).Inc()
+		if outcome == prefetch.Hit {
+			return res.Resp, nil
+		}
+		vec = res.Vector
+	}
+	resp, _, err := a.search(ctx, key, vec)
+	return resp, err
+}
+
+// Prefetch makes the search a turn answering a user message of userID with
+// text will ask for (the service's default top-k and threshold, which the
+// llm's request resolves to unless configured otherwise), and keeps it for
+// that request. started is false when there is nothing to search or the
+// same search is already running.
+func (a *App) Prefetch(ctx context.Context, userID, text string) (started bool, err error) {
+	if a.Embedder == nil || a.Prefetches == nil {
+		return false, nil
+	}
+	key, err := a.searchKey(rpc.MemorySearchRequest{UserID: userID, Query: text})
+	if err != nil || key.Query == "" {
+		return false, nil
+	}
+	t, ok := a.Prefetches.Begin(key)
+	if !ok {
+		return false, nil
+	}
+	resp, vec, err := a.search(ctx, key, nil)
+	t.Done(prefetch.Result{Resp: resp, Vector: vec, Err: err})
+	return true, err
+}
+
+// searchKey checks a request and resolves its defaults and caps.
+func (a *App) searchKey(req rpc.MemorySearchRequest) (prefetch.Key, error) {
+	switch {
+	case req.UserID == "":
+		return prefetch.Key{}, fmt.Errorf("%w: userId is empty", ErrInvalid)
+	case req.Threshold < 0 || req.Threshold > 1:
+		return prefetch.Key{}, fmt.Errorf("%w: threshold %g is outside 0..1", ErrInvalid, req.Threshold)
+	case req.TopK < 0:
+		return prefetch.Key{}, fmt.Errorf("%w: topK %d is negative", ErrInvalid, req.TopK)
 	}
 	topK := req.TopK
 	if topK == 0 {
 		topK = a.Settings.TopK
 	}
-	topK = min(topK, a.Settings.MaxTopK)
 	threshold := req.Threshold
 	if threshold == 0 {
 		threshold = a.Settings.Threshold
 	}
-	vecs, err := a.embed(ctx, truncate(query, MaxContent))
-	if err != nil {
-		return rpc.MemorySearchResponse{}, err
+	return prefetch.Key{UserID: req.UserID, Query: strings.TrimSpace(req.Query), TopK: min(topK, a.Settings.MaxTopK), Threshold: threshold}, nil
+}
+
+// search embeds the query (unless vec, its embedding, is given) and reads
+// the memories.
+func (a *App) search(ctx context.Context, key prefetch.Key, vec []float32) (rpc.MemorySearchResponse, []float32, error) {
+	if vec == nil {
+		vecs, err := a.embed(ctx, truncate(key.Query, MaxContent))
+		if err != nil {
+			return rpc.MemorySearchResponse{}, nil, err
+		}
+		vec = vecs[0]
 	}
-	ms, err := a.Memories.Search(ctx, store.Query{UserID: req.UserID, Vector: vecs[0], Pinned: topK, Limit: topK, Threshold: threshold})
+	ms, err := a.Memories.Search(ctx, store.Query{UserID: key.UserID, Vector: vec, Pinned: key.TopK, Limit: key.TopK, Threshold: key.Threshold})
 	if err != nil {
-		return rpc.MemorySearchResponse{}, storeErr(err)
+		return rpc.MemorySearchResponse{}, vec, storeErr(err)
 	}
-	return rpc.MemorySearchResponse{Memories: ms, Enabled: true}, nil
+	return rpc.MemorySearchResponse{Memories: ms, Enabled: true}, vec, nil
 }
 
 // truncate keeps the first n runes of s.

@@ -1,0 +1,227 @@
+package ports
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
+)
+
+var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/memory")
+
+// PrefetchQueue is the queue group of the user-message subscription: one
+// replica searches for each message.
+const PrefetchQueue = "memory-prefetch"
+
+// maxPrefetching bounds the prefetched searches running at once; a message
+// beyond it is not prefetched (its turn searches as before).
+const maxPrefetching = 32
+
+// metaUserID is the envelope meta key of the user (edge.MetaUserID).
+const metaUserID = "alicia.user_id"
+
+// WriteSubjects are where a MemoryAction can be published for persistence
+// to apply: the system subject and a conversation's subjects of every
+// origin (only clients' carry any today; the others are watched because
+// persistence would apply them too).
+func WriteSubjects() []string {
+	return []string{subjects.System(protocol.TypeMemoryAction),
+		subjects.AllOfType(subjects.OriginClient, protocol.TypeMemoryAction),
+		subjects.AllOfType(subjects.OriginServer, protocol.TypeMemoryAction),
+		subjects.AllOfType(subjects.OriginAgent, protocol.TypeMemoryAction)}
+}
+
+// Writes is the subscription of every replica to the memory writes on the
+// bus (core NATS: a message arrives when it is published, before
+// persistence can have applied it). It is the prefetch cache's Watch.
+type Writes struct {
+	nc   *nats.Conn
+	subs []*nats.Subscription
+
+	mu sync.Mutex
+	// ready is the epoch in which the subscriptions are known to be in
+	// place on the server (a flush answered after they were sent): after a
+	// reconnection the client sends them again, and writes published before
+	// the server has them are not heard.
+	ready    uint64
+	flushing bool
+}
+
+// NewWrites returns the watch of nc's write subscriptions; Start makes them.
+func NewWrites(nc *nats.Conn) *Writes { return &Writes{nc: nc} }
+
+// Start subscribes to WriteSubjects and tells written of every write: the
+// user in its meta ("" when it cannot be read: every user's entries go) and
+// its JetStream message id. Call it once, before the cache is used; Stop
+// when done.
+func (w *Writes) Start(written func(userID, msgID string), log zerolog.Logger) error {
+	h := func(m *nats.Msg) {
+		user := ""
+		if env, err := protocol.Decode(m.Data); err == nil {
+			user, _ = env.Meta[metaUserID].(string)
+		} else {
+			log.Debug().Err(err).Str("subject", m.Subject).Msg("unreadable memory action: every prefetched search dropped")
+		}
+		written(user, m.Header.Get(jetstream.MsgIDHeader))
+	}
+	for _, s := range WriteSubjects() {
+		sub, err := w.nc.Subscribe(s, h)
+		if err != nil {
+			w.Stop()
+			return err
+		}
+		// The client's pending limits stay: a write dropped by a slow
+		// handler changes the epoch, and every entry goes.
+		w.subs = append(w.subs, sub)
+	}
+	// The subscriptions are in place on the server before the first entry.
+	e := w.Epoch()
+	if err := w.nc.Flush(); err != nil {
+		w.Stop()
+		return err
+	}
+	w.mu.Lock()
+	w.ready = e
+	w.mu.Unlock()
+	return nil
+}
+
+// Epoch changes when a write can have been missed: the connection
+// reconnected (writes published while it was away never arrive; the
+// client counts the reconnection before it sends the subscriptions again)
+// or a subscription dropped a message.
+func (w *Writes) Epoch() uint64 {
+	n := w.nc.Stats().Reconnects
+	for _, s := range w.subs {
+		d, _ := s.Dropped()
+		n += uint64(d)
+	}
+	return n
+}
+
+// Settled reports that the connection is up with its subscriptions in
+// place on the server, and that every write message it has received has
+// been handled. The client counts a message as pending from the moment its
+// read loop queues it until the handler has returned, and a request is
+// read after every message the server sent before it, so a request handler
+// seeing Settled knows of every write published before its request.
+func (w *Writes) Settled() bool {
+	if !w.nc.IsConnected() {
+		return false
+	}
+	e := w.Epoch()
+	w.mu.Lock()
+	ready := w.ready == e
+	if !ready && !w.flushing {
+		// Reconnected (or a message was dropped): settled again once a
+		// flush sent after the subscriptions is answered.
+		w.flushing = true
+		go func() {
+			err := w.nc.FlushTimeout(5 * time.Second)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.flushing = false
+			if err == nil {
+				w.ready = e
+			}
+		}()
+	}
+	w.mu.Unlock()
+	if !ready {
+		return false
+	}
+	for _, s := range w.subs {
+		if n, _, err := s.Pending(); err != nil || n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop unsubscribes.
+func (w *Writes) Stop() {
+	for _, s := range w.subs {
+		_ = s.Unsubscribe()
+	}
+}
+
+// Prefetcher starts searches for user messages (*app.App).
+type Prefetcher interface {
+	Prefetch(ctx context.Context, userID, text string) (started bool, err error)
+}
+
+// PrefetchUserMessages subscribes (queue group PrefetchQueue) to the
+// clients' UserMessages and starts, for each, the memory search its turn
+// will ask for, on work, in a span under the message's trace. stop
+// unsubscribes and waits for the searches running; call it once.
+func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, log zerolog.Logger) (stop func(), err error) {
+	sem := make(chan struct{}, maxPrefetching)
+	var (
+		mu      sync.Mutex // stopped and wg.Add: no search starts once stop waits
+		stopped bool
+		wg      sync.WaitGroup
+	)
+	sub, err := nc.QueueSubscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeUserMessage), PrefetchQueue, func(m *nats.Msg) {
+		env, err := protocol.Decode(m.Data)
+		if err != nil {
+			return // persistence dead-letters it; no turn will ask
+		}
+		um, ok := env.Body.(*protocol.UserMessage)
+		user, _ := env.Meta[metaUserID].(string)
+		if !ok || user == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			return
+		}
+		wg.Add(1)
+		ctx, span := tracer.Start(telemetry.ExtractMeta(work, env.Meta), "memory.prefetch", trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(attribute.String("alicia.conversation_id", env.ConversationID), attribute.String("alicia.message_id", um.ID)))
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer span.End()
+			started, err := p.Prefetch(ctx, user, um.Content)
+			span.SetAttributes(attribute.Bool("alicia.memory.prefetch_started", started))
+			if err != nil && !errors.Is(err, context.Canceled) {
+				span.RecordError(err)
+				log.Debug().Err(err).Str("conversation_id", env.ConversationID).Msg("prefetched memory search failed")
+			}
+		}()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			_ = sub.Unsubscribe()
+			mu.Lock()
+			stopped = true
+			mu.Unlock()
+		})
+		wg.Wait()
+	}, nil
+}
