@@ -716,6 +716,15 @@ func checkCase(t *testing.T, name string, r *rendered) {
 		if _, ok := envValue(gw.Spec.Template.Spec.Containers[0], "ALICIA_COOKIE_SECURE"); ok {
 			t.Error("gateway: ALICIA_COOKIE_SECURE set without TLS")
 		}
+		// Retention and trusted proxies unset: the services' defaults
+		// (forever, SYSTEM unbounded, no proxy trusted).
+		for comp, d := range r.deployments {
+			for _, name := range []string{"ALICIA_STREAM_MAX_AGE", "ALICIA_SYSTEM_MAX_BYTES", "ALICIA_CONVERSATIONS_MAX_BYTES", "ALICIA_TRUSTED_PROXIES"} {
+				if v, ok := envValue(d.Spec.Template.Spec.Containers[0], name); ok {
+					t.Errorf("%s: %s=%q set by default", comp, name, v)
+				}
+			}
+		}
 		if j := r.jobs[0]; j.Annotations["helm.sh/hook"] != "pre-install,pre-upgrade" {
 			t.Errorf("migrate Job: hook %q", j.Annotations["helm.sh/hook"])
 		}
@@ -726,7 +735,26 @@ func checkCase(t *testing.T, name string, r *rendered) {
 			t.Error("Ingress without TLS")
 		}
 		wantEnv(t, gw, "ALICIA_COOKIE_SECURE", "true")
-		wantEnv(t, gw, "ALICIA_CONVERSATIONS_MAX_BYTES", "8589934592")
+		// Retention on every service (each one ensures the streams), not
+		// on the migrate Job; trusted proxies on the gateway alone.
+		for _, comp := range sortedKeys(r.deployments) {
+			d := r.deployments[comp]
+			wantEnv(t, d, "ALICIA_CONVERSATIONS_MAX_BYTES", "8589934592")
+			wantEnv(t, d, "ALICIA_STREAM_MAX_AGE", "2160h")
+			wantEnv(t, d, "ALICIA_SYSTEM_MAX_BYTES", "268435456")
+			if comp == "gateway" {
+				wantEnv(t, d, "ALICIA_TRUSTED_PROXIES", "10.244.0.0/16,fd00:10:244::/56")
+			} else if v, ok := envValue(d.Spec.Template.Spec.Containers[0], "ALICIA_TRUSTED_PROXIES"); ok {
+				t.Errorf("%s: ALICIA_TRUSTED_PROXIES=%q, which only the gateway reads", comp, v)
+			}
+		}
+		for _, j := range r.jobs {
+			for _, name := range []string{"ALICIA_STREAM_MAX_AGE", "ALICIA_SYSTEM_MAX_BYTES", "ALICIA_TRUSTED_PROXIES"} {
+				if v, ok := envValue(j.Spec.Template.Spec.Containers[0], name); ok {
+					t.Errorf("Job %s: %s=%q, which the migrate command does not read", j.Name, name, v)
+				}
+			}
+		}
 		wantEnv(t, r.deployments["persistence"], "ALICIA_PERSISTENCE_SHARDS", "6")
 		if p := r.deployments["persistence"]; p == nil || p.Spec.Replicas == nil || *p.Spec.Replicas != 3 {
 			t.Error("persistence: not three replicas")
@@ -752,6 +780,25 @@ func checkCase(t *testing.T, name string, r *rendered) {
 		if _, ok := envValue(r.deployments["memory"].Spec.Template.Spec.Containers[0], "ALICIA_EMBEDDING_URL"); ok {
 			t.Error("memory: an embedding URL though none is configured")
 		}
+	}
+}
+
+// TestTrustedProxiesString: gateway.trustedProxies also takes the
+// variable's own form, one comma-separated string, passed as it is; -1
+// (no limit) for systemMaxBytes is set, not taken for empty.
+func TestTrustedProxiesString(t *testing.T) {
+	ch := loadChart(t)
+	out, err := render(ch, map[string]any{
+		"gateway": map[string]any{"trustedProxies": "10.0.0.7,192.168.0.0/16"},
+		"global":  map[string]any{"systemMaxBytes": -1},
+	})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	r := decode(t, out)
+	wantEnv(t, r.deployments["gateway"], "ALICIA_TRUSTED_PROXIES", "10.0.0.7,192.168.0.0/16")
+	for _, comp := range sortedKeys(r.deployments) {
+		wantEnv(t, r.deployments[comp], "ALICIA_SYSTEM_MAX_BYTES", "-1")
 	}
 }
 

@@ -81,6 +81,13 @@ and password file. dict root, component. Returns a JSON object
 {{- if $v.global.conversationsMaxBytes -}}
 {{- $_ := set $env "ALICIA_CONVERSATIONS_MAX_BYTES" ($v.global.conversationsMaxBytes | int64 | toString) -}}
 {{- end -}}
+{{- /* Stream retention: every service ensures the streams (bus.Connect). */ -}}
+{{- if $v.global.streamMaxAge -}}
+{{- $_ := set $env "ALICIA_STREAM_MAX_AGE" ($v.global.streamMaxAge | toString) -}}
+{{- end -}}
+{{- if $v.global.systemMaxBytes -}}
+{{- $_ := set $env "ALICIA_SYSTEM_MAX_BYTES" ($v.global.systemMaxBytes | int64 | toString) -}}
+{{- end -}}
 {{- dict "env" $env "files" $files | toJson -}}
 {{- end -}}
 
