@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,11 +25,81 @@ import (
 type ConsumerLag struct {
 	JS jetstream.JetStream
 	// Consumers lists, by stream, the service's durable consumers; a
-	// stream with none exports its size only.
+	// stream with none exports its size only. Each is exported under its
+	// ConsumerLabel: a name from InstanceConsumer without its random token.
 	Consumers map[string][]string
 	Log       zerolog.Logger
 	// Timeout bounds one scrape's requests to one stream (default 2 s).
 	Timeout time.Duration
+}
+
+// InstanceTokenLen is how many lowercase hex digits end the name of an
+// instance's own consumer (InstanceConsumer).
+const InstanceTokenLen = 16
+
+// NewInstanceToken is InstanceTokenLen random lowercase hex digits.
+func NewInstanceToken() string {
+	b := make([]byte, InstanceTokenLen/2)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// ValidInstanceToken reports whether token is InstanceTokenLen lowercase
+// hex digits, as NewInstanceToken makes.
+func ValidInstanceToken(token string) bool {
+	if len(token) != InstanceTokenLen {
+		return false
+	}
+	for i := range len(token) {
+		if c := token[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// instanceLabels maps each name InstanceConsumer made in this process to
+// its label: the consumer-lag collector and the service whose consumer it
+// is always share the process (a service exports its own consumers).
+var instanceLabels sync.Map // string → string
+
+// InstanceConsumer names a durable consumer that one instance of a
+// service owns alone: base-instance-token, token from NewInstanceToken
+// (persistence's: natsauth.PersistenceConsumer-<instance>-<token>, random
+// per process so that no other service can name it). The name changes at
+// every restart; the consumer-lag metrics export it under
+// ConsumerLabel(name), base-instance, which does not.
+//
+// Only a token that is ValidInstanceToken is stripped from the label; with
+// any other, the label is the whole name.
+func InstanceConsumer(base, instance, token string) string {
+	name := base + "-" + instance + "-" + token
+	if ValidInstanceToken(token) {
+		instanceLabels.Store(name, base+"-"+instance)
+	}
+	return name
+}
+
+// ConsumerLabel is the `consumer` label of the consumer-lag metrics for
+// the consumer named name. The rule: a name that InstanceConsumer made in
+// this process loses its trailing "-" and InstanceTokenLen lowercase hex
+// digits (persistence-<instance>-<token> is exported as
+// persistence-<instance>); every other name is its own label, whatever it
+// looks like (another service's consumer ending in 16 hex digits keeps
+// them).
+//
+// Two live consumers of one stream with the same label (two persistence
+// instances of the same name in one process) are not added together, nor
+// exported under one label in turn: the collector exports the one furthest
+// behind (the most pending messages; on a tie, the first by name) and logs
+// a warning naming both.
+func ConsumerLabel(name string) string {
+	if l, ok := instanceLabels.Load(name); ok {
+		return l.(string)
+	}
+	return name
 }
 
 var (
@@ -150,6 +222,11 @@ func (w *streamWatch) collect(ctx context.Context, name string, ch chan<- promet
 	ch <- prometheus.MustNewConstMetric(descStreamBytes, prometheus.GaugeValue, float64(si.State.Bytes), name)
 	var errs []error
 	slices.Sort(w.consumers)
+	// Each consumer's state under its label (ConsumerLabel); of two with
+	// one label, the one furthest behind, the first by name on a tie.
+	chosen := map[string]*jetstream.ConsumerInfo{}
+	sharing := map[string][]string{}
+	var labels []string
 	for _, cn := range w.consumers {
 		c, err := s.Consumer(ctx, cn)
 		if err != nil {
@@ -157,10 +234,27 @@ func (w *streamWatch) collect(ctx context.Context, name string, ch chan<- promet
 			continue
 		}
 		ci := c.CachedInfo()
-		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(ci.NumPending), name, cn)
-		ch <- prometheus.MustNewConstMetric(descAckPending, prometheus.GaugeValue, float64(ci.NumAckPending), name, cn)
-		ch <- prometheus.MustNewConstMetric(descRedelivered, prometheus.GaugeValue, float64(ci.NumRedelivered), name, cn)
-		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(ci.NumWaiting), name, cn)
+		label := ConsumerLabel(cn)
+		prev, seen := chosen[label]
+		if !seen {
+			labels = append(labels, label)
+		}
+		sharing[label] = append(sharing[label], cn)
+		if !seen || ci.NumPending > prev.NumPending {
+			chosen[label] = ci
+		}
+	}
+	slices.Sort(labels)
+	for _, label := range labels {
+		ci := chosen[label]
+		if names := sharing[label]; len(names) > 1 {
+			w.log.Warn().Str("stream", name).Str("consumer", label).Strs("consumers", names).Str("exported", ci.Name).
+				Msg("consumer lag: consumers sharing one label; the one with the most pending messages is exported")
+		}
+		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(ci.NumPending), name, label)
+		ch <- prometheus.MustNewConstMetric(descAckPending, prometheus.GaugeValue, float64(ci.NumAckPending), name, label)
+		ch <- prometheus.MustNewConstMetric(descRedelivered, prometheus.GaugeValue, float64(ci.NumRedelivered), name, label)
+		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(ci.NumWaiting), name, label)
 	}
 	return errors.Join(errs...)
 }

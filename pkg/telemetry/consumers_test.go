@@ -1,9 +1,11 @@
 package telemetry_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/natsserver"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
@@ -177,4 +180,175 @@ alicia_jetstream_scrape_errors{stream="WORK"} 1
 	}
 	removeD()
 	removeB()
+}
+
+// TestConsumerLagInstanceLabel: a consumer named by InstanceConsumer
+// (persistence-<instance>-<random token>) is exported as
+// persistence-<instance>, the same series across a restart that changes the
+// token; a look-alike name of another service keeps its 16 hex digits; two
+// live consumers with one label export one series, the one furthest behind,
+// with a warning.
+func TestConsumerLagInstanceLabel(t *testing.T) {
+	for _, tok := range []string{"0123456789abcdef", telemetry.NewInstanceToken()} {
+		if !telemetry.ValidInstanceToken(tok) {
+			t.Errorf("token %q refused", tok)
+		}
+	}
+	for _, tok := range []string{"", "0123456789abcde", "0123456789ABCDEF", "0123456789abcdefa", "0123456789abcdeg"} {
+		if telemetry.ValidInstanceToken(tok) {
+			t.Errorf("token %q accepted", tok)
+		}
+	}
+	if n := telemetry.InstanceConsumer("persistence", "host-1", "NOT-A-TOKEN"); telemetry.ConsumerLabel(n) != n {
+		t.Errorf("label of %q: %q, want the whole name (no valid token)", n, telemetry.ConsumerLabel(n))
+	}
+	if l := telemetry.ConsumerLabel("persistence-never-made-0123456789abcdef"); l != "persistence-never-made-0123456789abcdef" {
+		t.Errorf("a name InstanceConsumer did not make is exported as %q", l)
+	}
+
+	srv, err := natsserver.Start(natsserver.Options{URL: "nats://127.0.0.1:0", StoreDir: t.TempDir()})
+	if err != nil {
+		testkit.Missing(t, "embedded nats-server: %v", err)
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "LABELS", Subjects: []string{"labels.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := js.Publish(ctx, "labels.a", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// from creates a durable consumer whose first message is sequence
+	// start: 11-start pending.
+	from := func(name string, start uint64) {
+		t.Helper()
+		if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := func(series string) string {
+		return `
+# HELP alicia_jetstream_consumer_pending_messages Messages of the stream not yet delivered to the consumer (its lag).
+# TYPE alicia_jetstream_consumer_pending_messages gauge
+` + series
+	}
+	const metric = "alicia_jetstream_consumer_pending_messages"
+
+	first := telemetry.InstanceConsumer("persistence", "host-1", telemetry.NewInstanceToken())
+	lookalike := "asr-0123456789abcdef"
+	from(first, 1)
+	from(lookalike, 4)
+	remove, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: testkit.Log(),
+		Consumers: map[string][]string{"LABELS": {first, lookalike}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(prometheus.DefaultGatherer, strings.NewReader(pending(`
+alicia_jetstream_consumer_pending_messages{consumer="asr-0123456789abcdef",stream="LABELS"} 7
+alicia_jetstream_consumer_pending_messages{consumer="persistence-host-1",stream="LABELS"} 10
+`)), metric); err != nil {
+		t.Fatal(err)
+	}
+	remove()
+
+	// The instance restarts: a new token, a new consumer, the same series.
+	if err := s.DeleteConsumer(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := telemetry.InstanceConsumer("persistence", "host-1", telemetry.NewInstanceToken())
+	if second == first {
+		t.Fatalf("the restarted instance's consumer is named %q again", second)
+	}
+	from(second, 5)
+	remove, err = telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: testkit.Log(),
+		Consumers: map[string][]string{"LABELS": {second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(prometheus.DefaultGatherer, strings.NewReader(pending(`
+alicia_jetstream_consumer_pending_messages{consumer="persistence-host-1",stream="LABELS"} 6
+`)), metric); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another instance of the same name in the process, further behind:
+	// one series, its figures, and a warning naming both consumers; then,
+	// the other behind, the other's figures (the pick follows the lag,
+	// whichever name sorts first).
+	// (Both log to logs: a stream's scrape logs through either member.)
+	var logs syncBuffer
+	remove()
+	remove, err = telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: zerolog.New(&logs),
+		Consumers: map[string][]string{"LABELS": {second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := telemetry.InstanceConsumer("persistence", "host-1", telemetry.NewInstanceToken())
+	from(third, 2)
+	removeThird, err := telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: zerolog.New(&logs),
+		Consumers: map[string][]string{"LABELS": {third}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := testutil.GatherAndCompare(prometheus.DefaultGatherer, strings.NewReader(pending(`
+alicia_jetstream_consumer_pending_messages{consumer="persistence-host-1",stream="LABELS"} 9
+`)), metric); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := logs.String(); !strings.Contains(out, "consumers sharing one label") || !strings.Contains(out, second) ||
+		!strings.Contains(out, `"exported":"`+third+`"`) {
+		t.Errorf("no warning naming both consumers and the one exported: %s", out)
+	}
+	// The other one behind now.
+	removeThird()
+	if err := s.DeleteConsumer(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	from(third, 8)
+	removeThird, err = telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: testkit.Log(),
+		Consumers: map[string][]string{"LABELS": {third}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(prometheus.DefaultGatherer, strings.NewReader(pending(`
+alicia_jetstream_consumer_pending_messages{consumer="persistence-host-1",stream="LABELS"} 6
+`)), metric); err != nil {
+		t.Fatal(err)
+	}
+	removeThird()
+	remove()
+}
+
+// syncBuffer is a log destination safe for the collector's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -5,8 +5,6 @@
 package persistence
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
 // Config of the persistence service. Defaults in code, overridden by ALICIA_* env vars.
@@ -49,7 +48,8 @@ type Config struct {
 	// and pull from them (their NATS users may pull from consumers on
 	// CONVERSATIONS they name; an envelope pulled away would be acked
 	// unapplied by the next AckAll). Not listed: others cannot list
-	// consumers.
+	// consumers. 16 lowercase hex digits (telemetry.NewInstanceToken), which
+	// the consumer-lag metrics leave out of their consumer label.
 	ConsumerToken string
 	// LeaseTTL is how long a partition stays with an instance that stopped
 	// renewing it (ALICIA_PERSISTENCE_LEASE_TTL, default 5s): how long the
@@ -77,7 +77,7 @@ func DefaultConfig() Config {
 		Linger:        2 * time.Millisecond,
 		Shards:        1,
 		Instance:      defaultInstance(),
-		ConsumerToken: randomToken(),
+		ConsumerToken: telemetry.NewInstanceToken(),
 		LeaseTTL:      5 * time.Second,
 		Migrate:       true,
 		HistoryWait:   5 * time.Second,
@@ -133,8 +133,8 @@ func (c Config) Validate() error {
 	if !validInstance(c.Instance) {
 		errs = append(errs, fmt.Errorf("instance %q is not 1..64 letters, digits, - and _ (ALICIA_PERSISTENCE_INSTANCE)", c.Instance))
 	}
-	if len(c.ConsumerToken) < 16 {
-		errs = append(errs, errors.New("consumer token is shorter than 16 characters (start from DefaultConfig)"))
+	if !telemetry.ValidInstanceToken(c.ConsumerToken) {
+		errs = append(errs, errors.New("consumer token is not 16 random lowercase hex digits (start from DefaultConfig)"))
 	}
 	if c.LeaseTTL < 500*time.Millisecond || c.LeaseTTL > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("lease TTL %s is outside 500ms..5m (ALICIA_PERSISTENCE_LEASE_TTL)", c.LeaseTTL))
@@ -145,20 +145,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// InstanceConsumer is the name of this instance's consumer on both streams:
+// InstanceConsumer is the name of this instance's consumer on both streams,
+// <Consumer>-<Instance>-<ConsumerToken> (telemetry.InstanceConsumer):
 // instances do not share one (the position lives in the database, per
-// partition), and its last part is ConsumerToken.
+// partition). Its lag is exported under <Consumer>-<Instance>
+// (telemetry.ConsumerLabel), the same across restarts.
 func (c Config) InstanceConsumer() string {
-	return c.Consumer + "-" + c.Instance + "-" + c.ConsumerToken
-}
-
-// randomToken is 16 random hex digits.
-func randomToken() string {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return hex.EncodeToString(b)
+	return telemetry.InstanceConsumer(c.Consumer, c.Instance, c.ConsumerToken)
 }
 
 // defaultInstance is host-pid, reduced to what a consumer name may hold.
