@@ -181,3 +181,106 @@ func bargeInTrace(t *testing.T, recv *otlptest.Receiver, answer string, stop pro
 		t.Errorf("the barge-in's ControlStop carries trace context %v, want voice.barge_in %s/%s", stop.Meta, traceID, spanID)
 	}
 }
+
+// TestTraceOfASpeculativeTurn: with speculation on, a turn answered from
+// its speculative transcript is still one trace. It starts at the pause
+// (voice.speculation, a root, confirmed); the speculative asr job is its
+// child and the llm's preemptive turn and the tts's sentences are in it;
+// the end of speech is the speculation's child, with the final job (which
+// carries the speculative transcript) under it; the stored user message
+// carries that trace id, and each sentence's voice.playout is parented on
+// its tts.sentence, not merely linked.
+func TestTraceOfASpeculativeTurn(t *testing.T) {
+	recv := otlptest.Setup(t)
+
+	const q = "What is the weather like in Paris tomorrow?"
+	s := newStack(t, options{answer: "It will be sunny. Enjoy your day!", agent: func(c *roomagent.Config) { c.Speculation = true }})
+	s.speech.SetTranscriber(func(fakeopenai.TranscriptionRequest) fakeopenai.Transcript { return fakeopenai.Transcript{Text: q} })
+	cid := s.conversation()
+	jobs := s.asrJobs(cid)
+	u := voiceclient.Join(t, s.lk.URL, s.token(cid), true)
+	u.Configure(voiceConfig(cid), cid)
+	final := turnOf(t, s, u, voiceclient.Speech(t, q))
+	var finalJob *protocol.ASRJob
+	for _, j := range jobs() {
+		if j.Final {
+			finalJob = j
+		}
+	}
+	if finalJob == nil || finalJob.Transcript == nil || *finalJob.Transcript != q {
+		t.Fatalf("final job %+v: want it to carry the speculative transcript (the turn was not speculative)", finalJob)
+	}
+	if n := len(s.chat.Requests()); n != 1 {
+		t.Fatalf("%d model requests, want 1 (the preemptive answer)", n)
+	}
+
+	var traceID string
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		return s.pool.QueryRow(context.Background(), `SELECT coalesce(trace_id, '') FROM alicia_messages WHERE id = $1`, final.ID).Scan(&traceID)
+	}, "the user message row")
+	if len(traceID) != 32 {
+		t.Fatalf("user message row trace_id %q", traceID)
+	}
+	var spans otlptest.Spans
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		spans = recv.Trace(traceID)
+		return spans.Missing("voice.speculation", "voice.end_of_speech", "asr.job", "llm.turn", "llm.model_request", "tts.sentence",
+			"persistence.store UserMessage", "persistence.store AssistantSentence", "voice.turn", "voice.playout")
+	}, "the speculative turn's spans in the user message's trace")
+	root := spans["voice.speculation"]
+	if len(root.ParentSpanId) != 0 {
+		t.Errorf("voice.speculation has a parent %x: a speculation starts the turn's trace", root.ParentSpanId)
+	}
+	if v := otlptest.Attr(root, "alicia.speculation.outcome").GetStringValue(); v != "confirmed" {
+		t.Errorf("voice.speculation outcome %q, want confirmed", v)
+	}
+	if err := spans.ParentIs("voice.end_of_speech", "voice.speculation"); err != nil {
+		t.Error(err)
+	}
+	if err := spans.ParentIs("voice.turn", "voice.end_of_speech"); err != nil {
+		t.Error(err)
+	}
+	// Two asr jobs in the trace: the speculative one under the speculation,
+	// the final one under the end of speech.
+	all := recv.All(traceID)
+	ids := map[string]string{} // span id → name
+	for _, sp := range all {
+		ids[string(sp.SpanId)] = sp.Name
+	}
+	jobParents := map[string]int{}
+	for _, sp := range all {
+		if sp.Name == "asr.job" {
+			jobParents[ids[string(sp.ParentSpanId)]]++
+		}
+	}
+	if jobParents["voice.speculation"] != 1 || jobParents["voice.end_of_speech"] != 1 {
+		t.Errorf("asr.job spans by parent %v, want one under voice.speculation and one under voice.end_of_speech", jobParents)
+	}
+	for _, n := range []string{"llm.turn", "tts.sentence", "persistence.store UserMessage"} {
+		if _, ok := ids[string(spans[n].ParentSpanId)]; !ok {
+			t.Errorf("%s's parent %x is not a span of the turn's trace", n, spans[n].ParentSpanId)
+		}
+	}
+	// Playout hangs under the tts span that made its audio, in this trace
+	// (no link to another trace).
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		n := 0
+		for _, sp := range recv.All(traceID) {
+			if sp.Name == "voice.playout" {
+				n++
+			}
+		}
+		return n == 2
+	}, "a voice.playout per sentence in the trace")
+	for _, sp := range recv.All(traceID) {
+		if sp.Name != "voice.playout" {
+			continue
+		}
+		if ids[string(sp.ParentSpanId)] != "tts.sentence" {
+			t.Errorf("voice.playout's parent is %q, want tts.sentence", ids[string(sp.ParentSpanId)])
+		}
+		if len(sp.Links) != 0 {
+			t.Errorf("voice.playout links %d spans: the answer should be in the turn's own trace", len(sp.Links))
+		}
+	}
+}

@@ -167,11 +167,21 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation)
 		l.r.d.Metrics.ASRJobs.WithLabelValues("final").Inc()
 		// A spoken turn's trace starts here, at the end of the user's
 		// speech: the asr's job, the llm's turn and the tts's sentences
-		// join it through the envelopes' meta.
-		_, span := tracer.Start(l.r.ctx, "voice.end_of_speech", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
+		// join it through the envelopes' meta. After a speculation (a
+		// silence that began inside the utterance) the speculation's trace
+		// goes on instead: the end of speech is its child, so an answer
+		// started speculatively is in the turn's trace.
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer),
 			trace.WithTimestamp(now), trace.WithAttributes(attribute.String("alicia.conversation_id", cid),
 				attribute.String("alicia.utterance_id", j.UtteranceID), attribute.Int("alicia.speech_ms", int(j.DurationMs)),
-				attribute.Bool("alicia.speculated", spec != nil)))
+				attribute.Bool("alicia.speculated", spec != nil))}
+		parent := l.r.ctx
+		if sc := spec.context(); sc.IsValid() {
+			parent = trace.ContextWithSpanContext(l.r.ctx, sc)
+		} else {
+			opts = append(opts, trace.WithNewRoot())
+		}
+		_, span := tracer.Start(parent, "voice.end_of_speech", opts...)
 		env.Meta = telemetry.InjectMeta(trace.ContextWithSpan(context.Background(), span), env.Meta)
 		// The turn's voice.turn (end of speech to first frame) hangs under it.
 		l.r.turns.speechEnded(j.UtteranceID, now, span.SpanContext())

@@ -7,11 +7,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
 // Speculative transcription. When the end-pointer sees a silence begin
@@ -24,6 +27,14 @@ import (
 // again (vad.Resume), the speculation is dropped and a TurnEvent
 // preempt_cancelled tells the llm and the tts to throw away what they
 // started, and replay to show it.
+//
+// A speculation's trace starts at the pause (voice.speculation, a root):
+// the speculative job, its transcript, the llm's preemptive turn and the
+// tts's sentences hang under it through the envelopes' meta. When the
+// silence ends the turn on it, the turn's voice.end_of_speech is its child,
+// so an answer started speculatively is in the same trace as the end of
+// speech, the final job and the playout; when the user speaks again, the
+// span ends as cancelled and the TurnEvent is stored under it.
 
 // HeaderASRJob names the ASR job a speculative transcript answers (set by
 // the asr on SpecTranscript and SpecPreempt messages).
@@ -39,6 +50,11 @@ type speculation struct {
 	utt   string
 	at    time.Time
 
+	// span is the speculation's voice.speculation span (a root), ended
+	// when the speculation is settled (end).
+	span    trace.Span
+	endOnce sync.Once
+
 	once sync.Once
 	done chan struct{} // closed when the transcript came
 	text string
@@ -50,6 +66,26 @@ func (s *speculation) resolve(text string, conf *float64) {
 		s.text, s.conf = text, conf
 		close(s.done)
 	})
+}
+
+// end ends the speculation's span with what became of it (an outcome of
+// speculationOutcomes) at t.
+func (s *speculation) end(outcome string, t time.Time) {
+	s.endOnce.Do(func() {
+		if s.span == nil {
+			return
+		}
+		s.span.SetAttributes(attribute.String("alicia.speculation.outcome", outcome))
+		s.span.End(trace.WithTimestamp(t))
+	})
+}
+
+// context is the speculation's span context (invalid without one).
+func (s *speculation) context() trace.SpanContext {
+	if s == nil || s.span == nil {
+		return trace.SpanContext{}
+	}
+	return s.span.SpanContext()
 }
 
 // heard reports the transcript, if it came.
@@ -97,18 +133,25 @@ func (l *listener) speculate(pcm []byte, voiced int, now time.Time) {
 		j.Language = &l.r.cfg.Language
 	}
 	env := protocol.New(cid, j)
-	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity)}
+	// The speculation's trace starts here (see above).
+	_, span := tracer.Start(l.r.ctx, "voice.speculation", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithTimestamp(now), trace.WithAttributes(attribute.String("alicia.conversation_id", cid),
+			attribute.String("alicia.utterance_id", j.UtteranceID), attribute.String("alicia.asr_job_id", j.ID),
+			attribute.Int("alicia.speech_ms", int(j.DurationMs)), attribute.Int("alicia.voiced_ms", int(*j.VoicedMs))))
+	env.Meta = telemetry.InjectMeta(trace.ContextWithSpan(context.Background(), span), map[string]any{edge.MetaUserID: l.r.userOr(l.identity)})
 	b, err := protocol.Encode(env)
 	if err != nil {
+		span.End()
 		l.r.log.Error().Err(err).Msg("encode speculative ASR job")
 		return
 	}
-	s := &speculation{jobID: j.ID, utt: l.utt, at: now, done: make(chan struct{})}
+	s := &speculation{jobID: j.ID, utt: l.utt, at: now, span: span, done: make(chan struct{})}
 	l.spec = s
 	l.r.specs.add(s)
 	l.r.d.Metrics.ASRJobs.WithLabelValues("speculative").Inc()
 	// Best effort, like partials: without it the final job is transcribed.
 	if _, err := l.r.d.JS.PublishAsync(subjects.ASRJob(cid), b); err != nil {
+		span.RecordError(err)
 		l.r.log.Warn().Err(err).Msg("publish speculative ASR job")
 	}
 }
@@ -125,6 +168,7 @@ func (l *listener) unspeculate(now time.Time) {
 	l.spec = nil
 	l.r.specs.remove(s)
 	speculationOutcomes().WithLabelValues("cancelled").Inc()
+	defer s.end("cancelled", now)
 	text, ok := l.specText(s)
 	if ok && text == "" {
 		return // nothing was said: the asr started nothing
@@ -135,6 +179,8 @@ func (l *listener) unspeculate(now time.Time) {
 		ev.Transcript = &text
 	}
 	env := protocol.New(l.r.cid, ev)
+	// Stored under the speculation it cancels, in the preemptive answer's trace.
+	env.Meta = telemetry.InjectMeta(trace.ContextWithSpan(context.Background(), s.span), nil)
 	msgID := l.r.cid + ":te:" + s.jobID
 	go func() {
 		ctx, cancel := context.WithTimeout(l.r.ctx, 5*time.Second)
@@ -161,6 +207,7 @@ func (r *Room) finalTranscript(s *speculation) (string, *float64, bool) {
 	defer r.specs.remove(s)
 	if text, ok := s.heard(); ok {
 		speculationOutcomes().WithLabelValues("confirmed").Inc()
+		s.end("confirmed", time.Now())
 		return text, s.conf, true
 	}
 	t := time.NewTimer(specWait)
@@ -168,11 +215,13 @@ func (r *Room) finalTranscript(s *speculation) (string, *float64, bool) {
 	select {
 	case <-s.done:
 		speculationOutcomes().WithLabelValues("late").Inc()
+		s.end("late", time.Now())
 		return s.text, s.conf, true
 	case <-t.C:
 	case <-r.ctx.Done():
 	}
 	speculationOutcomes().WithLabelValues("missing").Inc()
+	s.end("missing", time.Now())
 	return "", nil, false
 }
 
