@@ -34,13 +34,7 @@ func TestTraceOfAVoiceTurn(t *testing.T) {
 	u.Configure(voiceConfig(cid), cid)
 	final := turnOf(t, s, u, voiceclient.Speech(t, q))
 
-	var traceID string
-	testkit.EventuallyNoError(t, 20*time.Second, func() error {
-		return s.pool.QueryRow(context.Background(), `SELECT coalesce(trace_id, '') FROM alicia_messages WHERE id = $1`, final.ID).Scan(&traceID)
-	}, "the user message row")
-	if len(traceID) != 32 {
-		t.Fatalf("user message row trace_id %q", traceID)
-	}
+	traceID := messageTrace(t, s, final.ID)
 	var spans otlptest.Spans
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
 		spans = recv.Trace(traceID)
@@ -143,6 +137,19 @@ func TestTraceOfAVoiceTurn(t *testing.T) {
 	}
 }
 
+// messageTrace is the trace id stored with message id's row, once stored.
+func messageTrace(t *testing.T, s *stack, id string) string {
+	t.Helper()
+	var traceID string
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		return s.pool.QueryRow(context.Background(), `SELECT coalesce(trace_id, '') FROM alicia_messages WHERE id = $1`, id).Scan(&traceID)
+	}, "the message row")
+	if len(traceID) != 32 {
+		t.Fatalf("message row %s: trace_id %q", id, traceID)
+	}
+	return traceID
+}
+
 // bargeInTrace: the barge-in that cut answer is in the answer's trace —
 // its voice.barge_in span under the voice.playout of a sentence of the
 // answer (the one it cut, or the last one played), in the trace with the
@@ -214,13 +221,7 @@ func TestTraceOfASpeculativeTurn(t *testing.T) {
 		t.Fatalf("%d model requests, want 1 (the preemptive answer)", n)
 	}
 
-	var traceID string
-	testkit.EventuallyNoError(t, 20*time.Second, func() error {
-		return s.pool.QueryRow(context.Background(), `SELECT coalesce(trace_id, '') FROM alicia_messages WHERE id = $1`, final.ID).Scan(&traceID)
-	}, "the user message row")
-	if len(traceID) != 32 {
-		t.Fatalf("user message row trace_id %q", traceID)
-	}
+	traceID := messageTrace(t, s, final.ID)
 	var spans otlptest.Spans
 	testkit.EventuallyNoError(t, 20*time.Second, func() error {
 		spans = recv.Trace(traceID)
