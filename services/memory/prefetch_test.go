@@ -128,11 +128,9 @@ func TestPrefetchedSearch(t *testing.T) {
 	if n := s.embedded(q); n != embeds {
 		t.Fatalf("the hit embedded the query again (%d requests, %d before)", n, embeds)
 	}
-	// The request's defaults resolve to the same key: hits too; a request
-	// with other limits, another query or another user does not.
+	// The request's defaults resolve to the same key: hits too; another
+	// query or another user does not (other limits: TestPrefetchLimits).
 	s.expect(rpc.MemorySearchRequest{UserID: "alice", Query: "  " + q + " ", Threshold: 0.35}, "hit")
-	s.expect(rpc.MemorySearchRequest{UserID: "alice", Query: q, TopK: 1}, "miss")
-	s.expect(rpc.MemorySearchRequest{UserID: "alice", Query: q, Threshold: 0.9}, "miss")
 	s.expect(rpc.MemorySearchRequest{UserID: "alice", Query: q + "?"}, "miss")
 
 	t.Run("another user gets nothing of it", func(t *testing.T) {
@@ -208,6 +206,44 @@ func TestPrefetchedSearch(t *testing.T) {
 		s.say(cid, "bob", 11, text+" too")
 		s.expect(rpc.MemorySearchRequest{UserID: "bob", Query: text + " too"}, "hit")
 	})
+}
+
+// TestPrefetchLimits: a prefetched search answers only a request with its
+// top-k and threshold. A turn's request with other limits (the llm
+// configured otherwise than the memory service's defaults) misses and
+// teaches the prefetch its limits, so the next message's search is used;
+// a request with a query of its own (the memory tool's) teaches nothing.
+func TestPrefetchLimits(t *testing.T) {
+	s := newStack(t, stackOptions{noLLM: true})
+	coffee := s.create("alice", "favourite drink espresso coffee", nil, 0.5)
+	say := func(n int) (string, rpc.MemorySearchRequest) {
+		text := fmt.Sprintf("favourite drink espresso coffee %d", n)
+		s.say("ac_limits", "alice", int32(n), text)
+		return text, rpc.MemorySearchRequest{UserID: "alice", Query: text}
+	}
+	text, def := say(1)
+	s.expect(rpc.MemorySearchRequest{UserID: "alice", Query: text, TopK: 1, Threshold: 0.2}, "miss")
+	s.expect(def, "hit") // the entry made with the defaults still serves its own limits
+
+	_, def = say(2) // prefetched with top-k 1, threshold 0.2
+	s.expect(def, "miss")
+	text, _ = say(3) // the defaults again: the request above taught them back
+	s.expect(rpc.MemorySearchRequest{UserID: "alice", Query: text}, "hit")
+
+	text, _ = say(4)
+	narrow := rpc.MemorySearchRequest{UserID: "alice", Query: text, TopK: 1, Threshold: 0.2}
+	s.expect(narrow, "miss")
+	text, _ = say(5)
+	narrow.Query = text
+	if resp := s.expect(narrow, "hit"); !slices.Equal(ids(resp.Memories), []string{coffee}) {
+		t.Fatalf("the prefetched search with the turn's limits gave %v, want %v", ids(resp.Memories), []string{coffee})
+	}
+
+	// The memory tool's search: its own query, other limits; no lesson.
+	s.expect(rpc.MemorySearchRequest{UserID: "alice", Query: "coffee", TopK: 3}, "miss")
+	text, _ = say(6)
+	narrow.Query = text
+	s.expect(narrow, "hit")
 }
 
 // TestPrefetchUnappliedWrite: a write heard before a message and not known

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,6 +69,17 @@ type App struct {
 	Applied    AppliedFunc
 	Prefetches *prefetch.Cache
 	Log        zerolog.Logger
+
+	// shape is the top-k and threshold prefetched searches ask with: the
+	// service's defaults (nil) until a turn's request shows the llm asks
+	// with others (learnShape).
+	shape atomic.Pointer[searchShape]
+}
+
+// searchShape is a search request's top-k and threshold (0: the defaults).
+type searchShape struct {
+	topK      int
+	threshold float64
 }
 
 // applied tells the prefetch cache that the memory write with JetStream

@@ -44,6 +44,9 @@ func (a *App) Search(ctx context.Context, req rpc.MemorySearchRequest) (rpc.Memo
 		if outcome == prefetch.Hit {
 			return res.Resp, nil
 		}
+		if outcome == prefetch.Miss {
+			a.learnShape(key)
+		}
 		vec = res.Vector
 	}
 	resp, _, err := a.search(ctx, key, vec)
@@ -59,7 +62,7 @@ func (a *App) Prefetch(ctx context.Context, userID, text string) (started bool, 
 	if a.Embedder == nil || a.Prefetches == nil {
 		return false, nil
 	}
-	key, err := a.searchKey(rpc.MemorySearchRequest{UserID: userID, Query: text})
+	key, err := a.searchKey(a.prefetchRequest(userID, text))
 	if err != nil || key.Query == "" {
 		return false, nil
 	}
@@ -70,6 +73,33 @@ func (a *App) Prefetch(ctx context.Context, userID, text string) (started bool, 
 	resp, vec, err := a.search(ctx, key, nil)
 	t.Done(prefetch.Result{Resp: resp, Vector: vec, Err: err})
 	return true, err
+}
+
+// prefetchRequest is the request a turn answering a message of userID
+// with text is expected to make.
+func (a *App) prefetchRequest(userID, text string) rpc.MemorySearchRequest {
+	req := rpc.MemorySearchRequest{UserID: userID, Query: text}
+	if sh := a.shape.Load(); sh != nil {
+		req.TopK, req.Threshold = sh.topK, sh.threshold
+	}
+	return req
+}
+
+// learnShape: a request that missed although its user and query were
+// prefetched (with another top-k or threshold) is a turn's request made
+// with other limits than the prefetch expected (the llm's
+// ALICIA_LLM_MEMORY_TOP_K / _THRESHOLD differ from this service's
+// defaults): later messages are prefetched with the request's. Requests
+// with queries of their own (the memory tool's) never match a prefetched
+// message, so they teach nothing.
+func (a *App) learnShape(key prefetch.Key) {
+	expected, err := a.searchKey(a.prefetchRequest(key.UserID, key.Query))
+	if err != nil || expected == key || !a.Prefetches.Has(expected) {
+		return
+	}
+	a.shape.Store(&searchShape{topK: key.TopK, threshold: key.Threshold})
+	a.Log.Info().Int("top_k", key.TopK).Float64("threshold", key.Threshold).
+		Msg("turns search memories with other limits than the defaults: prefetching with theirs")
 }
 
 // searchKey checks a request and resolves its defaults and caps.

@@ -234,6 +234,14 @@ func (c *Cache) Lookup(ctx context.Context, key Key) (Result, Outcome) {
 	return r, Hit
 }
 
+// Has reports whether an entry for key is kept (finished or not, valid or
+// not).
+func (c *Cache) Has(key Key) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[key] != nil
+}
+
 // validLocked reports whether e may still answer (its result aside).
 func (c *Cache) validLocked(e *entry, now time.Time) bool {
 	if !e.clean || now.Sub(e.start) > c.ttl || c.anyone.last > e.clock {
