@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,61 @@ var (
 // specification says. service names the process (service.name
 // "alicia-<service>" unless OTEL_SERVICE_NAME says otherwise).
 func SetupTracing(ctx context.Context, service string) (shutdown func(context.Context) error, err error) {
+	return SetupServicesTracing(ctx, service, ServicesTracing{})
+}
+
+// ServicesTracing describes the services of a process that runs several
+// (`alicia up`), each of which gets a tracer provider of its own, with the
+// resource service.name "alicia-<service>", so that a trace viewer shows
+// each service's spans under its own name, as when it runs alone. The
+// providers share one batch span processor and OTLP exporter.
+type ServicesTracing struct {
+	// Services are the names of the services (as svcmain.Main names them:
+	// gateway, llm, …, room-agent).
+	Services []string
+	// ScopeDefaults names, by instrumentation scope (the name given to
+	// otel.Tracer), the service of a span of that scope whose service
+	// nothing else tells (see SetupServicesTracing).
+	ScopeDefaults map[string]string
+}
+
+// ServiceScopePrefix starts the instrumentation scope of each service's
+// own packages: a tracer named ServiceScopePrefix+"<service>" (or a
+// package below it) belongs to that service.
+const ServiceScopePrefix = "github.com/alicia-voice/alicia/services/"
+
+type serviceKey struct{}
+
+// WithService marks ctx, and the contexts made from it, as the named
+// service's (for SetupServicesTracing: a process running several services
+// passes each one's Run a context made with WithService).
+func WithService(ctx context.Context, service string) context.Context {
+	return context.WithValue(ctx, serviceKey{}, service)
+}
+
+// ServiceOf is the service WithService marked ctx with, "" without one.
+func ServiceOf(ctx context.Context) string {
+	s, _ := ctx.Value(serviceKey{}).(string)
+	return s
+}
+
+// SetupServicesTracing is SetupTracing for a process that runs the
+// services st names (`alicia up`, process "up"). Each span goes to the
+// provider of one service, chosen in this order:
+//
+//  1. its tracer's scope: ServiceScopePrefix+"<service>" and the packages
+//     below it are that service's (when st names it);
+//  2. the service WithService marked the span's context with (the shared
+//     packages, pkg/rpc, pkg/edge, on a service's behalf);
+//  3. st.ScopeDefaults[scope];
+//  4. else the process's own provider, service.name "alicia-<process>".
+//
+// The services' providers read OTEL_RESOURCE_ATTRIBUTES like the process's
+// but always name their service "alicia-<service>": OTEL_SERVICE_NAME (or a
+// service.name among the attributes) names the process's provider only.
+// Without services, it is SetupTracing. A call while tracing is set up
+// shares the providers in place (whichever call made them).
+func SetupServicesTracing(ctx context.Context, process string, st ServicesTracing) (shutdown func(context.Context) error, err error) {
 	tracingMu.Lock()
 	defer tracingMu.Unlock()
 	release := func(ctx context.Context) error {
@@ -70,6 +126,78 @@ func SetupTracing(ctx context.Context, service string) (shutdown func(context.Co
 		tracingUsers++
 		return release, nil
 	}
+	for scope, svc := range st.ScopeDefaults {
+		if !slices.Contains(st.Services, svc) {
+			return nil, fmt.Errorf("telemetry: scope %s defaults to %s, which is not among the services %v", scope, svc, st.Services)
+		}
+	}
+	// One batch processor and exporter for every provider; stopped once,
+	// after the providers.
+	var shared sdktrace.SpanProcessor
+	if TracingEnabled() {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+		}
+		shared = sdktrace.NewBatchSpanProcessor(exp)
+	}
+	newProvider := func(res *resource.Resource) *sdktrace.TracerProvider {
+		opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+		if shared != nil {
+			opts = append(opts, sdktrace.WithSpanProcessor(keepOpen{shared}))
+		}
+		return sdktrace.NewTracerProvider(opts...)
+	}
+	res, err := traceResource(ctx, process)
+	if err != nil {
+		return nil, errors.Join(err, stopShared(ctx, shared))
+	}
+	set := &providerSet{def: newProvider(res), services: map[string]*sdktrace.TracerProvider{}, defaults: map[string]string{}}
+	for _, svc := range st.Services {
+		res, err := traceResource(ctx, svc)
+		if err == nil {
+			// The service's own name wins over the environment's.
+			res, err = resource.Merge(res, resource.NewSchemaless(semconv.ServiceName("alicia-"+svc)))
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("telemetry: trace resource of %s: %w", svc, err), stopShared(ctx, shared))
+		}
+		set.services[svc] = newProvider(res)
+	}
+	for scope, svc := range st.ScopeDefaults {
+		set.defaults[scope] = svc
+	}
+	current.set.Store(set)
+	globalOnce.Do(func() { otel.SetTracerProvider(&current) })
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	tracingUsers = 1
+	tracingStop = func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		errs := []error{set.def.Shutdown(ctx)}
+		for _, tp := range set.services {
+			errs = append(errs, tp.Shutdown(ctx))
+		}
+		if shared != nil {
+			errs = append(errs, shared.Shutdown(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	return release, nil
+}
+
+// stopShared stops the shared span processor of a setup that failed.
+func stopShared(ctx context.Context, sp sdktrace.SpanProcessor) error {
+	if sp == nil {
+		return nil
+	}
+	return sp.Shutdown(ctx)
+}
+
+// traceResource is the resource of service's provider: service.name
+// "alicia-<service>" unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES
+// say otherwise.
+func traceResource(ctx context.Context, service string) (*resource.Resource, error) {
 	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName("alicia-"+service), semconv.ServiceNamespace("alicia")),
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
@@ -77,29 +205,24 @@ func SetupTracing(ctx context.Context, service string) (shutdown func(context.Co
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("telemetry: trace resource: %w", err)
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
-	if TracingEnabled() {
-		exp, err := otlptracehttp.New(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
-		}
-		opts = append(opts, sdktrace.WithBatcher(exp))
-	}
-	tp := sdktrace.NewTracerProvider(opts...)
-	current.tp.Store(tp)
-	globalOnce.Do(func() { otel.SetTracerProvider(&current) })
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	tracingUsers = 1
-	tracingStop = func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		return tp.Shutdown(ctx)
-	}
-	return release, nil
+	return res, nil
+}
+
+// keepOpen is the shared span processor as one provider sees it: a
+// provider's Shutdown leaves it running for the others.
+type keepOpen struct{ sdktrace.SpanProcessor }
+
+func (keepOpen) Shutdown(context.Context) error { return nil }
+
+// providerSet is what one SetupServicesTracing installed.
+type providerSet struct {
+	def      *sdktrace.TracerProvider
+	services map[string]*sdktrace.TracerProvider
+	defaults map[string]string // scope → service
 }
 
 // The otel global tracer provider is set once per process, to current,
-// which forwards to the SDK provider of the SetupTracing in force. The
+// which forwards to the SDK providers of the SetupTracing in force. The
 // global hands a tracer got before it was set (a package's
 // otel.Tracer(...) at init) to the first provider set, for good: a second
 // SetupTracing after the first was shut down (a test after another, each
@@ -111,11 +234,12 @@ var (
 )
 
 // switchProvider is a trace.TracerProvider whose tracers start spans with
-// the SDK provider in tp: the latest SetupTracing's (stopped or not, as the
-// global was before: a stopped one gives spans ids and exports nothing).
+// the SDK providers in set: the latest SetupTracing's (stopped or not, as
+// the global was before: a stopped one gives spans ids and exports
+// nothing).
 type switchProvider struct {
 	embedded.TracerProvider
-	tp atomic.Pointer[sdktrace.TracerProvider]
+	set atomic.Pointer[providerSet]
 }
 
 func (p *switchProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
@@ -130,25 +254,54 @@ type switchTracer struct {
 	cached atomic.Pointer[boundTracer]
 }
 
-// boundTracer is a tracer of one SDK provider.
+// boundTracer is the tracers of one scope in one providerSet: the one its
+// scope names (own, else nil), the process's and each service's.
 type boundTracer struct {
-	tp *sdktrace.TracerProvider
-	tr trace.Tracer
+	set      *providerSet
+	own      trace.Tracer
+	def      trace.Tracer
+	services map[string]trace.Tracer
+	fallback trace.Tracer // the scope's default service's, else def
 }
 
 var noopTracer = noop.NewTracerProvider().Tracer("")
 
+func (t *switchTracer) bind(set *providerSet) *boundTracer {
+	b := &boundTracer{set: set, def: set.def.Tracer(t.name, t.opts...), services: map[string]trace.Tracer{}}
+	for svc, tp := range set.services {
+		b.services[svc] = tp.Tracer(t.name, t.opts...)
+	}
+	if rest, ok := strings.CutPrefix(t.name, ServiceScopePrefix); ok {
+		svc, _, _ := strings.Cut(rest, "/")
+		b.own = b.services[svc]
+	}
+	b.fallback = b.def
+	if tr, ok := b.services[set.defaults[t.name]]; ok {
+		b.fallback = tr
+	}
+	return b
+}
+
 func (t *switchTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	tp := t.p.tp.Load()
-	if tp == nil {
+	set := t.p.set.Load()
+	if set == nil {
 		return noopTracer.Start(ctx, name, opts...)
 	}
 	b := t.cached.Load()
-	if b == nil || b.tp != tp {
-		b = &boundTracer{tp: tp, tr: tp.Tracer(t.name, t.opts...)}
+	if b == nil || b.set != set {
+		b = t.bind(set)
 		t.cached.Store(b)
 	}
-	return b.tr.Start(ctx, name, opts...)
+	tr := b.own
+	if tr == nil {
+		if svc := ServiceOf(ctx); svc != "" {
+			tr = b.services[svc]
+		}
+	}
+	if tr == nil {
+		tr = b.fallback
+	}
+	return tr.Start(ctx, name, opts...)
 }
 
 // InjectHeader writes the span context of ctx into the headers of a NATS

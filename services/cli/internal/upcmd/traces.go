@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/jaeger"
@@ -77,7 +78,7 @@ func (s tracesStack) stop() error {
 // is not in the cache), with its config and log in dataDir/jaeger, and
 // points the standard OTEL_EXPORTER_OTLP_ENDPOINT of this process — the
 // services run in it — at its OTLP/HTTP receiver. It must run before
-// telemetry.SetupTracing, which reads that variable.
+// telemetry.SetupServicesTracing, which reads that variable.
 func startTraces(ctx context.Context, t Traces, dataDir string, stderr io.Writer) (tracesStack, error) {
 	if !t.Jaeger {
 		return tracesStack{}, nil
@@ -118,13 +119,11 @@ func startTraces(ctx context.Context, t Traces, dataDir string, stderr io.Writer
 	return s, nil
 }
 
-// serviceName is the service.name of the stack's spans: one tracer
-// provider serves every service of the process (telemetry.SetupTracing).
-func serviceName() string {
-	if n := os.Getenv("OTEL_SERVICE_NAME"); n != "" {
-		return n
-	}
-	return "alicia-up"
+// serviceNames is how the banner names the service.name of the stack's
+// spans: each service's own (telemetry.SetupServicesTracing, whatever
+// OTEL_SERVICE_NAME says).
+func serviceNames() string {
+	return "services alicia-<service>: " + strings.Join(servicesTracing.Services, " ")
 }
 
 // describe is the Traces line of up's banner ("" when spans go nowhere).
@@ -137,11 +136,11 @@ func (s tracesStack) describe() string {
 		if endpoint == "" {
 			endpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 		}
-		return fmt.Sprintf("OTLP to %s (service %s)", endpoint, serviceName())
+		return fmt.Sprintf("OTLP to %s (%s)", endpoint, serviceNames())
 	}
 	srv := s.server
-	line := fmt.Sprintf("%s (Jaeger %s, in memory, service %s; OTLP %s, gRPC %s; log %s)",
-		srv.UIURL, jaeger.Version, serviceName(), srv.OTLPHTTPURL, srv.OTLPGRPCAddr, srv.LogPath)
+	line := fmt.Sprintf("%s (Jaeger %s, in memory, %s; OTLP %s, gRPC %s; log %s)",
+		srv.UIURL, jaeger.Version, serviceNames(), srv.OTLPHTTPURL, srv.OTLPGRPCAddr, srv.LogPath)
 	if srv.EmbeddedUI {
 		line += "\n            its page lists the recent traces, finds one by trace or conversation id, and shows a trace's spans as a waterfall"
 	} else {

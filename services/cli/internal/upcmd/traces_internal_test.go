@@ -17,12 +17,15 @@ func TestTracesLine(t *testing.T) {
 		t.Fatalf("no endpoint: %q, want no line", d)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
-	if d := (tracesStack{}).describe(); d != "OTLP to http://collector:4318 (service alicia-up)" {
+	const names = "services alicia-<service>: persistence memory llm gateway asr tts room-agent"
+	if d := (tracesStack{}).describe(); d != "OTLP to http://collector:4318 ("+names+")" {
 		t.Fatalf("external endpoint: %q", d)
 	}
+	// OTEL_SERVICE_NAME names no service of up's (only spans none of them
+	// started, telemetry.SetupServicesTracing).
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://tempo:4318/v1/traces")
 	t.Setenv("OTEL_SERVICE_NAME", "my-alicia")
-	if d := (tracesStack{}).describe(); !strings.HasPrefix(d, "OTLP to http://tempo:4318/v1/traces (service my-alicia)") {
+	if d := (tracesStack{}).describe(); !strings.HasPrefix(d, "OTLP to http://tempo:4318/v1/traces ("+names+")") {
 		t.Fatalf("traces endpoint and service name: %q", d)
 	}
 	t.Setenv("OTEL_SDK_DISABLED", "true")
@@ -38,7 +41,7 @@ func TestTracesLineWithJaeger(t *testing.T) {
 	srv := &jaeger.Server{UIURL: "http://127.0.0.1:16686", OTLPHTTPURL: "http://127.0.0.1:4318", OTLPGRPCAddr: "127.0.0.1:4317",
 		LogPath: "/data/jaeger/jaeger.log", UIAssets: "/data/jaeger/ui", EmbeddedUI: true}
 	d := (tracesStack{server: srv}).describe()
-	if !strings.HasPrefix(d, "http://127.0.0.1:16686 (Jaeger "+jaeger.Version+", in memory, service alicia-up;") ||
+	if !strings.HasPrefix(d, "http://127.0.0.1:16686 (Jaeger "+jaeger.Version+", in memory, services alicia-<service>: persistence memory llm gateway asr tts room-agent;") ||
 		!strings.Contains(d, "lists the recent traces") || strings.Contains(d, "placeholder") {
 		t.Fatalf("embedded viewer: %q", d)
 	}

@@ -104,7 +104,7 @@ func TestUpTracesToJaeger(t *testing.T) {
 		t.Fatal("alicia up did not print \"Alicia is up\"")
 	}
 	ui := field(out.String(), "Traces:")
-	if !strings.HasPrefix(ui, "http://127.0.0.1:") || !strings.Contains(out.String(), "service alicia-up") {
+	if !strings.HasPrefix(ui, "http://127.0.0.1:") || !strings.Contains(out.String(), "services alicia-<service>: ") {
 		t.Fatalf("no Jaeger URL on 127.0.0.1 in the banner:\n%s", out.String())
 	}
 	if _, err := http.Get(ui + "/api/services"); err != nil {
@@ -187,13 +187,14 @@ func TestUpTracesToJaeger(t *testing.T) {
 	if m := byName["llm.model_request"].Tag("gen_ai.request.model"); m != "fake-chat" {
 		t.Errorf("model request model %v, want fake-chat", m)
 	}
-	// Spans of several services: the services run in up's one process (one
-	// service.name, alicia-up), each instrumented in its own scope.
+	// Spans of several services, each under its own service.name though
+	// they run in up's one process (as when each runs alone), and
+	// instrumented in its own scope; the shared packages' spans (pkg/edge,
+	// pkg/rpc) under the service they ran for.
 	scopes := map[string]bool{}
+	services := map[string]bool{}
 	for _, s := range tr.Spans {
-		if p := tr.Processes[s.ProcessID].ServiceName; p != "alicia-up" {
-			t.Errorf("span %s of service %q, want alicia-up", s.OperationName, p)
-		}
+		services[tr.Processes[s.ProcessID].ServiceName] = true
 		if sc, ok := s.Tag("otel.scope.name").(string); ok {
 			scopes[sc] = true
 		}
@@ -203,17 +204,35 @@ func TestUpTracesToJaeger(t *testing.T) {
 			t.Errorf("no span of scope %s in the trace (scopes %v)", sc, scopes)
 		}
 	}
-	// The query by service (the UI's search) finds it too.
-	found, err := jaegertest.FindTraces(context.Background(), ui, "alicia-up", 100)
-	if err != nil {
-		t.Fatal(err)
+	for span, service := range map[string]string{
+		"edge.receive UserMessage":       "alicia-gateway",
+		"llm.turn":                       "alicia-llm",
+		"llm.model_request":              "alicia-llm",
+		"rpc " + rpc.MemorySearchSubject: "alicia-llm",
+		"memory.search":                  "alicia-memory",
+		"persistence.store UserMessage":  "alicia-persistence",
+		"persistence.store StartAnswer":  "alicia-persistence",
+	} {
+		if got := tr.Processes[byName[span].ProcessID].ServiceName; got != service {
+			t.Errorf("span %s of service %q, want %s", span, got, service)
+		}
 	}
-	listed := false
-	for _, f := range found {
-		listed = listed || f.TraceID == traceID
+	if services["alicia-up"] || services[""] {
+		t.Errorf("spans of no service of up's in the trace (services %v)", services)
 	}
-	if !listed {
-		t.Errorf("GET /api/traces?service=alicia-up does not list the turn's trace %s (%d traces)", traceID, len(found))
+	// The query by service (the UI's search) finds it under each of them.
+	for _, service := range []string{"alicia-gateway", "alicia-llm", "alicia-memory", "alicia-persistence"} {
+		found, err := jaegertest.FindTraces(context.Background(), ui, service, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, f := range found {
+			listed = listed || f.TraceID == traceID
+		}
+		if !listed {
+			t.Errorf("GET /api/traces?service=%s does not list the turn's trace %s (%d traces)", service, traceID, len(found))
+		}
 	}
 
 	if err := up.Process.Signal(syscall.SIGINT); err != nil {

@@ -130,9 +130,13 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			log.Warn().Err(err).Msg("stop jaeger")
 		}
 	}()
-	// One tracer provider for the services of this process: exported over
-	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (README, "Traces").
-	shutdownTracing, err := telemetry.SetupTracing(ctx, "up")
+	// A tracer provider per service of this process, each with its own
+	// service.name (alicia-gateway, alicia-llm, …, as when they run alone),
+	// sharing one exporter: over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is
+	// set (README, "Traces"). Each service runs on a context marked with its
+	// name (telemetry.WithService), which names the spans of the shared
+	// packages.
+	shutdownTracing, err := telemetry.SetupServicesTracing(ctx, "up", servicesTracing)
 	if err != nil {
 		return err
 	}
@@ -232,11 +236,13 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range services {
 		names = append(names, s.name)
-		g.Go(func() error { return s.run(gctx, log.With().Str("service", s.name).Logger()) })
+		g.Go(func() error {
+			return s.run(telemetry.WithService(gctx, s.name), log.With().Str("service", s.name).Logger())
+		})
 	}
 	addr := make(chan string, 1)
 	g.Go(func() error {
-		return gateway.Run(gctx, gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
+		return gateway.Run(telemetry.WithService(gctx, "gateway"), gcfg, log.With().Str("service", "gateway").Logger(), func(a string) { addr <- a })
 	})
 	select {
 	case a := <-addr:
@@ -259,6 +265,20 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	err = g.Wait()
 	fmt.Fprintln(stdout, "Alicia stopped")
 	return err
+}
+
+// servicesTracing names the services up runs for their tracer providers
+// (telemetry.SetupServicesTracing): service.name alicia-<name>, the names
+// their own commands give svcmain.Main. A pkg/edge span on a context no
+// service marked is the gateway's: its WebSocket sessions run on the
+// contexts of its http.Server, not on the one up passes its Run, while the
+// room-agent's run on contexts made from its Run's. A pkg/rpc span on an
+// unmarked context stays under alicia-up: both the gateway's REST handlers
+// and the llm's preemptive requests (started from a message's context) make
+// them.
+var servicesTracing = telemetry.ServicesTracing{
+	Services:      []string{"persistence", "memory", "llm", "gateway", "asr", "tts", "room-agent"},
+	ScopeDefaults: map[string]string{"github.com/alicia-voice/alicia/pkg/edge": "gateway"},
 }
 
 // stackConfig is the configuration of the services up runs, read from the
