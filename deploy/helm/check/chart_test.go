@@ -716,6 +716,16 @@ func checkCase(t *testing.T, name string, r *rendered) {
 		if _, ok := envValue(gw.Spec.Template.Spec.Containers[0], "ALICIA_COOKIE_SECURE"); ok {
 			t.Error("gateway: ALICIA_COOKIE_SECURE set without TLS")
 		}
+		// Streams at R3 on every service (all of them ensure the streams,
+		// so they must agree), not on the migrate Job.
+		for _, comp := range sortedKeys(r.deployments) {
+			wantEnv(t, r.deployments[comp], "ALICIA_STREAM_REPLICAS", "3")
+		}
+		for _, j := range r.jobs {
+			if v, ok := envValue(j.Spec.Template.Spec.Containers[0], "ALICIA_STREAM_REPLICAS"); ok {
+				t.Errorf("Job %s: ALICIA_STREAM_REPLICAS=%q, which the migrate command does not read", j.Name, v)
+			}
+		}
 		// Retention and trusted proxies unset: the services' defaults
 		// (forever, SYSTEM unbounded, no proxy trusted).
 		for comp, d := range r.deployments {
@@ -772,6 +782,9 @@ func checkCase(t *testing.T, name string, r *rendered) {
 		count(len(r.jobs), 0, "Jobs")
 		count(len(r.accounts), 0, "ServiceAccounts")
 		wantEnv(t, r.deployments["persistence"], "ALICIA_PERSISTENCE_MIGRATE", "true")
+		for _, comp := range sortedKeys(r.deployments) {
+			wantEnv(t, r.deployments[comp], "ALICIA_STREAM_REPLICAS", "1")
+		}
 		for comp, d := range r.deployments {
 			if _, ok := envValue(d.Spec.Template.Spec.Containers[0], "ALICIA_NATS_PASSWORD_FILE"); ok {
 				t.Errorf("%s: a NATS password without NATS auth", comp)
@@ -812,6 +825,7 @@ func TestRefused(t *testing.T) {
 		"room-agent on two cores": {"roomAgent": map[string]any{"resources": map[string]any{
 			"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "2"}}}},
 		"room-agent without LiveKit": {"livekit": map[string]any{"url": ""}},
+		"six stream replicas":        {"global": map[string]any{"streamReplicas": 6}},
 	} {
 		if _, err := render(ch, vals); err == nil {
 			t.Errorf("%s: rendered", name)

@@ -78,6 +78,14 @@ and password file. dict root, component. Returns a JSON object
 {{- $_ := set $env "ALICIA_NATS_USER" .component -}}
 {{- $files = append $files (dict "env" "ALICIA_NATS_PASSWORD_FILE" "secret" $v.nats.auth.secretName "key" .component "file" "nats-password") -}}
 {{- end -}}
+{{- /* Stream replicas: every service ensures the streams and the llm LLM_TURNS. */ -}}
+{{- if $v.global.streamReplicas -}}
+{{- $n := $v.global.streamReplicas | int -}}
+{{- if or (lt $n 1) (gt $n 5) -}}
+{{- fail (printf "global.streamReplicas %v: want 1 to 5 (servers of the NATS cluster holding each stream)" $v.global.streamReplicas) -}}
+{{- end -}}
+{{- $_ := set $env "ALICIA_STREAM_REPLICAS" ($n | toString) -}}
+{{- end -}}
 {{- if $v.global.conversationsMaxBytes -}}
 {{- $_ := set $env "ALICIA_CONVERSATIONS_MAX_BYTES" ($v.global.conversationsMaxBytes | int64 | toString) -}}
 {{- end -}}
