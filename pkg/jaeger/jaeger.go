@@ -38,12 +38,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
-	"time"
 
+	"github.com/alicia-voice/alicia/pkg/childproc"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 )
 
@@ -86,13 +83,13 @@ func CachedPath() (string, error) {
 // wrapping ErrNotInstalled when there is none.
 func Find() (string, error) {
 	if p := os.Getenv(EnvBin); p != "" {
-		if err := livekitserver.Executable(p); err != nil {
+		if err := childproc.Executable(p); err != nil {
 			return "", fmt.Errorf("jaeger: %s=%s: %w", EnvBin, p, err)
 		}
 		return filepath.Abs(p)
 	}
 	p, err := CachedPath()
-	if err == nil && livekitserver.Executable(p) == nil {
+	if err == nil && childproc.Executable(p) == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("%w: %s", ErrNotInstalled, InstallHint)
@@ -100,11 +97,7 @@ func Find() (string, error) {
 
 // Ensure returns Find's binary, installing it first when there is none.
 func Ensure(ctx context.Context, log io.Writer) (string, error) {
-	p, err := Find()
-	if err == nil || !errors.Is(err, ErrNotInstalled) {
-		return p, err
-	}
-	return Install(ctx, log)
+	return childproc.FindOrBuild(Find, ErrNotInstalled, func() (string, error) { return Install(ctx, log) })
 }
 
 // Install builds Jaeger Version from its Go module into the cache and
@@ -113,75 +106,47 @@ func Ensure(ctx context.Context, log io.Writer) (string, error) {
 // the binary already built returns at once. The go command's output goes to
 // log.
 func Install(ctx context.Context, log io.Writer) (string, error) {
-	if log == nil {
-		log = os.Stderr
-	}
 	final, err := CachedPath()
 	if err != nil {
 		return "", err
 	}
 	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("jaeger: %w", err)
-	}
-	unlock, err := livekitserver.LockFile(ctx, filepath.Join(dir, ".jaeger.lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if livekitserver.Executable(final) == nil {
-		return final, nil // built while we waited
-	}
-	goBin, err := goTool()
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(dir, ".jaeger-build-")
-	if err != nil {
-		return "", fmt.Errorf("jaeger: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-
-	fmt.Fprintf(log, "jaeger: building %s@%s into %s (about 6 minutes on two cores the first time)\n", Module, Version, dir)
-	start := time.Now()
-	src, err := download(ctx, goBin, tmp, log)
-	if err != nil {
-		return "", err
-	}
-	built := filepath.Join(tmp, "jaeger")
-	cmd := exec.CommandContext(ctx, goBin, "build",
-		"-ldflags", "-X "+Module+"/internal/version.latestVersion="+Version, "-o", built, Package)
-	cmd.Dir = src // the module is the main module: its replace directive applies
-	cmd.Env = goEnv()
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("jaeger: go build %s in %s: %w", Package, src, err)
-	}
-	if err := livekitserver.Executable(built); err != nil {
-		return "", fmt.Errorf("jaeger: go build produced no binary: %w", err)
-	}
-	if err := os.Rename(built, final); err != nil {
-		return "", fmt.Errorf("jaeger: %w", err)
-	}
-	old, _ := filepath.Glob(filepath.Join(dir, "jaeger-v*"))
-	for _, p := range old {
-		if p != final {
-			_ = os.Remove(p)
-		}
-	}
-	fmt.Fprintf(log, "jaeger: installed %s in %s\n", final, time.Since(start).Round(time.Second))
-	return final, nil
+	return childproc.Build{
+		Name:  "jaeger",
+		Path:  final,
+		Lock:  filepath.Join(dir, ".jaeger.lock"),
+		Log:   log,
+		Prune: filepath.Join(dir, "jaeger-v*"),
+		Make: func(ctx context.Context, tmp string, log io.Writer) (string, error) {
+			fmt.Fprintf(log, "jaeger: building %s@%s into %s (about 6 minutes on two cores the first time)\n", Module, Version, dir)
+			src, err := download(ctx, tmp, log)
+			if err != nil {
+				return "", err
+			}
+			built := filepath.Join(tmp, "jaeger")
+			// In src the module is the main module: its replace directive applies.
+			cmd, err := childproc.GoCommand(ctx, src, goEnv(), log, "build",
+				"-ldflags", "-X "+Module+"/internal/version.latestVersion="+Version, "-o", built, Package)
+			if err != nil {
+				return "", fmt.Errorf("jaeger: %w", err)
+			}
+			if err := cmd.Run(); err != nil {
+				return "", fmt.Errorf("jaeger: go build %s in %s: %w", Package, src, err)
+			}
+			return built, nil
+		},
+	}.Run(ctx)
 }
 
 // download fetches Module@Version into the module cache (through the
 // module proxy, as any Go module) and returns its directory there.
-func download(ctx context.Context, goBin, workDir string, log io.Writer) (string, error) {
-	cmd := exec.CommandContext(ctx, goBin, "mod", "download", "-json", Module+"@"+Version)
-	cmd.Dir = workDir // no go.mod here: nothing but the module is resolved
-	cmd.Env = goEnv()
-	cmd.Stderr = log
-	cmd.WaitDelay = 10 * time.Second
+func download(ctx context.Context, workDir string, log io.Writer) (string, error) {
+	// No go.mod in workDir: nothing but the module is resolved.
+	cmd, err := childproc.GoCommand(ctx, workDir, goEnv(), log, "mod", "download", "-json", Module+"@"+Version)
+	if err != nil {
+		return "", fmt.Errorf("jaeger: %w", err)
+	}
+	cmd.Stdout = nil
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("jaeger: go mod download %s@%s: %w\n%s", Module, Version, err, out)
@@ -199,26 +164,6 @@ func download(ctx context.Context, goBin, workDir string, log io.Writer) (string
 // goEnv is the go command's environment for the build: out of any
 // workspace, with the module's own go.mod and go.sum as they are.
 func goEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "GOWORK" || k == "GOFLAGS" || k == "GO111MODULE" {
-			continue
-		}
-		env = append(env, kv)
-	}
+	env := childproc.EnvWithout(func(k string) bool { return k == "GOWORK" || k == "GOFLAGS" || k == "GO111MODULE" })
 	return append(env, "GOWORK=off", "GOFLAGS=-mod=readonly", "GO111MODULE=on")
-}
-
-// goTool returns the go command: on PATH, else the one of the running
-// toolchain's GOROOT.
-func goTool() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
-	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if livekitserver.Executable(p) == nil {
-		return p, nil
-	}
-	return "", errors.New("jaeger: the go command is needed to build Jaeger and is not on PATH")
 }

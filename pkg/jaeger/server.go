@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/alicia-voice/alicia/pkg/childproc"
 )
 
 var (
@@ -81,13 +79,7 @@ type Server struct {
 	// Options.Log was given).
 	ConfigPath, LogPath string
 
-	cmd      *exec.Cmd
-	done     chan struct{}
-	waitErr  error
-	tail     *tailBuffer
-	tempDir  string
-	stopOnce sync.Once
-	stopErr  error
+	proc *childproc.Process
 }
 
 // Start runs Jaeger with a generated configuration (see the package
@@ -96,53 +88,33 @@ type Server struct {
 // another process takes before Jaeger binds them are chosen again (three
 // attempts).
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	embedded := opts.UIAssets == ""
 	o, err := resolve(opts)
 	if err != nil {
 		return nil, err
 	}
-	tempDir := ""
-	if o.Dir == "" {
-		if o.Dir, err = os.MkdirTemp("", "jaeger-"); err != nil {
-			return nil, fmt.Errorf("jaeger: %w", err)
-		}
-		tempDir = o.Dir
-	} else if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("jaeger: %w", err)
-	}
-	embedded := o.UIAssets == ""
-	if embedded {
-		if o.UIAssets, err = filepath.Abs(filepath.Join(o.Dir, "ui")); err == nil {
-			err = WriteUI(o.UIAssets)
-		}
-		if err != nil {
-			if tempDir != "" {
-				os.RemoveAll(tempDir)
+	return childproc.StartIn(ctx, "jaeger", o.Dir, "jaeger-", 3, ErrExited, func(dir, temp string) (*Server, error) {
+		o.Dir = dir
+		if embedded && o.UIAssets == "" { // once: not again on another attempt
+			ui, err := filepath.Abs(filepath.Join(o.Dir, "ui"))
+			if err == nil {
+				err = WriteUI(ui)
 			}
-			return nil, err
+			if err != nil {
+				return nil, err
+			}
+			o.UIAssets = ui
 		}
-	}
-	var lastErr error
-	for range 3 {
 		p, err := choosePorts(o)
 		if err != nil {
-			lastErr = err
-			break
+			return nil, err
 		}
-		s, err := launch(ctx, o, p, tempDir)
+		s, err := launch(ctx, o, p, temp)
 		if err == nil {
 			s.EmbeddedUI = embedded
-			return s, nil
 		}
-		lastErr = err
-		// Another process took a port chosen here before Jaeger bound it.
-		if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
-			break
-		}
-	}
-	if tempDir != "" {
-		os.RemoveAll(tempDir)
-	}
-	return nil, lastErr
+		return s, err
+	})
 }
 
 func resolve(o Options) (Options, error) {
@@ -167,14 +139,9 @@ func resolve(o Options) (Options, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 60 * time.Second
 	}
-	if o.Bin == "" {
-		bin, err := Find()
-		if err != nil {
-			return o, err
-		}
-		o.Bin = bin
-	}
-	return o, nil
+	var err error
+	o.Bin, err = childproc.BinOr(o.Bin, Find)
+	return o, err
 }
 
 // ports are the five ports of one launch.
@@ -261,55 +228,22 @@ func launch(ctx context.Context, o Options, p ports, tempDir string) (*Server, e
 		UIURL: "http://" + hostPort(p.ui), OTLPHTTPURL: "http://" + hostPort(p.otlpHTTP), OTLPGRPCAddr: hostPort(p.otlpGRPC),
 		UIPort: p.ui, OTLPGRPCPort: p.otlpGRPC, OTLPHTTPPort: p.otlpHTTP, QueryGRPCPort: p.queryGRPC, HealthPort: p.health,
 		UIAssets: o.UIAssets, ConfigPath: filepath.Join(o.Dir, "jaeger.yaml"),
-		done: make(chan struct{}), tail: &tailBuffer{max: 16 << 10}, tempDir: tempDir,
 	}
-	if err := os.WriteFile(s.ConfigPath, conf, 0o600); err != nil {
-		return nil, fmt.Errorf("jaeger: %w", err)
-	}
-	out := o.Log
-	var logFile *os.File
-	if out == nil {
+	if o.Log == nil {
 		s.LogPath = filepath.Join(o.Dir, "jaeger.log")
-		if logFile, err = os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
-			return nil, fmt.Errorf("jaeger: log: %w", err)
-		}
-		out = logFile
 	}
-	cmd := exec.Command(o.Bin, "--config", s.ConfigPath)
-	cmd.Env = childEnv()
-	cmd.Dir = o.Dir
-	// A log writer that fails must not close the pipe (SIGPIPE).
-	cmd.Stdout = teeWriter{w: out, tail: s.tail}
-	cmd.Stderr = cmd.Stdout
-	// Own process group: a terminal's ^C reaches the launcher, which stops
-	// Jaeger last (after the spans are flushed). Pdeathsig: Jaeger does not
-	// outlive a launcher that is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 5 * time.Second
-	s.cmd = cmd
-
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the thread that started the child exits:
-		// keep this goroutine on its thread until the child has ended.
-		runtime.LockOSThread()
-		if logFile != nil {
-			defer logFile.Close()
-		}
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(s.done)
-			return
-		}
-		started <- nil
-		s.waitErr = cmd.Wait()
-		close(s.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("jaeger: start %s: %w", o.Bin, err)
-	}
-	if err := s.waitHealthy(ctx, o.StartTimeout); err != nil {
-		_ = s.kill()
+	// Jaeger runs in its own process group: a terminal's ^C reaches the
+	// launcher, which stops Jaeger last (after the spans are flushed); it
+	// does not outlive a launcher that is killed. The health check's
+	// /status answers 200 once every component has started.
+	s.proc, err = childproc.Start(ctx, childproc.Options{
+		Name: "jaeger", Path: o.Bin, Args: []string{"--config", s.ConfigPath}, Dir: o.Dir, Env: childEnv(),
+		Config: conf, ConfigPath: s.ConfigPath,
+		Log: o.Log, LogPath: s.LogPath,
+		Ready:        childproc.HTTPOK("http://" + hostPort(p.health) + "/status"),
+		PollInterval: 50 * time.Millisecond, ReadyTimeout: o.StartTimeout, Exited: ErrExited, RemoveDir: tempDir,
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -319,120 +253,20 @@ func launch(ctx context.Context, o Options, p ports, tempDir string) (*Server, e
 // Jaeger is configured by its file alone (and must not trace itself into
 // itself).
 func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OTEL_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// waitHealthy polls the health check's /status until it answers 200 (every
-// component started), the process exits or timeout passes.
-func (s *Server) waitHealthy(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	url := "http://" + net.JoinHostPort(Host, strconv.Itoa(s.HealthPort)) + "/status"
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("health %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-s.done:
-			return fmt.Errorf("%w before it was healthy (%v); output:\n%s", ErrExited, s.waitErr, s.tail.String())
-		case <-ctx.Done():
-			return fmt.Errorf("jaeger: %s not healthy within %s: %v; output:\n%s", url, timeout, last, s.tail.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return childproc.EnvWithout(func(k string) bool { return strings.HasPrefix(k, "OTEL_") })
 }
 
 // Done is closed when the process has ended.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} { return s.proc.Done() }
 
 // PID is the process id of Jaeger.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int { return s.proc.PID() }
 
 // Output returns the last 16 KiB Jaeger printed.
-func (s *Server) Output() string { return s.tail.String() }
+func (s *Server) Output() string { return s.proc.Output() }
 
 // Stop ends Jaeger: SIGTERM, SIGKILL after ten seconds. It removes the
 // temporary directory Start made. Calling it again does nothing.
 func (s *Server) Stop() error {
-	s.stopOnce.Do(func() {
-		s.stopErr = s.terminate()
-		if s.tempDir != "" {
-			os.RemoveAll(s.tempDir)
-		}
-	})
-	return s.stopErr
-}
-
-func (s *Server) terminate() error {
-	select {
-	case <-s.done:
-		return nil
-	default:
-	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("jaeger: signal: %w", err)
-	}
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(10 * time.Second):
-	}
-	return s.kill()
-}
-
-func (s *Server) kill() error {
-	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("jaeger: kill: %w", err)
-	}
-	<-s.done
-	return nil
-}
-
-type teeWriter struct {
-	w    io.Writer
-	tail *tailBuffer
-}
-
-func (t teeWriter) Write(p []byte) (int, error) {
-	_, _ = t.w.Write(p)
-	return t.tail.Write(p)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
+	return s.proc.Stop(childproc.Step{Signal: syscall.SIGTERM, Wait: 10 * time.Second})
 }

@@ -20,16 +20,14 @@ package livekitserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/alicia-voice/alicia/pkg/childproc"
 )
 
 // Version is the livekit-server release Alicia runs.
@@ -91,24 +89,11 @@ func Find() (string, error) {
 }
 
 // Executable reports why p is not an executable file (nil when it is).
-func Executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", p)
-	}
-	return nil
-}
+func Executable(p string) error { return childproc.Executable(p) }
 
 // Ensure returns Find's binary, installing it first when there is none.
 func Ensure(ctx context.Context, log io.Writer) (string, error) {
-	p, err := Find()
-	if err == nil || !errors.Is(err, ErrNotInstalled) {
-		return p, err
-	}
-	return Install(ctx, log)
+	return childproc.FindOrBuild(Find, ErrNotInstalled, func() (string, error) { return Install(ctx, log) })
 }
 
 // Install builds livekit-server Version with go install into BinDir and
@@ -116,112 +101,45 @@ func Ensure(ctx context.Context, log io.Writer) (string, error) {
 // (much less with a warm Go build cache). Concurrent installs wait for each
 // other; one that finds the binary already installed returns at once.
 func Install(ctx context.Context, log io.Writer) (string, error) {
-	if log == nil {
-		log = os.Stderr
-	}
 	dir, err := BinDir()
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("livekitserver: %w", err)
-	}
-	unlock, err := LockFile(ctx, filepath.Join(dir, ".livekit-server.lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	final := filepath.Join(dir, BinaryName)
-	if Executable(final) == nil {
-		return final, nil // installed while we waited
-	}
-	goBin, err := goTool()
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(dir, ".install-")
-	if err != nil {
-		return "", fmt.Errorf("livekitserver: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-
-	fmt.Fprintf(log, "livekitserver: building %s@%s into %s (about 3 minutes the first time)\n", Module, Version, dir)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, goBin, "install", Module+"@"+Version)
-	// GOWORK=off: the build must not see the workspace of the current directory.
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOWORK=off")
-	cmd.Dir = tmp
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("livekitserver: go install %s@%s: %w", Module, Version, err)
-	}
-	built := filepath.Join(tmp, "server")
-	if err := Executable(built); err != nil {
-		return "", fmt.Errorf("livekitserver: go install produced no binary: %w", err)
-	}
-	if err := os.Rename(built, final); err != nil {
-		return "", fmt.Errorf("livekitserver: %w", err)
-	}
-	fmt.Fprintf(log, "livekitserver: installed %s in %s\n", final, time.Since(start).Round(time.Second))
-	return final, nil
-}
-
-// goTool returns the go command: on PATH, else the one of the running
-// toolchain's GOROOT.
-func goTool() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
-	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if Executable(p) == nil {
-		return p, nil
-	}
-	return "", errors.New("livekitserver: the go command is needed to build livekit-server and is not on PATH")
+	return childproc.Build{
+		Name: "livekitserver",
+		Path: filepath.Join(dir, BinaryName),
+		Lock: filepath.Join(dir, ".livekit-server.lock"),
+		Log:  log,
+		Make: func(ctx context.Context, tmp string, log io.Writer) (string, error) {
+			fmt.Fprintf(log, "livekitserver: building %s@%s into %s (about 3 minutes the first time)\n", Module, Version, dir)
+			// GOWORK=off: the build must not see the workspace of the current directory.
+			cmd, err := childproc.GoCommand(ctx, tmp, append(os.Environ(), "GOBIN="+tmp, "GOWORK=off"), log, "install", Module+"@"+Version)
+			if err != nil {
+				return "", fmt.Errorf("livekitserver: %w", err)
+			}
+			if err := cmd.Run(); err != nil {
+				return "", fmt.Errorf("livekitserver: go install %s@%s: %w", Module, Version, err)
+			}
+			return filepath.Join(tmp, "server"), nil
+		},
+	}.Run(ctx)
 }
 
 // LockFile takes an exclusive flock on path, waiting (and honouring ctx)
 // while another process holds it: one build into BinDir at a time. The
 // returned function releases it.
 func LockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := childproc.LockFile(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("livekitserver: lock file: %w", err)
+		return nil, fmt.Errorf("livekitserver: %w", err)
 	}
-	fd := int(f.Fd())
-	for {
-		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("livekitserver: flock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("livekitserver: waiting for %s: %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return func() {
-		_ = syscall.Flock(fd, syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return unlock, nil
 }
 
 // childEnv is the environment of the server: this process's, without the
 // variables livekit-server would read as settings over its config file.
 func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "LIVEKIT_"), k == "NODE_IP", k == "UDP_PORT", k == "REDIS_HOST", k == "REDIS_PASSWORD":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
+	return childproc.EnvWithout(func(k string) bool {
+		return strings.HasPrefix(k, "LIVEKIT_") || k == "NODE_IP" || k == "UDP_PORT" || k == "REDIS_HOST" || k == "REDIS_PASSWORD"
+	})
 }

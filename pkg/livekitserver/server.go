@@ -2,20 +2,15 @@ package livekitserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/alicia-voice/alicia/pkg/childproc"
 )
 
 // Options configure Start. The zero value runs a server on 127.0.0.1 with
@@ -62,13 +57,7 @@ type Server struct {
 	// Options.Log was given).
 	ConfigPath, LogPath string
 
-	cmd      *exec.Cmd
-	done     chan struct{}
-	waitErr  error
-	tail     *tailBuffer
-	tempDir  string
-	stopOnce sync.Once
-	stopErr  error
+	proc *childproc.Process
 }
 
 // Start runs livekit-server with a generated config (see the package
@@ -80,36 +69,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tempDir := ""
-	if o.Dir == "" {
-		if o.Dir, err = os.MkdirTemp("", "livekit-server-"); err != nil {
-			return nil, fmt.Errorf("livekitserver: %w", err)
-		}
-		tempDir = o.Dir
-	} else if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("livekitserver: %w", err)
+	attempts := 1
+	if o.Port == 0 || o.RTCTCPPort == 0 || o.RTCUDPPort == 0 {
+		attempts = 3
 	}
-	var lastErr error
-	for range 3 {
+	return childproc.StartIn(ctx, "livekitserver", o.Dir, "livekit-server-", attempts, ErrExited, func(dir, temp string) (*Server, error) {
+		o.Dir = dir
 		try, err := choosePorts(o)
 		if err != nil {
-			lastErr = err
-			break
+			return nil, err
 		}
-		s, err := launch(ctx, try, tempDir)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-		chosen := o.Port == 0 || o.RTCTCPPort == 0 || o.RTCUDPPort == 0
-		if !chosen || !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
-			break
-		}
-	}
-	if tempDir != "" {
-		os.RemoveAll(tempDir)
-	}
-	return nil, lastErr
+		return launch(ctx, try, temp)
+	})
 }
 
 // resolve fills the defaults and checks the options.
@@ -144,14 +115,9 @@ func resolve(o Options) (Options, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
 	}
-	if o.Bin == "" {
-		bin, err := Find()
-		if err != nil {
-			return o, err
-		}
-		o.Bin = bin
-	}
-	return o, nil
+	var err error
+	o.Bin, err = childproc.BinOr(o.Bin, Find)
+	return o, err
 }
 
 // choosePorts gives every zero port a free one. The listeners are held
@@ -200,86 +166,27 @@ func launch(ctx context.Context, o Options, tempDir string) (*Server, error) {
 		URL: "ws://" + net.JoinHostPort(o.IP, strconv.Itoa(o.Port)), APIKey: o.APIKey, APISecret: o.APISecret,
 		IP: o.IP, NodeIP: o.NodeIP, Port: o.Port, RTCTCPPort: o.RTCTCPPort, RTCUDPPort: o.RTCUDPPort,
 		ConfigPath: filepath.Join(o.Dir, "livekit-server.yaml"),
-		done:       make(chan struct{}), tail: &tailBuffer{max: 16 << 10}, tempDir: tempDir,
 	}
 	if net.ParseIP(o.IP).IsUnspecified() {
 		s.URL = "ws://" + net.JoinHostPort(o.NodeIP, strconv.Itoa(o.Port))
 	}
-	if err := os.WriteFile(s.ConfigPath, conf, 0o600); err != nil {
-		return nil, fmt.Errorf("livekitserver: %w", err)
-	}
-	out := o.Log
-	var logFile *os.File
-	if out == nil {
+	if o.Log == nil {
 		s.LogPath = filepath.Join(o.Dir, "livekit-server.log")
-		if logFile, err = os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
-			return nil, fmt.Errorf("livekitserver: log: %w", err)
-		}
-		out = logFile
 	}
-	cmd := exec.Command(o.Bin, "--config", s.ConfigPath)
-	cmd.Env = childEnv()
-	cmd.Dir = o.Dir
-	// The server's output reaches us through a pipe; a log writer that
-	// fails must not close it (the server would die of SIGPIPE).
-	cmd.Stdout = s.tail.tee(out)
-	cmd.Stderr = cmd.Stdout
-	// Own process group: a terminal's ^C reaches the launcher, which stops
-	// the server in order. Pdeathsig: the server does not outlive a
+	// The server runs in its own process group: a terminal's ^C reaches
+	// the launcher, which stops the server in order; it does not outlive a
 	// launcher that is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 5 * time.Second
-	s.cmd = cmd
-
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the thread that started the child exits:
-		// keep this goroutine on its thread until the child has ended.
-		runtime.LockOSThread()
-		if logFile != nil {
-			defer logFile.Close()
-		}
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(s.done)
-			return
-		}
-		started <- nil
-		s.waitErr = cmd.Wait()
-		close(s.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("livekitserver: start %s: %w", o.Bin, err)
-	}
-	if err := s.waitAnswers(ctx, o.StartTimeout); err != nil {
-		_ = s.kill()
+	s.proc, err = childproc.Start(ctx, childproc.Options{
+		Name: "livekitserver", Path: o.Bin, Args: []string{"--config", s.ConfigPath}, Dir: o.Dir, Env: childEnv(),
+		Config: conf, ConfigPath: s.ConfigPath,
+		Log: o.Log, LogPath: s.LogPath,
+		Ready:        childproc.HTTPAnswers(s.HTTPURL() + "/"),
+		PollInterval: 20 * time.Millisecond, ReadyTimeout: o.StartTimeout, Exited: ErrExited, RemoveDir: tempDir,
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// waitAnswers polls http://IP:Port/ until it answers, the process exits or
-// timeout passes.
-func (s *Server) waitAnswers(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	url := "http://" + net.JoinHostPort(s.dialIP(), strconv.Itoa(s.Port)) + "/"
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("%w before answering (%v); output:\n%s", ErrExited, s.waitErr, s.tail.String())
-		case <-ctx.Done():
-			return fmt.Errorf("livekitserver: %s did not answer within %s: %w; output:\n%s", url, timeout, err, s.tail.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // dialIP is the address to reach the signalling port at.
@@ -296,100 +203,27 @@ func (s *Server) HTTPURL() string {
 }
 
 // Done is closed when the server process has ended.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} { return s.proc.Done() }
 
 // Err is why the process ended (nil before it has).
 func (s *Server) Err() error {
-	select {
-	case <-s.done:
-		if s.waitErr != nil {
-			return fmt.Errorf("%w: %v", ErrExited, s.waitErr)
-		}
-		return ErrExited
-	default:
+	exited, err := s.proc.Exited()
+	switch {
+	case !exited:
 		return nil
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrExited, err)
+	default:
+		return ErrExited
 	}
 }
 
 // Output returns the last 16 KiB the server printed.
-func (s *Server) Output() string { return s.tail.String() }
+func (s *Server) Output() string { return s.proc.Output() }
 
 // Stop ends the server: SIGTERM (which waits for participants), a second
 // SIGTERM after a second (which does not), SIGKILL after five more. It
 // removes the temporary directory Start made. Calling it again does nothing.
 func (s *Server) Stop() error {
-	s.stopOnce.Do(func() {
-		s.stopErr = s.terminate()
-		if s.tempDir != "" {
-			os.RemoveAll(s.tempDir)
-		}
-	})
-	return s.stopErr
-}
-
-func (s *Server) terminate() error {
-	for _, step := range []struct {
-		sig  syscall.Signal
-		wait time.Duration
-	}{{syscall.SIGTERM, time.Second}, {syscall.SIGTERM, 5 * time.Second}} {
-		select {
-		case <-s.done:
-			return nil
-		default:
-		}
-		if err := s.cmd.Process.Signal(step.sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return fmt.Errorf("livekitserver: signal: %w", err)
-		}
-		select {
-		case <-s.done:
-			return nil
-		case <-time.After(step.wait):
-		}
-	}
-	return s.kill()
-}
-
-func (s *Server) kill() error {
-	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("livekitserver: kill: %w", err)
-	}
-	<-s.done
-	return nil
-}
-
-// tee returns a writer that copies to w (ignoring its errors) and keeps
-// the tail.
-func (b *tailBuffer) tee(w io.Writer) io.Writer { return teeWriter{w: w, tail: b} }
-
-type teeWriter struct {
-	w    io.Writer
-	tail *tailBuffer
-}
-
-func (t teeWriter) Write(p []byte) (int, error) {
-	_, _ = t.w.Write(p)
-	return t.tail.Write(p)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
+	return s.proc.Stop(childproc.Step{Signal: syscall.SIGTERM, Wait: time.Second}, childproc.Step{Signal: syscall.SIGTERM, Wait: 5 * time.Second})
 }
