@@ -138,7 +138,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	// A hijacked WebSocket connection drops these deadlines (net/http clears
 	// them); ws pings it instead.
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: min(10*time.Second, cfg.HTTPReadTimeout),
-		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout}
+		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout,
+		// Requests carry Run's context values (the service's tracing mark
+		// under alicia up), not its end: a drain lets them finish.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Msg("gateway listening")

@@ -54,6 +54,21 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("llm: %w", err)
 	}
 
+	if replicas > 1 {
+		// In a cluster: LLM_TURNS sources CONVERSATIONS again at once after
+		// a leader change (queue.SourceWatch).
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		watch := &queue.SourceWatch{NC: nc, JS: js, Log: log}
+		go func() {
+			defer close(watched)
+			if err := watch.Run(wctx); err != nil {
+				log.Warn().Err(err).Msg("turn queue: source watch")
+			}
+		}()
+		defer func() { stopWatch(); <-watched }()
+	}
+
 	m := metrics.Default()
 	breaker := &model.Breaker{Threshold: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown, OnChange: func(s model.BreakerState) {
 		m.Breaker.Set(float64(s))
@@ -85,7 +100,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		MemoryTopK: cfg.MemoryTopK, MemoryThreshold: cfg.MemoryThreshold, MemoryTimeout: cfg.MemoryTimeout,
 		PublishTimeout: 5 * time.Second, ToolResultMax: 16 << 10,
 	})
-	unsubscribe, err := engine.Listen()
+	unsubscribe, err := engine.Listen(ctx)
 	if err != nil {
 		return err
 	}

@@ -80,17 +80,24 @@ type Engine struct {
 	features *features
 	branches *branches
 	preempts *preempts
+	// base is the parent of work no turn started (preemptive answers):
+	// Listen's context without its end (its values: the service's mark).
+	base context.Context
 }
 
 // New returns an engine.
 func New(d Deps, s Settings) *Engine {
-	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations), branches: newBranches(10000, 30*time.Minute), preempts: newPreempts()}
+	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations), branches: newBranches(10000, 30*time.Minute), preempts: newPreempts(),
+		base: context.Background()}
 }
 
 // Listen subscribes, on core NATS, to every conversation's ControlStop (a
 // stop must not wait behind queued data) and Configuration (to forget the
 // cached features). Every replica listens; the one running the turn acts.
-func (e *Engine) Listen() (unsubscribe func(), err error) {
+// The preemptive answers it starts carry ctx's values (the service's
+// tracing mark under alicia up), not its end: they end as they did before.
+func (e *Engine) Listen(ctx context.Context) (unsubscribe func(), err error) {
+	e.base = context.WithoutCancel(ctx)
 	stopSub, err := e.d.NC.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), e.onStop)
 	if err != nil {
 		return nil, fmt.Errorf("turn: subscribe control_stop: %w", err)

@@ -131,7 +131,7 @@ func (e *Engine) onPreempt(m *nats.Msg) {
 	if sc, err := subjects.SpecConversation(m.Subject); err != nil || sc != cid {
 		return
 	}
-	ctx, cancel := context.WithCancel(telemetry.ExtractMeta(context.Background(), env.Meta))
+	ctx, cancel := context.WithCancel(telemetry.ExtractMeta(e.base, env.Meta))
 	p := &preempt{cid: cid, id: um.ID, text: um.Content, started: time.Now(), cancel: cancel,
 		ready: make(chan struct{}), more: make(chan struct{})}
 	if old := e.preempts.put(p); old != nil {
