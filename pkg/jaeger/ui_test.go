@@ -157,18 +157,22 @@ func TestUIInBrowser(t *testing.T) {
 	scope := func(name string, spans ...string) string {
 		return fmt.Sprintf(`{"scope":{"name":"github.com/alicia-voice/alicia/%s"},"spans":[%s]}`, name, strings.Join(spans, ","))
 	}
-	body := `{"resourceSpans":[{"resource":{"attributes":[` + str("service.name", "alicia-up") + `]},"scopeSpans":[` +
+	// Three services, as alicia up names them: the turn's trace is in two.
+	resource := func(service string, scopes ...string) string {
+		return `{"resource":{"attributes":[` + str("service.name", service) + `]},"scopeSpans":[` + strings.Join(scopes, ",") + `]}`
+	}
+	body := `{"resourceSpans":[` + resource("alicia-gateway",
 		scope("pkg/edge", span(traceID, rootSpan, "", "edge.receive UserMessage", 2, ms(t0, 0), ms(t0, 420), "",
-			str("alicia.conversation_id", conversation), str("alicia.message_type", "UserMessage"))) + "," +
-		scope("services/llm",
+			str("alicia.conversation_id", conversation), str("alicia.message_type", "UserMessage")))) + "," +
+		resource("alicia-llm", scope("services/llm",
 			span(traceID, turnSpan, rootSpan, "llm.turn", 1, ms(t0, 12), ms(t0, 400),
 				fmt.Sprintf(`,"events":[{"timeUnixNano":"%d","name":"llm.first_token","attributes":[%s]}]`, ms(t0, 180), num("tokens", 1)),
 				str("alicia.conversation_id", conversation), str("alicia.turn_id", "am_trace_viewer_answer")),
 			span(traceID, modelSpan, turnSpan, "llm.model_request", 3, ms(t0, 30), ms(t0, 390), "",
-				str("gen_ai.request.model", "fake-chat"), num("gen_ai.usage.output_tokens", 42))) + "," +
-		scope("services/memory", span(olderID, "e457b5a2e4d86bd1", "", "memory.search", 2, ms(t1, 0), ms(t1, 35),
-			`,"status":{"code":2,"message":"embedding server unreachable"}`, str("alicia.user_id", "alice"))) +
-		`]}]}`
+				str("gen_ai.request.model", "fake-chat"), num("gen_ai.usage.output_tokens", 42)))) + "," +
+		resource("alicia-memory", scope("services/memory", span(olderID, "e457b5a2e4d86bd1", "", "memory.search", 2, ms(t1, 0), ms(t1, 35),
+			`,"status":{"code":2,"message":"embedding server unreachable"}`, str("alicia.user_id", "alice")))) +
+		`]}`
 	resp, err := http.Post(s.OTLPHTTPURL+"/v1/traces", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

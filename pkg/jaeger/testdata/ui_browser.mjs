@@ -65,6 +65,24 @@ try {
   await shot(page, 'list')
   ok('the list shows both traces, newest first')
 
+  // The traces of every service by default (each trace once, though the
+  // turn's is in two); one service's when picked, in the URL.
+  const picker = page.getByLabel('Service')
+  assert.equal(await picker.inputValue(), '', 'all services by default')
+  assert.deepEqual(await picker.locator('option').allInnerTexts(), ['All services', 'alicia-gateway', 'alicia-llm', 'alicia-memory'])
+  await picker.selectOption('alicia-memory')
+  await page.waitForURL((u) => u.hash === '#/?service=alicia-memory')
+  await page.locator(`tr[data-trace="${traceID}"]`).waitFor({ state: 'detached' })
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.trace)), [olderID], 'one service: its traces')
+  await picker.selectOption('alicia-llm')
+  await page.locator(`tr[data-trace="${traceID}"]`).waitFor()
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.trace)), [traceID], 'another service: its traces')
+  await picker.selectOption('')
+  await page.waitForURL((u) => u.hash === '#/' || u.hash === '')
+  await page.locator(`tr[data-trace="${olderID}"]`).waitFor()
+  assert.equal(await rows.count(), 2, 'all services again')
+  ok('the service picker: all services by default, one when picked')
+
   // Search by conversation id: only the trace of that conversation.
   await page.getByLabel('Trace or conversation id').fill(conversation)
   await page.getByLabel('Trace or conversation id').press('Enter')

@@ -2,14 +2,16 @@
 // its query API on this page's origin. Routes (in the URL's fragment, so
 // that a reload or a shared link opens the same view):
 //
-//   #/?service=S                   recent traces of service S (alicia-up by default)
+//   #/?service=S                   recent traces of service S (of every service without one)
 //   #/conversation/<id>?service=S  traces whose spans carry alicia.conversation_id=<id>
 //   #/trace/<id>?span=<span id>    one trace: its spans as a waterfall, one span's details
 //
 // No framework: the DOM is built with h() (never from HTML strings: span
 // names and attributes are data).
 
-const DEFAULT_SERVICE = 'alicia-up'
+// ALL is the service choice that lists every service's traces, merged: a
+// turn's spans are in several services (alicia-gateway, alicia-llm, …).
+const ALL = ''
 const LIST_LIMIT = 50
 const CONVERSATION_TAG = 'alicia.conversation_id'
 const SCOPE_TAG = 'otel.scope.name'
@@ -169,10 +171,10 @@ function route() {
   if (parts[0] === 'conversation' && parts[1]) return { view: 'conversation', conversation: parts[1], service: params.get('service') }
   return { view: 'list', service: params.get('service') }
 }
-const listHash = (service) => (service && service !== DEFAULT_SERVICE ? `#/?service=${encodeURIComponent(service)}` : '#/')
+const listHash = (service) => (service ? `#/?service=${encodeURIComponent(service)}` : '#/')
 const traceHash = (id, span) => `#/trace/${id}${span ? `?span=${span}` : ''}`
 const conversationHash = (cid, service) =>
-  `#/conversation/${encodeURIComponent(cid)}${service && service !== DEFAULT_SERVICE ? `?service=${encodeURIComponent(service)}` : ''}`
+  `#/conversation/${encodeURIComponent(cid)}${service ? `?service=${encodeURIComponent(service)}` : ''}`
 
 let current = null // the AbortController of the view on screen
 
@@ -219,27 +221,40 @@ async function renderList(r, signal) {
   } catch (err) {
     if (signal.aborted) throw err
   }
-  const service = r.service || (known.includes(DEFAULT_SERVICE) || !known.length ? DEFAULT_SERVICE : known[0])
-  const params = { service, limit: LIST_LIMIT }
-  if (conversation) params.tags = JSON.stringify({ [CONVERSATION_TAG]: conversation })
-  const url = apiURL('traces', params)
-  raw.href = url.href
+  const service = r.service || ALL
+  // Jaeger searches one service at a time: every service's search, merged
+  // by trace (a trace found in several is the same whole trace).
+  const searched = service ? [service] : known
+  const urls = searched.map((s) => {
+    const params = { service: s, limit: LIST_LIMIT }
+    if (conversation) params.tags = JSON.stringify({ [CONVERSATION_TAG]: conversation })
+    return apiURL('traces', params)
+  })
+  raw.href = (urls.length === 1 ? urls[0] : apiURL('services')).href
   let traces = []
   let failure = null
   try {
-    traces = ((await getJSON(url, signal)).data || []).filter((t) => t.spans?.length).map(model)
+    const found = new Map()
+    for (const res of await Promise.all(urls.map((u) => getJSON(u, signal)))) {
+      for (const t of res.data || []) {
+        if (t.spans?.length && !found.has(t.traceID)) found.set(t.traceID, t)
+      }
+    }
+    traces = [...found.values()].map(model)
   } catch (err) {
     if (signal.aborted) throw err
     failure = err
   }
   traces.sort((a, b) => b.start - a.start)
+  traces = traces.slice(0, LIST_LIMIT)
   document.title = conversation ? `Conversation ${conversation} · Traces · Alicia` : 'Traces · Alicia'
 
-  const choices = [...new Set([service, ...known])]
+  const choices = [...new Set([ALL, service, ...known])]
+  const label = (s) => s || 'All services'
   const picker = h('select', {
     id: 'service',
     onchange: (e) => { location.hash = conversation ? conversationHash(conversation, e.target.value) : listHash(e.target.value) },
-  }, choices.map((s) => h('option', { value: s, selected: s === service }, s)))
+  }, choices.map((s) => h('option', { value: s, selected: s === service }, label(s))))
   const heading = conversation
     ? h('h1', { tabindex: -1 }, 'Traces of conversation ', h('code', {}, conversation))
     : h('h1', { tabindex: -1 }, 'Recent traces')
@@ -252,11 +267,11 @@ async function renderList(r, signal) {
     body = h('p', { class: 'notice error', role: 'alert' }, `Jaeger did not answer the search: ${failure.message}`)
   } else if (!traces.length) {
     body = h('p', { class: 'notice' }, conversation
-      ? `No trace of service ${service} carries ${CONVERSATION_TAG}=${conversation} (in the last two days of what Jaeger keeps).`
-      : `No traces of service ${service} yet. A turn's spans arrive a few seconds after it ends (the exporter sends them in batches).`)
+      ? `No trace ${service ? `of service ${service} ` : ''}carries ${CONVERSATION_TAG}=${conversation} (in the last two days of what Jaeger keeps).`
+      : `No traces${service ? ` of service ${service}` : ''} yet. A turn's spans arrive a few seconds after it ends (the exporter sends them in batches).`)
   } else {
     body = h('div', { class: 'scroll-x' }, h('table', { class: 'traces' },
-      h('caption', { class: 'visually-hidden' }, conversation ? `Traces of conversation ${conversation}, newest first` : `Recent traces of ${service}, newest first`),
+      h('caption', { class: 'visually-hidden' }, conversation ? `Traces of conversation ${conversation}, newest first` : `Recent traces of ${label(service).toLowerCase()}, newest first`),
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col' }, 'Trace', h('span', { class: 'hide-narrow' }, ' (root span)')),
         h('th', { scope: 'col' }, 'Started'),
@@ -302,7 +317,7 @@ async function renderTrace(r, signal) {
     fact('Duration', fmtDuration(t.duration)),
     fact('Spans', `${t.trace.spans.length}${t.errors ? ` (${t.errors} with an error)` : ''}`),
     fact(t.services.length === 1 ? 'Service' : 'Services', t.services.join(', ')),
-    t.conversation ? fact('Conversation', h('a', { href: conversationHash(t.conversation, t.services[0]), class: 'mono' }, t.conversation)) : null)
+    t.conversation ? fact('Conversation', h('a', { href: conversationHash(t.conversation), class: 'mono' }, t.conversation)) : null)
 
   const details = h('section', { class: 'details', id: 'details', 'aria-labelledby': 'details-title' })
   const tree = waterfall(t, (node) => {
