@@ -81,7 +81,7 @@ type Process struct {
 	cmd       *exec.Cmd
 	done      chan struct{}
 	waitErr   error
-	tail      *tailBuffer
+	tail      *Tail
 	removeDir string
 	stopOnce  sync.Once
 	stopErr   error
@@ -107,7 +107,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 			return nil, fmt.Errorf("%s: config: %w", o.Name, err)
 		}
 	}
-	p := &Process{name: o.Name, done: make(chan struct{}), tail: &tailBuffer{max: o.TailBytes}, removeDir: o.RemoveDir}
+	p := &Process{name: o.Name, done: make(chan struct{}), tail: NewTail(o.TailBytes), removeDir: o.RemoveDir}
 	out := o.Log
 	var logFile *os.File
 	if out == nil && o.LogPath != "" {
@@ -375,7 +375,7 @@ func FindOrBuild(find func() (string, error), notInstalled error, build func() (
 
 type teeWriter struct {
 	w    io.Writer
-	tail *tailBuffer
+	tail *Tail
 }
 
 func (t teeWriter) Write(p []byte) (int, error) {
@@ -385,14 +385,18 @@ func (t teeWriter) Write(p []byte) (int, error) {
 	return t.tail.Write(p)
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
+// Tail keeps the last bytes written to it (a process's output, for
+// errors that say why it failed). Safe for concurrent use.
+type Tail struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func (b *tailBuffer) Write(p []byte) (int, error) {
+// NewTail keeps the last max bytes.
+func NewTail(max int) *Tail { return &Tail{max: max} }
+
+func (b *Tail) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf = append(b.buf, p...)
@@ -402,8 +406,22 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *tailBuffer) String() string {
+// String is what is kept.
+func (b *Tail) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// Reset forgets what was written.
+func (b *Tail) Reset() {
+	b.mu.Lock()
+	b.buf = b.buf[:0]
+	b.mu.Unlock()
+}
+
+// LastLine is the last non-empty line kept, trimmed.
+func (b *Tail) LastLine() string {
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }

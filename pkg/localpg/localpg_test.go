@@ -186,6 +186,34 @@ func TestEnsure(t *testing.T) {
 	})
 }
 
+// copyExcept copies the tree src to dst (cp -a) but for the subtree skip
+// (a slash-separated path below src): only the directories on the way to
+// it are walked, everything beside them is copied whole.
+func copyExcept(t *testing.T, src, dst, skip string) {
+	t.Helper()
+	first, rest, _ := strings.Cut(skip, "/")
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		switch {
+		case e.Name() == first && rest == "":
+			continue
+		case e.Name() == first && e.IsDir():
+			copyExcept(t, from, to, rest)
+		default:
+			if out, err := exec.Command("cp", "-a", "--reflink=auto", from, to).CombinedOutput(); err != nil {
+				t.Fatalf("copy %s: %v\n%s", from, err, out)
+			}
+		}
+	}
+}
+
 // TestStopAndRestart runs a second cluster in a temporary cache directory
 // (a copy of the default root, so the shared cluster other tests use is not
 // stopped): stop, restart on the same port, restart on a new port when the
@@ -199,12 +227,9 @@ func TestStopAndRestart(t *testing.T) {
 	ensure(t, localpg.Options{IgnoreEnv: true, Log: logWriter{t}}) // the root exists
 	cache := t.TempDir()
 	root := filepath.Join(cache, "pgroot")
-	if out, err := exec.Command("cp", "-a", "--reflink=auto", filepath.Join(shared, "pgroot"), root).CombinedOutput(); err != nil {
-		t.Fatalf("copy root: %v\n%s", err, out)
-	}
-	if err := os.RemoveAll(filepath.Join(root, "var/lib/alicia")); err != nil { // the copy gets its own cluster
-		t.Fatal(err)
-	}
+	// The copy gets its own cluster: the shared one's data (which other
+	// test processes are changing) is not copied.
+	copyExcept(t, filepath.Join(shared, "pgroot"), root, "var/lib/alicia")
 	opts := localpg.Options{CacheDir: cache, IgnoreEnv: true, Log: logWriter{t}}
 	t.Cleanup(func() {
 		if err := localpg.Stop(context.Background(), opts); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/childproc"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -32,7 +32,7 @@ type mcpServer struct {
 	prev <-chan struct{} // done of the server's previous supervisor, if it is still stopping
 
 	sess   atomic.Pointer[mcp.ClientSession] // set while connected
-	stderr *tailBuffer
+	stderr *childproc.Tail
 
 	mu            sync.Mutex
 	cfg           serverConfig // wanted configuration
@@ -53,7 +53,7 @@ func newMCPServer(r *Registry, cfg serverConfig, prev <-chan struct{}) *mcpServe
 		r:       r,
 		log:     r.log.With().Str("mcp_server", cfg.Name).Logger(),
 		prev:    prev,
-		stderr:  &tailBuffer{max: 2048},
+		stderr:  childproc.NewTail(2048),
 		cfg:     cfg,
 		wake:    make(chan struct{}, 1),
 		check:   make(chan struct{}, 1),
@@ -295,7 +295,7 @@ func (s *mcpServer) connect(ctx context.Context, cfg serverConfig) (*mcp.ClientS
 	var t mcp.Transport
 	switch cfg.Transport {
 	case TransportStdio:
-		s.stderr.reset()
+		s.stderr.Reset()
 		cmd := exec.Command(cfg.Command, cfg.Args...)
 		cmd.Env = childEnv(cfg.Env)
 		cmd.Stderr = s.stderr
@@ -347,39 +347,8 @@ func (s *mcpServer) listTools(ctx context.Context, sess *mcp.ClientSession) erro
 // describe adds what a stdio server last wrote on stderr, which usually
 // says why it failed.
 func (s *mcpServer) describe(err error) error {
-	if tail := s.stderr.lastLine(); tail != "" {
+	if tail := truncate(s.stderr.LastLine(), 300); tail != "" {
 		return fmt.Errorf("%w (stderr: %s)", err, tail)
 	}
 	return err
-}
-
-// tailBuffer keeps the end of what a process writes.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) reset() {
-	b.mu.Lock()
-	b.buf = b.buf[:0]
-	b.mu.Unlock()
-}
-
-// lastLine is the last non-empty line written.
-func (b *tailBuffer) lastLine() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(b.buf)), "\n")
-	return truncate(strings.TrimSpace(lines[len(lines)-1]), 300)
 }
