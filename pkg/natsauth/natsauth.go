@@ -198,6 +198,12 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, bySequence(bus.StreamConversations))
 		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, client(protocol.TypeConfiguration),
 			client(protocol.TypeControlStop), server(protocol.TypeStartAnswer), serverAll)...)
+		// In a cluster, LLM_TURNS sources CONVERSATIONS again at once after
+		// a leader change: the llm hears both streams' leader elections and
+		// asks LLM_TURNS's leader to step down when its source stalled
+		// (services/llm/internal/queue.SourceWatch).
+		p.Subscribe = append(p.Subscribe, leaderElected(bus.StreamConversations), leaderElected(llmTurns))
+		p.Publish = append(p.Publish, "$JS.API.STREAM.LEADER.STEPDOWN."+llmTurns)
 	case TTS:
 		// SpeechAudio on core NATS, one SentenceAudio record per sentence;
 		// hears the turn's sentences, starts, stops and errors on core NATS.
@@ -277,6 +283,9 @@ func others(stream, name string) []string {
 }
 
 func streamAPI(op, stream string) string { return "$JS.API.STREAM." + op + "." + stream }
+
+// leaderElected is the JetStream advisory of a new leader of the stream.
+func leaderElected(stream string) string { return "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + stream }
 
 // consume is what creating, reading, pulling from and acknowledging
 // consumers (durable or ordered) with any filter on the streams takes.

@@ -720,3 +720,56 @@ func TestSessionsBucket(t *testing.T) {
 		t.Fatalf("the gateway's entry after the others tried: %v", err)
 	}
 }
+
+// TestLLMSourceWatch: the llm hears the leader elections of CONVERSATIONS
+// and LLM_TURNS and may ask LLM_TURNS's leader, and no other stream's, to
+// step down (services/llm/internal/queue.SourceWatch); no other service may.
+func TestLLMSourceWatch(t *testing.T) {
+	url := startServer(t)
+	anc, _ := connect(t, url, natsauth.Admin, violations{make(chan error, 1)})
+	v := violations{make(chan error, 1)}
+	lnc, _ := connect(t, url, natsauth.LLM, v)
+	for _, stream := range []string{bus.StreamConversations, "LLM_TURNS"} {
+		subject := "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + stream
+		sub, err := lnc.SubscribeSync(subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lnc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := anc.Publish(subject, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sub.NextMsg(5 * time.Second); err != nil {
+			t.Fatalf("llm did not hear %s: %v", subject, err)
+		}
+	}
+	stepDown := func(nc *nats.Conn, stream string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil)
+			return err
+		}
+	}
+	// A single server answers that it is not clustered: the request passed.
+	if denied(t, v, stepDown(lnc, "LLM_TURNS")) {
+		t.Error("llm: LLM_TURNS step-down denied")
+	}
+	for _, stream := range bus.StreamNames() {
+		if !denied(t, v, stepDown(lnc, stream)) {
+			t.Errorf("llm: %s step-down not denied", stream)
+		}
+	}
+	for _, user := range natsauth.Services() {
+		if user == natsauth.LLM {
+			continue
+		}
+		t.Run(user, func(t *testing.T) {
+			v := violations{make(chan error, 1)}
+			nc, _ := connect(t, url, user, v)
+			if !denied(t, v, stepDown(nc, "LLM_TURNS")) {
+				t.Errorf("%s: LLM_TURNS step-down not denied", user)
+			}
+		})
+	}
+}

@@ -195,11 +195,17 @@ func (k *clusterTalker) turn(text string) (turnResult, error) {
 // ErrorMessage (never hangs); turns sent after the loss complete, the
 // services having reconnected by themselves.
 //
-// A turn sent just after the loss waits for LLM_TURNS to source it from
-// CONVERSATIONS again: nats-server notices the sourcing consumer it lost
-// with the leader only at its source health check (sourceHealthCheckInterval,
-// 10 s, on a 10 s ticker in v2.15), so its answer starts up to ~20 s later;
-// the bounds leave room for that.
+// LLM_TURNS is led by another server than the victim, so its source
+// consumer (which lives on CONVERSATIONS's leader) goes while its leader
+// stays: nats-server alone would notice only at its source health check
+// (10 s ticker, 10 s silence; turns sent after the loss waited 15–17 s for
+// their answer to start). The llm's source watch (services/llm README,
+// "Turn queue") has LLM_TURNS's leader step down, and the new one sources
+// from where the stream left off: every turn sent after the loss must start
+// its answer within 5 s. (A turn in flight at the loss may still reach its
+// client up to ~10 s late: the gateway's ordered consumer on CONVERSATIONS
+// also lived on the victim, and nats.go replaces it after two missed 5 s
+// heartbeats; that is not bounded here.)
 func TestClusterLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test: three servers and the text path")
@@ -280,6 +286,9 @@ func TestClusterLeaderLoss(t *testing.T) {
 		}
 	}
 	s := &stack{t: t, ws: "ws://" + a + "/v1/ws", nc: nc, js: js, pool: pool, chat: chat, mem: mem}
+	if info, err := stream(js, bus.StreamConversations); err == nil {
+		leadElsewhere(t, nc, js, info.Cluster.Leader, cl)
+	}
 
 	const conversations = 4
 	const bound = 60 * time.Second
@@ -332,6 +341,11 @@ func TestClusterLeaderLoss(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("CONVERSATIONS leader %q is none of the servers", info.Cluster.Leader)
 	}
+	// LLM_TURNS is led by another server: its source consumer, which lives
+	// on CONVERSATIONS's leader, goes with the victim while LLM_TURNS's
+	// leader stays (the stall the llm's source watch ends).
+	turnsLeader := leadElsewhere(t, nc, js, victim.Name(), cl)
+	t.Logf("LLM_TURNS led by %s", turnsLeader)
 	killed := time.Now()
 	victim.Shutdown()
 	victim.WaitForShutdown()
@@ -365,7 +379,9 @@ func TestClusterLeaderLoss(t *testing.T) {
 	default:
 	}
 
-	var recovery time.Duration
+	var recovery, worstWait time.Duration
+	var worst turnResult // the turn sent after the loss that waited longest for its answer to start
+	const startBound = 5 * time.Second
 	completed, errored, refused, inFlight := 0, 0, 0, 0
 	for _, r := range all {
 		if r.sent.Before(killed) && r.ended.After(killed) {
@@ -385,6 +401,22 @@ func TestClusterLeaderLoss(t *testing.T) {
 			}
 		default:
 			errored++
+		}
+		// Every turn sent after the loss starts its answer within
+		// startBound: LLM_TURNS sources CONVERSATIONS again within seconds
+		// (the llm's source watch), not at nats-server's 10 s source health
+		// check.
+		if r.sent.After(killed) {
+			switch {
+			case r.started.IsZero():
+				t.Errorf("%s: turn %s, sent %s after the loss, never started its answer (error %q)", r.cid, r.uid, r.sent.Sub(killed).Round(time.Millisecond), r.errored)
+			case r.started.Sub(r.sent) > startBound:
+				t.Errorf("%s: turn %s, sent %s after the loss, started its answer after %s, want within %s",
+					r.cid, r.uid, r.sent.Sub(killed).Round(time.Millisecond), r.started.Sub(r.sent).Round(time.Millisecond), startBound)
+			}
+			if r.started.Sub(r.sent) > worstWait {
+				worstWait, worst = r.started.Sub(r.sent), r
+			}
 		}
 	}
 
@@ -434,8 +466,39 @@ func TestClusterLeaderLoss(t *testing.T) {
 			t.Errorf("%s: %d user messages answered more than once in Postgres", cid, answers)
 		}
 	}
-	t.Logf("%d turns: %d completed, %d ended with an ErrorMessage, %d in flight at the loss, %d refusals resent; lost %d, duplicated in the stream %d, answered twice %d; recovery (loss → first turn sent after it completed) %s",
-		len(all), completed, errored, inFlight, refused, lost, dupStream, dupAnswers, recovery.Round(time.Millisecond))
+	t.Logf("%d turns: %d completed, %d ended with an ErrorMessage, %d in flight at the loss, %d refusals resent; lost %d, duplicated in the stream %d, answered twice %d; "+
+		"loss → first turn sent after it completed %s; worst wait for an answer to start among turns sent after the loss %s (sent %s after the loss, answer started %s after it)",
+		len(all), completed, errored, inFlight, refused, lost, dupStream, dupAnswers, recovery.Round(time.Millisecond),
+		worstWait.Round(time.Millisecond), worst.sent.Sub(killed).Round(time.Millisecond), worst.started.Sub(killed).Round(time.Millisecond))
+}
+
+// leadElsewhere has LLM_TURNS led by another server than avoid (asking its
+// leader to step down in favour of another one) and sourcing, and returns
+// its leader.
+func leadElsewhere(t *testing.T, nc *nats.Conn, js jetstream.JetStream, avoid string, cl *cluster) string {
+	t.Helper()
+	var leader string
+	testkit.EventuallyNoError(t, 30*time.Second, func() error {
+		info, err := stream(js, "LLM_TURNS")
+		if err != nil {
+			return err
+		}
+		if leader = info.Cluster.Leader; leader == avoid || leader == "" {
+			for _, s := range cl.servers {
+				if s.Name() != avoid && s.Running() {
+					req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, s.Name())
+					_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.LLM_TURNS", []byte(req), 2*time.Second)
+					break
+				}
+			}
+			return fmt.Errorf("LLM_TURNS led by %q", leader)
+		}
+		if len(info.Sources) != 1 || info.Sources[0].Active < 0 || info.Sources[0].Active > 1500*time.Millisecond {
+			return fmt.Errorf("LLM_TURNS led by %s, not sourcing yet", leader)
+		}
+		return nil
+	}, "LLM_TURNS led by another server than %s", avoid)
+	return leader
 }
 
 func stream(js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
