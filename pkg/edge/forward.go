@@ -3,7 +3,6 @@ package edge
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -11,15 +10,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
-
-// forwardHeartbeat is how often the server tells an idle forwarding
-// consumer it is alive. nats.go recreates an ordered consumer (from the
-// next sequence, nothing skipped or repeated) after two missed heartbeats:
-// in a NATS cluster the consumer lives on one server, and when that server
-// goes the conversation's answers resume after twice this (the default, 5 s,
-// held a client's answer for ~10 s after a leader loss). An idle session
-// costs one small message a second.
-const forwardHeartbeat = time.Second
 
 // startForwarding delivers the conversation's server envelopes, in stream
 // order, from just after the stanza id the client saw last (everything for
@@ -54,7 +44,9 @@ func (s *Session) startForwarding(ctx context.Context, cid string, fresh bool, l
 		return fmt.Errorf("edge: consumer for %s: %w", cid, err)
 	}
 	fctx, cancel := context.WithCancel(context.Background())
-	cc, err := cons.Consume(func(m jetstream.Msg) { s.forward(fctx, m) }, jetstream.PullHeartbeat(forwardHeartbeat))
+	// In a NATS cluster the consumer is one server's: when that server goes,
+	// it is recreated within ~2 s (bus.OrderedHeartbeat).
+	cc, err := cons.Consume(func(m jetstream.Msg) { s.forward(fctx, m) }, bus.FollowOpts()...)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("edge: consume %s: %w", cid, err)

@@ -73,7 +73,7 @@ func (r *Registry) follow(ctx context.Context, js jetstream.JetStream, db Querie
 			r.stopConsumers()
 			return nil, fmt.Errorf("tools: consumer on %s: %w", bus.StreamSystem, err)
 		}
-		cc, err := cons.Consume(r.handleSystem)
+		cc, err := cons.Consume(r.handleSystem, bus.FollowOpts()...) // recreated within ~2 s after a server loss
 		if err != nil {
 			r.stopConsumers()
 			return nil, fmt.Errorf("tools: consume %s: %w", bus.StreamSystem, err)

@@ -165,7 +165,7 @@ func (t *tracker) follow(ctx context.Context) error {
 			t.heard(b)
 			t.r.endOfTurn(b, transcriptJobID(m.Headers()), false)
 		}
-	})
+	}, bus.FollowOpts()...) // recreated within ~2 s after a NATS server loss
 	if err != nil {
 		return fmt.Errorf("agent: follow %s: %w", cid, err)
 	}
