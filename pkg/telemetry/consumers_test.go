@@ -25,31 +25,7 @@ import (
 // two services of one process share one collector and a stream they both
 // read is exported once; a removed service's consumers disappear.
 func TestConsumerLag(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{URL: "nats://127.0.0.1:0", StoreDir: t.TempDir()})
-	if err != nil {
-		testkit.Missing(t, "embedded nats-server: %v", err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		if _, err := js.Publish(ctx, "work.a", []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, js, s, ctx := streamOfTen(t, "WORK", "work")
 	mine, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "asr", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -206,31 +182,7 @@ func TestConsumerLagInstanceLabel(t *testing.T) {
 		t.Errorf("a name InstanceConsumer did not make is exported as %q", l)
 	}
 
-	srv, err := natsserver.Start(natsserver.Options{URL: "nats://127.0.0.1:0", StoreDir: t.TempDir()})
-	if err != nil {
-		testkit.Missing(t, "embedded nats-server: %v", err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "LABELS", Subjects: []string{"labels.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		if _, err := js.Publish(ctx, "labels.a", []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, js, s, ctx := streamOfTen(t, "LABELS", "labels")
 	// from creates a durable consumer whose first message is sequence
 	// start: 11-start pending.
 	from := func(name string, start uint64) {
@@ -351,4 +303,36 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// streamOfTen starts an embedded server and makes stream name (subjects
+// prefix.>) with ten messages on prefix.a; everything ends with the test.
+func streamOfTen(t *testing.T, name, prefix string) (*nats.Conn, jetstream.JetStream, jetstream.Stream, context.Context) {
+	t.Helper()
+	srv, err := natsserver.Start(natsserver.Options{URL: "nats://127.0.0.1:0", StoreDir: t.TempDir()})
+	if err != nil {
+		testkit.Missing(t, "embedded nats-server: %v", err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{prefix + ".>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := js.Publish(ctx, prefix+".a", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nc, js, s, ctx
 }

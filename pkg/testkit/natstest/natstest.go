@@ -4,13 +4,19 @@
 package natstest
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
 // Run starts an embedded JetStream server whose store is in t.TempDir().
@@ -57,6 +63,51 @@ func RunWithDir(t testing.TB, dir string) *server.Server {
 		t.Fatalf("natstest: JetStream is not enabled")
 	}
 	return s
+}
+
+// RunCluster starts n JetStream servers named <name>-1…<name>-n, routed to
+// each other on 127.0.0.1 (cluster name), each with its store in a
+// temporary directory and fsync on every write, and returns once they are
+// routed with a JetStream meta leader. They are shut down at cleanup;
+// shutting one down earlier (a node loss) is fine.
+func RunCluster(t testing.TB, n int, name string) []*server.Server {
+	t.Helper()
+	ports := make([]int, n)
+	var routes []string
+	for i := range ports {
+		_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
+		ports[i], _ = strconv.Atoi(port)
+		routes = append(routes, "nats-route://127.0.0.1:"+port)
+	}
+	var out []*server.Server
+	for i := range n {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("%s-%d", name, i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: t.TempDir(), SyncAlways: true, MaxPayload: 8 << 20,
+			Cluster: server.ClusterOpts{Name: name, Host: "127.0.0.1", Port: ports[i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")), NoLog: true, NoSigs: true,
+		})
+		if err != nil {
+			t.Fatalf("natstest: cluster server %d: %v", i+1, err)
+		}
+		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+		go s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("natstest: cluster server %d not ready", i+1)
+		}
+		out = append(out, s)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		leader := false
+		for _, s := range out {
+			if s.NumRoutes() < n-1 || !s.JetStreamIsCurrent() {
+				return false
+			}
+			leader = leader || s.JetStreamIsLeader()
+		}
+		return leader
+	}, "natstest: cluster routed with a JetStream meta leader")
+	return out
 }
 
 // Connect connects to s; the connection is closed at cleanup.

@@ -62,3 +62,30 @@ func TestRunIsolated(t *testing.T) {
 		t.Fatal("JetStream disabled")
 	}
 }
+
+// TestRunCluster: three servers routed on 127.0.0.1 hold an R3 stream; a
+// message published through one is read through another.
+func TestRunCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	servers := natstest.RunCluster(t, 3, "t")
+	js1 := natstest.JetStream(t, natstest.Connect(t, servers[0]))
+	if _, err := js1.CreateStream(ctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3}); err != nil {
+		t.Fatalf("create an R3 stream: %v", err)
+	}
+	if _, err := js1.Publish(ctx, "r3.one", []byte("hello")); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	js3 := natstest.JetStream(t, natstest.Connect(t, servers[2]))
+	s, err := js3.Stream(ctx, "R3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("stream through the third server: %d messages, cluster %+v; want 1 message on a leader and 2 replicas", info.State.Msgs, info.Cluster)
+	}
+}

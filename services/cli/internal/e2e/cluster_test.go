@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
@@ -38,53 +38,7 @@ type cluster struct {
 
 func runCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	routePorts := make([]int, n)
-	var routes []string
-	for i := range routePorts {
-		_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
-		routePorts[i], _ = strconv.Atoi(port)
-		routes = append(routes, "nats-route://127.0.0.1:"+port)
-	}
-	c := &cluster{}
-	for i := range n {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("alicia-%d", i+1),
-			Host:       "127.0.0.1",
-			Port:       server.RANDOM_PORT,
-			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			SyncAlways: true,
-			MaxPayload: 8 << 20,
-			Cluster:    server.ClusterOpts{Name: "alicia", Host: "127.0.0.1", Port: routePorts[i]},
-			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
-			NoLog:      true,
-			NoSigs:     true,
-		}
-		s, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatalf("cluster: server %d: %v", i+1, err)
-		}
-		t.Cleanup(func() {
-			s.Shutdown()
-			s.WaitForShutdown()
-		})
-		go s.Start()
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("cluster: server %d not ready", i+1)
-		}
-		c.servers = append(c.servers, s)
-	}
-	testkit.Eventually(t, 30*time.Second, func() bool {
-		leader := false
-		for _, s := range c.servers {
-			if s.NumRoutes() < n-1 || !s.JetStreamIsCurrent() {
-				return false
-			}
-			leader = leader || s.JetStreamIsLeader()
-		}
-		return leader
-	}, "cluster routed with a JetStream meta leader")
-	return c
+	return &cluster{servers: natstest.RunCluster(t, n, "alicia")}
 }
 
 // urls is every server's client URL, comma separated, as services take it.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,49 +18,12 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/services/llm/internal/queue"
 )
 
 // runCluster starts n JetStream servers routed to each other on 127.0.0.1.
-func runCluster(t *testing.T, n int) []*server.Server {
-	t.Helper()
-	var routes []string
-	ports := make([]int, n)
-	for i := range ports {
-		_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
-		ports[i], _ = strconv.Atoi(port)
-		routes = append(routes, "nats-route://127.0.0.1:"+port)
-	}
-	var out []*server.Server
-	for i := range n {
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("q-%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: t.TempDir(), SyncAlways: true,
-			Cluster: server.ClusterOpts{Name: "q", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")), NoLog: true, NoSigs: true,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-		go s.Start()
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("server %d not ready", i+1)
-		}
-		out = append(out, s)
-	}
-	testkit.Eventually(t, 30*time.Second, func() bool {
-		leader := false
-		for _, s := range out {
-			if s.NumRoutes() < n-1 || !s.JetStreamIsCurrent() {
-				return false
-			}
-			leader = leader || s.JetStreamIsLeader()
-		}
-		return leader
-	}, "cluster routed with a JetStream meta leader")
-	return out
-}
+func runCluster(t *testing.T, n int) []*server.Server { return natstest.RunCluster(t, n, "q") }
 
 func leaderOf(js jetstream.JetStream, stream string) (string, *jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
