@@ -383,7 +383,7 @@ func restore(ctx context.Context, o RestoreOptions, dir string) error {
 	if !super {
 		return errors.New("ALICIA_POSTGRES_URL is not a superuser's: a restore loads rows as they were (no triggers) and makes the roles; use the superuser's URL (compose: postgres_url)")
 	}
-	sessions, err := pg.serviceSessions(ctx)
+	sessions, err := pg.serviceSessionsAfter(ctx, sessionsGoneWait)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}

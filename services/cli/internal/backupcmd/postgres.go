@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for goose
@@ -234,6 +235,29 @@ func (p *pgTarget) serviceSessions(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// sessionsGoneWait is how long a restore lets the services' sessions end
+// before it refuses: a session whose client has just disconnected (a
+// restore's own, a service stopped a moment ago) is still listed until its
+// server process has exited.
+const sessionsGoneWait = 3 * time.Second
+
+// serviceSessionsAfter is serviceSessions once they are gone, or as they
+// still are after wait.
+func (p *pgTarget) serviceSessionsAfter(ctx context.Context, wait time.Duration) ([]string, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		sessions, err := p.serviceSessions(ctx)
+		if err != nil || len(sessions) == 0 || time.Now().After(deadline) {
+			return sessions, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // existingObjects names what schema public holds besides the extensions'
