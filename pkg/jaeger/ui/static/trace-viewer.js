@@ -208,7 +208,7 @@ function announce(text) {
 
 let servicesCache = null
 async function services(signal) {
-  if (!servicesCache) servicesCache = (await getJSON(apiURL('services'), signal)).data || []
+  if (!servicesCache) servicesCache = ((await getJSON(apiURL('services'), signal)).data || []).slice().sort() // Jaeger's order is none
   return servicesCache
 }
 
