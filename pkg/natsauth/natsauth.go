@@ -182,7 +182,7 @@ func For(service string) Permissions {
 		// stops and configurations heard on core NATS.
 		p.Publish = []string{serverAll,
 			subjects.System(protocol.TypeToolRegistration), subjects.System(protocol.TypeMCPServerStatus),
-			rpc.HistorySubject, rpc.AppliedSubject, rpc.MemorySearchSubject,
+			rpc.HistorySubject, rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryPrefetchedPrefix + "*",
 			streamAPI("CREATE", llmTurns), streamAPI("UPDATE", llmTurns), streamAPI("INFO", llmTurns)}
 		p.Subscribe = []string{client(protocol.TypeControlStop), client(protocol.TypeConfiguration),
 			// Preemptive answers: started on a speculative transcript,
@@ -225,7 +225,7 @@ func For(service string) Permissions {
 		p.Publish = []string{subjects.System(protocol.TypeMemoryAction),
 			server(protocol.TypeMemoryConfirmation), server(protocol.TypeErrorMessage),
 			subjects.AllDeadLetters, rpc.AppliedSubject}
-		p.Subscribe = []string{rpc.MemorySearchSubject, rpc.MemoryActionSubject, "$SRV.>"}
+		p.Subscribe = []string{rpc.MemorySearchSubject, rpc.MemoryActionSubject, rpc.MemoryPrefetchedPrefix + "*", "$SRV.>"}
 		p.Responses = true
 		// Heard on core NATS: the clients' UserMessages, whose memory
 		// search starts when they are published (the turn's memory.search

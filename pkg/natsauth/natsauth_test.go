@@ -173,7 +173,8 @@ func TestRequestReply(t *testing.T) {
 	for _, s := range []struct {
 		nc      *nats.Conn
 		subject string
-	}{{pnc, rpc.AppliedSubject}, {pnc, rpc.HistorySubject}, {mnc, rpc.MemorySearchSubject}, {mnc, rpc.MemoryActionSubject}} {
+	}{{pnc, rpc.AppliedSubject}, {pnc, rpc.HistorySubject}, {mnc, rpc.MemorySearchSubject}, {mnc, rpc.MemoryActionSubject},
+		{mnc, rpc.MemoryPrefetchedSubject("am_1")}} {
 		if _, err := s.nc.Subscribe(s.subject, func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ func TestRequestReply(t *testing.T) {
 	}
 	for user, asks := range map[string][]string{
 		natsauth.Gateway: {rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryActionSubject},
-		natsauth.LLM:     {rpc.HistorySubject, rpc.AppliedSubject, rpc.MemorySearchSubject},
+		natsauth.LLM:     {rpc.HistorySubject, rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryPrefetchedSubject("am_1")},
 		natsauth.Memory:  {rpc.AppliedSubject},
 	} {
 		nc, _ := connect(t, url, user, violations{make(chan error, 1)})

@@ -47,3 +47,9 @@ func (d *detached) Data() []byte           { return d.data }
 func (d *detached) Headers() micro.Headers { return d.headers }
 func (d *detached) Subject() string        { return d.subject }
 func (d *detached) Reply() string          { return d.reply }
+
+// FromMsg makes a request received on a plain subscription (outside a
+// micro service) answerable like a micro one.
+func FromMsg(nc *nats.Conn, m *nats.Msg) micro.Request {
+	return &detached{nc: nc, data: m.Data, headers: micro.Headers(m.Header), subject: m.Subject, reply: m.Reply}
+}

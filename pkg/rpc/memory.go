@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -50,6 +52,36 @@ func MemorySearch(ctx context.Context, nc *nats.Conn, req MemorySearchRequest) (
 	var resp MemorySearchResponse
 	err := Call(ctx, nc, MemorySearchSubject, req, &resp)
 	return resp, err
+}
+
+// MemoryPrefetchedPrefix: the memory replica that began the search of a
+// user message when it was published answers memory.search requests for
+// that message on this prefix plus the message id, while it keeps the
+// search (the other replicas do not have it).
+const MemoryPrefetchedPrefix = "memory.prefetched."
+
+// MemoryPrefetchedSubject is where the search begun for user message id is
+// answered; "" when id cannot be one subject token.
+func MemoryPrefetchedSubject(id string) string {
+	if id == "" || len(id) > 128 || strings.ContainsAny(id, ".*> \t\r\n") {
+		return ""
+	}
+	return MemoryPrefetchedPrefix + id
+}
+
+// MemorySearchFor calls memory.search for the turn answering user message
+// msgID: the replica that began its search when the message was published
+// answers (MemoryPrefetchedSubject), any replica when none does (no
+// search was begun, or it has expired).
+func MemorySearchFor(ctx context.Context, nc *nats.Conn, msgID string, req MemorySearchRequest) (MemorySearchResponse, error) {
+	if subject := MemoryPrefetchedSubject(msgID); subject != "" {
+		var resp MemorySearchResponse
+		err := callAs(ctx, nc, subject, MemorySearchSubject, req, &resp)
+		if !errors.Is(err, ErrNoResponders) {
+			return resp, err
+		}
+	}
+	return MemorySearch(ctx, nc, req)
 }
 
 // MemoryActionRequest applies a MemoryAction for a user (the gateway's REST

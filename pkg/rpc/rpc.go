@@ -52,7 +52,13 @@ func IsCode(err error, code string) bool {
 // request carries the trace context of ctx in its headers (traceparent), so
 // the service's span joins the caller's trace.
 func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) (err error) {
-	ctx, span := tracer.Start(ctx, "rpc "+subject, trace.WithSpanKind(trace.SpanKindClient),
+	return callAs(ctx, nc, subject, subject, req, resp)
+}
+
+// callAs is Call with the span named after the operation name (a subject
+// with an id in it would make a span name per request).
+func callAs(ctx context.Context, nc *nats.Conn, subject, name string, req, resp any) (err error) {
+	ctx, span := tracer.Start(ctx, "rpc "+name, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", subject)))
 	defer func() {
 		if err != nil {

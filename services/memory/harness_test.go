@@ -46,6 +46,7 @@ type stackOptions struct {
 	noLLM        bool
 	fake         []fakeopenai.Option
 	config       func(*memory.Config)
+	replicas     int // memory services on the same NATS and Postgres (default 1)
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -75,6 +76,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		o.config(&cfg)
 	}
 	svc := testkit.Go(t, "memory", func(ctx context.Context) error { return memory.Run(ctx, cfg, testLogger(t)) })
+	for i := 1; i < o.replicas; i++ {
+		testkit.Go(t, fmt.Sprintf("memory replica %d", i+1), func(ctx context.Context) error { return memory.Run(ctx, cfg, testLogger(t)) })
+	}
 	s := &stack{t: t, nc: nc, js: js, pub: bus.NewPublisher(js), pool: pool, ai: ai, cfg: cfg}
 	t.Cleanup(s.noDeadLetters)
 	// Ready when both services answer.

@@ -43,6 +43,12 @@ func (s *stack) embedded(text string) int {
 // searched is a search and what the prefetch gave it (the metric's outcome).
 func (s *stack) searched(req rpc.MemorySearchRequest) (rpc.MemorySearchResponse, string) {
 	s.t.Helper()
+	return s.searchedWith(req, func() rpc.MemorySearchResponse { return s.search(req) })
+}
+
+// searchedWith runs search and reports the prefetch outcome it counted.
+func (s *stack) searchedWith(req rpc.MemorySearchRequest, search func() rpc.MemorySearchResponse) (rpc.MemorySearchResponse, string) {
+	s.t.Helper()
 	count := func() map[string]float64 {
 		m := map[string]float64{}
 		for _, o := range outcomes {
@@ -51,7 +57,7 @@ func (s *stack) searched(req rpc.MemorySearchRequest) (rpc.MemorySearchResponse,
 		return m
 	}
 	before := count()
-	resp := s.search(req)
+	resp := search()
 	after := count()
 	got := ""
 	for _, o := range outcomes {
@@ -62,6 +68,18 @@ func (s *stack) searched(req rpc.MemorySearchRequest) (rpc.MemorySearchResponse,
 		}
 	}
 	return resp, got
+}
+
+// searchedFor is searched, asked as the llm asks for user message msgID.
+func (s *stack) searchedFor(msgID string, req rpc.MemorySearchRequest) (rpc.MemorySearchResponse, string) {
+	s.t.Helper()
+	return s.searchedWith(req, func() rpc.MemorySearchResponse {
+		resp, err := rpc.MemorySearchFor(s.ctx(), s.nc, msgID, req)
+		if err != nil {
+			s.t.Fatalf("search for %s %+v: %v", msgID, req, err)
+		}
+		return resp
+	})
 }
 
 func (s *stack) expect(req rpc.MemorySearchRequest, outcome string) rpc.MemorySearchResponse {
@@ -244,6 +262,42 @@ func TestPrefetchLimits(t *testing.T) {
 	text, _ = say(6)
 	narrow.Query = text
 	s.expect(narrow, "hit")
+}
+
+// TestPrefetchAnyReplica: with two memory replicas, one begins each
+// message's search; the turn's request (rpc.MemorySearchFor, as the llm
+// asks) reaches that one, so every request is a hit, while a plain
+// memory.search is spread over both. A message nobody searched falls back
+// to memory.search.
+func TestPrefetchAnyReplica(t *testing.T) {
+	// The replica that does not make the memory below cannot know when it
+	// is applied and leaves alice's searches unused for the settle time:
+	// 1 ms here (memory.action answers once persistence has applied it,
+	// well after both replicas heard it).
+	s := newStack(t, stackOptions{noLLM: true, replicas: 2, config: func(c *memory.Config) { c.PrefetchSettle = time.Millisecond }})
+	coffee := s.create("alice", "favourite drink espresso coffee", nil, 0.5)
+	n := 0
+	for i := range 8 {
+		text := fmt.Sprintf("favourite drink espresso number %d", i)
+		id := fmt.Sprintf("am_replica_%d", i)
+		before := s.embedded(text)
+		s.client("ac_replicas", "alice", int32(n+i+1), &protocol.UserMessage{ID: id, ConversationID: "ac_replicas", Content: text})
+		testkit.Eventually(t, 10*time.Second, func() bool { return s.embedded(text) > before }, "the prefetched search of %q", text)
+		resp, got := s.searchedFor(id, rpc.MemorySearchRequest{UserID: "alice", Query: text})
+		if got != "hit" {
+			t.Fatalf("message %d: the turn's search was a %q, want a hit from the replica that began it", i, got)
+		}
+		if !slices.Equal(ids(resp.Memories), []string{coffee}) {
+			t.Fatalf("message %d: %v, want %v", i, ids(resp.Memories), []string{coffee})
+		}
+		if n := s.embedded(text); n != before+1 {
+			t.Fatalf("message %d: embedded %d times, want once", i, n-before)
+		}
+	}
+	// No search was begun for this message: memory.search answers.
+	if _, got := s.searchedFor("am_never_sent", rpc.MemorySearchRequest{UserID: "alice", Query: "never sent"}); got != "miss" {
+		t.Fatalf("a message nobody searched: %q, want a miss answered by memory.search", got)
+	}
 }
 
 // TestPrefetchUnappliedWrite: a write heard before a message and not known

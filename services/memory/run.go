@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	// The drain (svcmain.Serve): when ctx ends nothing new is taken, what
 	// is in flight finishes on work until the stop is forced.
 	work := svcmain.WorkContext(ctx)
-	stopService, err := ports.AddService(work, nc, a, log)
+	stopService, search, err := ports.AddService(work, nc, a, log)
 	if err != nil {
 		return fmt.Errorf("memory: service: %w", err)
 	}
@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	// The search of each published user message, for memory.search to answer from.
 	stopPrefetch := func() {}
 	if a.Prefetches != nil {
-		if stopPrefetch, err = ports.PrefetchUserMessages(work, nc, a, log); err != nil {
+		if stopPrefetch, err = ports.PrefetchUserMessages(work, nc, a, search, a.Prefetches.TTL(), log); err != nil {
 			return fmt.Errorf("memory: prefetch: %w", err)
 		}
 		defer stopPrefetch()

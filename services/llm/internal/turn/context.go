@@ -204,18 +204,24 @@ func (t *turn) memories() []rpc.Memory {
 			return mems
 		}
 	}
-	return t.e.searchMemories(t.ctx, t.log, t.userID, t.p.userText)
+	msgID := ""
+	if um := t.p.userMsg; um != nil {
+		msgID = um.ID // the memory replica that began its search answers
+	}
+	return t.e.searchMemories(t.ctx, t.log, t.userID, msgID, t.p.userText)
 }
 
-// searchMemories asks memory.search for what is known about the user;
-// without the memory service the answer goes on without memories.
-func (e *Engine) searchMemories(ctx context.Context, log zerolog.Logger, userID, text string) []rpc.Memory {
+// searchMemories asks memory.search for what is known about the user
+// (through the replica that began the search when user message msgID was
+// published, when msgID is not ""); without the memory service the answer
+// goes on without memories.
+func (e *Engine) searchMemories(ctx context.Context, log zerolog.Logger, userID, msgID, text string) []rpc.Memory {
 	if userID == "" || strings.TrimSpace(text) == "" || e.s.MemoryTopK <= 0 {
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, e.s.MemoryTimeout)
 	defer cancel()
-	resp, err := rpc.MemorySearch(sctx, e.d.NC, rpc.MemorySearchRequest{UserID: userID, Query: text,
+	resp, err := rpc.MemorySearchFor(sctx, e.d.NC, msgID, rpc.MemorySearchRequest{UserID: userID, Query: text,
 		TopK: e.s.MemoryTopK, Threshold: e.s.MemoryThreshold})
 	if err != nil {
 		if ctx.Err() == nil {

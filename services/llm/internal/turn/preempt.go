@@ -218,7 +218,7 @@ func (e *Engine) preemptRequest(ctx context.Context, p *preempt, um *protocol.Us
 		minSeq = info.State.LastSeq
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { p.mems = e.searchMemories(ctx, log, userID, um.Content) })
+	wg.Go(func() { p.mems = e.searchMemories(ctx, log, userID, "", um.Content) }) // not published: nothing began its search
 	hctx, cancel := context.WithTimeout(ctx, e.s.HistoryTimeout)
 	defer cancel()
 	resp, err := rpc.History(hctx, e.d.NC, rpc.HistoryRequest{ConversationID: p.cid, MinSequence: minSeq, Limit: e.s.HistoryLimit + 8})

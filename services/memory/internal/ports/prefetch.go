@@ -8,12 +8,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
@@ -163,15 +165,42 @@ type Prefetcher interface {
 
 // PrefetchUserMessages subscribes (queue group PrefetchQueue) to the
 // clients' UserMessages and starts, for each, the memory search its turn
-// will ask for, on work, in a span under the message's trace. stop
-// unsubscribes and waits for the searches running; call it once.
-func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, log zerolog.Logger) (stop func(), err error) {
+// will ask for, on work, in a span under the message's trace. For ttl (how
+// long the search is kept) this replica also answers memory.search on the
+// message's own subject (rpc.MemoryPrefetchedSubject) with search, so the
+// turn's request reaches the replica holding the search whatever the
+// number of replicas. stop unsubscribes and waits for the searches
+// running; call it once (before the service that owns search stops).
+func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, search micro.HandlerFunc, ttl time.Duration, log zerolog.Logger) (stop func(), err error) {
 	sem := make(chan struct{}, maxPrefetching)
 	var (
-		mu      sync.Mutex // stopped and wg.Add: no search starts once stop waits
+		mu      sync.Mutex // stopped, routes and wg.Add: no search starts once stop waits
 		stopped bool
 		wg      sync.WaitGroup
+		routes  = map[*nats.Subscription]*time.Timer{}
 	)
+	// route answers the message's own subject for ttl; false when it does
+	// not. Called under mu.
+	route := func(id string) bool {
+		subject := rpc.MemoryPrefetchedSubject(id)
+		if subject == "" || search == nil {
+			return false
+		}
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) { search(rpc.FromMsg(nc, m)) })
+		if err != nil {
+			log.Debug().Err(err).Str("subject", subject).Msg("the prefetched search of a message cannot be asked on its own subject")
+			return false
+		}
+		routes[sub] = time.AfterFunc(ttl, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := routes[sub]; ok {
+				delete(routes, sub)
+				_ = sub.Unsubscribe()
+			}
+		})
+		return true
+	}
 	sub, err := nc.QueueSubscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeUserMessage), PrefetchQueue, func(m *nats.Msg) {
 		env, err := protocol.Decode(m.Data)
 		if err != nil {
@@ -193,12 +222,19 @@ func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, log
 			return
 		}
 		wg.Add(1)
+		routed := route(um.ID)
 		ctx, span := tracer.Start(telemetry.ExtractMeta(work, env.Meta), "memory.prefetch", trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(attribute.String("alicia.conversation_id", env.ConversationID), attribute.String("alicia.message_id", um.ID)))
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			defer span.End()
+			if routed {
+				// The subscription is on the server before the search
+				// begins (one round trip, well inside the millisecond
+				// before the turn asks): the turn's request finds it.
+				_ = nc.FlushTimeout(time.Second)
+			}
 			started, err := p.Prefetch(ctx, user, um.Content)
 			span.SetAttributes(attribute.Bool("alicia.memory.prefetch_started", started))
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -220,6 +256,11 @@ func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, log
 			_ = sub.Unsubscribe()
 			mu.Lock()
 			stopped = true
+			for s, t := range routes {
+				t.Stop()
+				_ = s.Unsubscribe()
+			}
+			clear(routes)
 			mu.Unlock()
 		})
 		wg.Wait()

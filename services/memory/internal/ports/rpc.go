@@ -37,12 +37,14 @@ const (
 // memory.action on nc. Requests run on work and are cancelled when it ends
 // (the drain's work context: svcmain.WorkContext). stop removes the service
 // (no new requests) and waits for the requests in flight; call it before
-// closing nc. It may be called more than once.
-func AddService(work context.Context, nc *nats.Conn, uc UseCases, log zerolog.Logger) (stop func(), err error) {
+// closing nc. It may be called more than once. search is the
+// memory.search handler, for requests that reach this replica on other
+// subjects (PrefetchUserMessages); stop waits for those too.
+func AddService(work context.Context, nc *nats.Conn, uc UseCases, log zerolog.Logger) (stop func(), search micro.HandlerFunc, err error) {
 	svc, err := micro.AddService(nc, micro.Config{Name: "alicia-memory", Version: "0.1.0",
 		Description: "Alicia memory: semantic search and memory actions"})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sem := make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
@@ -63,7 +65,7 @@ func AddService(work context.Context, nc *nats.Conn, uc UseCases, log zerolog.Lo
 			}()
 		}
 	}
-	search := async("memory.search", searchTimeout, func(ctx context.Context, r micro.Request) {
+	search = async("memory.search", searchTimeout, func(ctx context.Context, r micro.Request) {
 		var req rpc.MemorySearchRequest
 		if !rpc.Decode(r, &req) {
 			return
@@ -96,14 +98,14 @@ func AddService(work context.Context, nc *nats.Conn, uc UseCases, log zerolog.Lo
 	} {
 		if err := svc.AddEndpoint(e.name, e.h, micro.WithEndpointSubject(e.subject)); err != nil {
 			_ = svc.Stop()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() { _ = svc.Stop() })
 		wg.Wait()
-	}, nil
+	}, search, nil
 }
 
 // fail answers with the code err's class calls for.
