@@ -156,11 +156,13 @@ func (k *clusterTalker) turn(text string) (turnResult, error) {
 // their answer to start). The llm's source watch (services/llm README,
 // "Turn queue") has LLM_TURNS's leader step down, and the new one sources
 // from where the stream left off: every turn sent after the loss must start
-// its answer within 5 s. A turn in flight at the loss must end within 6 s of
+// its answer within 8 s. A turn in flight at the loss must end within 8 s of
 // it: the gateway's ordered consumer on CONVERSATIONS may have lived on the
 // victim, and nats.go replaces it after two missed heartbeats (1 s each,
-// pkg/edge forwardHeartbeat; with nats.go's default 5 s such a turn
-// reached its client ~10 s late).
+// bus.OrderedHeartbeat; with nats.go's default 5 s such a turn reached its
+// client ~10 s late). Both take about 1–2 s on a quiet machine and up to
+// ~5 s when CI runs other packages beside this one; the bounds are there to
+// catch the 10–20 s stalls, not to time the recovery (the test logs it).
 func TestClusterLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test: three servers and the text path")
@@ -336,7 +338,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 
 	var recovery, worstWait time.Duration
 	var worst turnResult // the turn sent after the loss that waited longest for its answer to start
-	const startBound, inFlightBound = 5 * time.Second, 6 * time.Second
+	const startBound, inFlightBound = 8 * time.Second, 8 * time.Second
 	completed, errored, refused, inFlight := 0, 0, 0, 0
 	for _, r := range all {
 		if r.sent.Before(killed) && r.ended.After(killed) {
