@@ -20,8 +20,13 @@ test('the sidebar pages through more than 30 conversations and filters by title'
   await expect(nav.getByRole('link', { name: `${tag} 06` })).toBeAttached()
   await expect(nav.getByRole('link', { name: `${tag} 05` })).toHaveCount(0)
   await nav.getByRole('link', { name: `${tag} 06` }).scrollIntoViewIfNeeded()
-  await nav.getByRole('listitem').last().scrollIntoViewIfNeeded()
-  await expect(nav.getByRole('link', { name: `${tag} 01` })).toBeAttached()
+  // Scrolling to the end loads the next page; the list may re-render while
+  // the last item is being scrolled to (it detaches), so scroll again until
+  // the last page is there.
+  await expect(async () => {
+    await nav.getByRole('listitem').last().scrollIntoViewIfNeeded({ timeout: 2_000 })
+    await expect(nav.getByRole('link', { name: `${tag} 01` })).toBeAttached({ timeout: 1_000 })
+  }).toPass({ timeout: 15_000 })
   expect(await nav.getByRole('link', { name: new RegExp(tag) }).count()).toBe(35)
 
   // Filter by title: the server's ?q= match.
