@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 )
 
@@ -70,9 +71,12 @@ func TestRunCluster(t *testing.T) {
 	defer cancel()
 	servers := natstest.RunCluster(t, 3, "t")
 	js1 := natstest.JetStream(t, natstest.Connect(t, servers[0]))
-	if _, err := js1.CreateStream(ctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3}); err != nil {
-		t.Fatalf("create an R3 stream: %v", err)
-	}
+	// The meta leader may not count every peer online yet ("no suitable
+	// peers for placement"): asked again until it does.
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		_, err := js1.CreateStream(ctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3})
+		return err
+	}, "an R3 stream created")
 	if _, err := js1.Publish(ctx, "r3.one", []byte("hello")); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
