@@ -1,11 +1,9 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -242,7 +240,7 @@ alicia_jetstream_consumer_pending_messages{consumer="persistence-host-1",stream=
 	// the other behind, the other's figures (the pick follows the lag,
 	// whichever name sorts first).
 	// (Both log to logs: a stream's scrape logs through either member.)
-	var logs syncBuffer
+	var logs testkit.SyncBuffer // written by the collector's goroutines
 	remove()
 	remove, err = telemetry.RegisterConsumerLag(&telemetry.ConsumerLag{JS: js, Log: zerolog.New(&logs),
 		Consumers: map[string][]string{"LABELS": {second}}})
@@ -285,24 +283,6 @@ alicia_jetstream_consumer_pending_messages{consumer="persistence-host-1",stream=
 	}
 	removeThird()
 	remove()
-}
-
-// syncBuffer is a log destination safe for the collector's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // streamOfTen starts an embedded server and makes stream name (subjects

@@ -18,6 +18,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
+	"github.com/alicia-voice/alicia/services/memory/internal/app"
 )
 
 var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/memory")
@@ -29,9 +30,6 @@ const PrefetchQueue = "memory-prefetch"
 // maxPrefetching bounds the prefetched searches running at once; a message
 // beyond it is not prefetched (its turn searches as before).
 const maxPrefetching = 32
-
-// metaUserID is the envelope meta key of the user (edge.MetaUserID).
-const metaUserID = "alicia.user_id"
 
 // WriteSubjects are where a MemoryAction can be published for persistence
 // to apply: the system subject and a conversation's subjects of every
@@ -71,7 +69,7 @@ func (w *Writes) Start(written func(userID, msgID string), log zerolog.Logger) e
 	h := func(m *nats.Msg) {
 		user := ""
 		if env, err := protocol.Decode(m.Data); err == nil {
-			user, _ = env.Meta[metaUserID].(string)
+			user, _ = env.Meta[app.MetaUserID].(string)
 		} else {
 			log.Debug().Err(err).Str("subject", m.Subject).Msg("unreadable memory action: every prefetched search dropped")
 		}
@@ -207,7 +205,7 @@ func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, sea
 			return // persistence dead-letters it; no turn will ask
 		}
 		um, ok := env.Body.(*protocol.UserMessage)
-		user, _ := env.Meta[metaUserID].(string)
+		user, _ := env.Meta[app.MetaUserID].(string)
 		if !ok || user == "" {
 			return
 		}
