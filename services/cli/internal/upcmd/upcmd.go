@@ -269,16 +269,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 // servicesTracing names the services up runs for their tracer providers
 // (telemetry.SetupServicesTracing): service.name alicia-<name>, the names
-// their own commands give svcmain.Main. A pkg/edge span on a context no
-// service marked is the gateway's: its WebSocket sessions run on the
-// contexts of its http.Server, not on the one up passes its Run, while the
-// room-agent's run on contexts made from its Run's. A pkg/rpc span on an
-// unmarked context stays under alicia-up: both the gateway's REST handlers
-// and the llm's preemptive requests (started from a message's context) make
-// them.
+// their own commands give svcmain.Main. Spans of shared packages (pkg/edge,
+// pkg/rpc) go to the service whose context they run on: each Run gets a
+// marked context, and the gateway's HTTP requests and WebSocket sessions
+// and the llm's preemptive answers carry their Run's context values.
 var servicesTracing = telemetry.ServicesTracing{
-	Services:      []string{"persistence", "memory", "llm", "gateway", "asr", "tts", "room-agent"},
-	ScopeDefaults: map[string]string{"github.com/alicia-voice/alicia/pkg/edge": "gateway"},
+	Services: []string{"persistence", "memory", "llm", "gateway", "asr", "tts", "room-agent"},
 }
 
 // stackConfig is the configuration of the services up runs, read from the
