@@ -27,18 +27,33 @@ func Heartbeat(ctx context.Context, m jetstream.Msg, ackWait time.Duration) {
 	}
 }
 
-// OrderedHeartbeat is how often the server tells an idle ordered consumer
-// that follows a stream live it is alive. An ordered consumer is one
-// server's (R1, in memory): when that server goes, nothing tells the
-// client, and nats.go recreates the consumer (from the next sequence,
-// nothing skipped or repeated) only after two missed heartbeats. With
-// nats.go's default (5 s) what the consumer delivers stalled ~10 s after a
-// NATS server loss; with this, ~2 s. An idle consumer costs one small
-// message a second.
-const OrderedHeartbeat = time.Second
+// PullHeartbeat is how often the server tells a waiting pull that it is
+// alive, for every consumer that waits on pulls. A pull request lives on
+// one server: an ordered consumer's only server, or the leader of a
+// durable's. When that server goes, nothing may tell the client (a
+// durable's new leader does not always know the requests the old one
+// held), and nats.go notices only after two missed heartbeats, then pulls
+// again (an ordered consumer is recreated from its next sequence, nothing
+// skipped or repeated). With nats.go's defaults (5 s for ordered consumers
+// and fetches, 15 s for a durable's Consume) a conversation's answers, a
+// partition's turns or persistence's apply stalled 10–30 s after a NATS
+// server loss; with this, about 2 s. An idle pull costs one small message
+// a second.
+const PullHeartbeat = time.Second
 
-// FollowOpts are the Consume options of an ordered consumer that follows a
-// stream live (OrderedHeartbeat); extra are added after.
+// FollowOpts are the Consume options of a consumer that waits on the
+// stream live (PullHeartbeat); extra are added after.
 func FollowOpts(extra ...jetstream.PullConsumeOpt) []jetstream.PullConsumeOpt {
-	return append([]jetstream.PullConsumeOpt{jetstream.PullHeartbeat(OrderedHeartbeat)}, extra...)
+	return append([]jetstream.PullConsumeOpt{jetstream.PullHeartbeat(PullHeartbeat)}, extra...)
+}
+
+// NextOpts are the options of a Next that waits until ctx ends: with
+// PullHeartbeat when ctx leaves room for it (nats.go wants the pull to last
+// at least two beats; a shorter one loses no more than its own wait).
+func NextOpts(ctx context.Context) []jetstream.FetchOpt {
+	opts := []jetstream.FetchOpt{jetstream.FetchContext(ctx)}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) >= 3*PullHeartbeat {
+		opts = append(opts, jetstream.FetchHeartbeat(PullHeartbeat))
+	}
+	return opts
 }

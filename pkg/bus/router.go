@@ -110,7 +110,7 @@ func Handle[T protocol.Body](r *Router, h func(ctx context.Context, env protocol
 
 // Run consumes cons until ctx is cancelled, then stops and drains.
 func (r *Router) Run(ctx context.Context, cons jetstream.Consumer) error {
-	cc, err := cons.Consume(func(m jetstream.Msg) { r.HandleMsg(ctx, m) })
+	cc, err := cons.Consume(func(m jetstream.Msg) { r.HandleMsg(ctx, m) }, FollowOpts()...)
 	if err != nil {
 		return fmt.Errorf("bus: consume %s: %w", r.name, err)
 	}

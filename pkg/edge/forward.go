@@ -45,7 +45,7 @@ func (s *Session) startForwarding(ctx context.Context, cid string, fresh bool, l
 	}
 	fctx, cancel := context.WithCancel(context.Background())
 	// In a NATS cluster the consumer is one server's: when that server goes,
-	// it is recreated within ~2 s (bus.OrderedHeartbeat).
+	// it is recreated within ~2 s (bus.PullHeartbeat).
 	cc, err := cons.Consume(func(m jetstream.Msg) { s.forward(fctx, m) }, bus.FollowOpts()...)
 	if err != nil {
 		cancel()

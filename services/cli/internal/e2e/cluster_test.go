@@ -163,7 +163,7 @@ func (k *clusterTalker) turn(text string) (turnResult, error) {
 // (10–20 s): a turn that never starts fails the test, a slow one is logged.
 // A turn in flight at the loss must end within 8 s of it: the gateway's ordered consumer on CONVERSATIONS may have lived on the
 // victim, and nats.go replaces it after two missed heartbeats (1 s each,
-// bus.OrderedHeartbeat; with nats.go's default 5 s such a turn reached its
+// bus.PullHeartbeat; with nats.go's default 5 s such a turn reached its
 // client ~10 s late). Both take about 1–2 s on a quiet machine and up to
 // ~5 s when CI runs other packages beside this one; the bounds are there to
 // catch the 10–20 s stalls, not to time the recovery (the test logs it).

@@ -99,7 +99,7 @@ func (c *Consumer) partition(ctx, turnCtx context.Context, k int) {
 	failures := 0
 	for ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, wait)
-		m, err := cons.Next(jetstream.FetchContext(fctx))
+		m, err := cons.Next(bus.NextOpts(fctx)...)
 		cancel()
 		if err == nil {
 			c.handle(turnCtx, k, m, log)

@@ -133,7 +133,7 @@ func runConcurrent(ctx, work context.Context, cons jetstream.Consumer, r *bus.Ro
 			defer func() { <-sem }()
 			r.HandleMsg(work, m)
 		}()
-	})
+	}, bus.FollowOpts()...)
 	if err != nil {
 		return fmt.Errorf("memory: consume: %w", err)
 	}

@@ -92,7 +92,7 @@ func (l *Loop) Run(ctx, work context.Context) error {
 		case ch <- m:
 		case <-ctx.Done():
 		}
-	}, jetstream.PullMaxMessages(2*l.BatchSize))
+	}, bus.FollowOpts(jetstream.PullMaxMessages(2*l.BatchSize))...)
 	if err != nil {
 		return fmt.Errorf("persistence: consume %s: %w", l.Stream, err)
 	}

@@ -131,7 +131,7 @@ func (sp *Speaker) Run(ctx, work context.Context, cons jetstream.Consumer) error
 		return err
 	}
 	defer unsubscribe()
-	cc, err := cons.Consume(func(m jetstream.Msg) { sp.take(ctx, m) }, jetstream.PullMaxMessages(16))
+	cc, err := cons.Consume(func(m jetstream.Msg) { sp.take(ctx, m) }, bus.FollowOpts(jetstream.PullMaxMessages(16))...)
 	if err != nil {
 		return fmt.Errorf("speech: consume: %w", err)
 	}
