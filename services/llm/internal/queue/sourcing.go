@@ -47,8 +47,14 @@ const (
 // leader to step down. Every replica watches; each waits a random fraction of Poll
 // and checks again before acting, so one of them usually acts and the
 // others see the new leader; consecutive step-downs without the source
-// recovering in between are spaced at twice the previous gap. On a single
-// server there are no advisories and the watch does nothing.
+// recovering in between are spaced at twice the previous gap.
+//
+// While CONVERSATIONS has no leader, no LLM_TURNS leader can source it, and
+// a new one that tries meets nats-server's retry back-off (seconds per
+// failure): the watch does not step down then, and a new CONVERSATIONS
+// leader starts the spacing afresh, so the first stall seen after it is
+// acted on at once. On a single server there are no advisories and the
+// watch does nothing.
 type SourceWatch struct {
 	NC     *nats.Conn
 	JS     jetstream.JetStream
@@ -86,15 +92,16 @@ func (w *SourceWatch) Run(ctx context.Context) error {
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
-	events := make(chan struct{}, 1)
-	notify := func(*nats.Msg) {
-		select {
-		case events <- struct{}{}:
-		default:
-		}
-	}
+	// events carries whether the advisory was CONVERSATIONS's.
+	events := make(chan bool, 2)
 	for _, subject := range []string{ConversationsLeaderElected, TurnsLeaderElected} {
-		sub, err := w.NC.Subscribe(subject, notify)
+		conversations := subject == ConversationsLeaderElected
+		sub, err := w.NC.Subscribe(subject, func(*nats.Msg) {
+			select {
+			case events <- conversations:
+			default:
+			}
+		})
 		if err != nil {
 			return err
 		}
@@ -116,8 +123,11 @@ func (w *SourceWatch) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-events:
+		case conversations := <-events:
 			arm(time.Now())
+			if conversations {
+				lastStepDown, gap = time.Time{}, stall
+			}
 			continue
 		case <-t.C:
 		}
@@ -131,7 +141,7 @@ func (w *SourceWatch) Run(ctx context.Context) error {
 		}
 		st, err := w.read(ctx, poll*4)
 		if err != nil {
-			continue // no leader yet, or the connection is away
+			continue // no leader yet (of either stream), or the connection is away
 		}
 		if st.active >= 0 && st.active < stall {
 			gap = stall // heard from: sourcing
@@ -181,6 +191,15 @@ func (w *SourceWatch) read(ctx context.Context, timeout time.Duration) (sourceSt
 	info := s.CachedInfo()
 	if info.Cluster == nil || info.Cluster.Leader == "" {
 		return sourceState{}, errors.New("no leader")
+	}
+	// Without a CONVERSATIONS leader there is nothing to source from: a
+	// step-down would only put the next LLM_TURNS leader into the back-off.
+	conv, err := w.JS.Stream(ctx, bus.StreamConversations)
+	if err != nil {
+		return sourceState{}, err
+	}
+	if ci := conv.CachedInfo(); ci.Cluster == nil || ci.Cluster.Leader == "" {
+		return sourceState{}, errors.New("no CONVERSATIONS leader")
 	}
 	for _, src := range info.Sources {
 		if src != nil && src.Name == bus.StreamConversations {

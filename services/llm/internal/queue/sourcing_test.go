@@ -41,11 +41,24 @@ func leaderOf(js jetstream.JetStream, stream string) (string, *jetstream.StreamI
 
 // TestSourceWatchAfterLeaderLoss: on three servers with R3 streams, the
 // server leading CONVERSATIONS (and so holding LLM_TURNS's source consumer)
-// shuts down while another leads LLM_TURNS. With two replicas' source
-// watches running, a user message published after the loss is in LLM_TURNS
-// within 5 s (nats-server alone: 10–20 s), and LLM_TURNS holds every user
-// message of CONVERSATIONS exactly once, before and after the loss.
+// shuts down, while another server leads LLM_TURNS ("apart") or while it
+// leads LLM_TURNS too ("together": both streams elect, and LLM_TURNS's new
+// leader may try its source before CONVERSATIONS has a leader). With two
+// replicas' source watches running, a user message published after the
+// loss is in LLM_TURNS within 5 s (nats-server alone: 10–20 s apart), and
+// LLM_TURNS holds every user message of CONVERSATIONS exactly once, before
+// and after the loss.
 func TestSourceWatchAfterLeaderLoss(t *testing.T) {
+	for _, together := range []bool{false, true} {
+		name := "apart"
+		if together {
+			name = "together"
+		}
+		t.Run(name, func(t *testing.T) { sourceWatchAfterLeaderLoss(t, together) })
+	}
+}
+
+func sourceWatchAfterLeaderLoss(t *testing.T, together bool) {
 	servers := runCluster(t, 3)
 	var urls []string
 	for _, s := range servers {
@@ -109,7 +122,8 @@ func TestSourceWatchAfterLeaderLoss(t *testing.T) {
 
 	say()
 	testkit.Eventually(t, 30*time.Second, func() bool { return turns() == 1 }, "the first message sourced")
-	// LLM_TURNS led by another server than CONVERSATIONS.
+	// LLM_TURNS led by another server than CONVERSATIONS (apart) or by
+	// the same (together).
 	convLeader, _, err := leaderOf(js, bus.StreamConversations)
 	if err != nil {
 		t.Fatal(err)
@@ -119,20 +133,23 @@ func TestSourceWatchAfterLeaderLoss(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if l == convLeader {
-			other := servers[0].Name()
-			if other == convLeader {
-				other = servers[1].Name()
+		if (l == convLeader) != together {
+			want := convLeader
+			if !together {
+				want = servers[0].Name()
+				if want == convLeader {
+					want = servers[1].Name()
+				}
 			}
-			req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": other}})
+			req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": want}})
 			_, _ = nc.Request(queue.StepDownSubject, req, 2*time.Second)
-			return fmt.Errorf("LLM_TURNS led by %s, as CONVERSATIONS", l)
+			return fmt.Errorf("LLM_TURNS led by %s, want %s (CONVERSATIONS: %s)", l, want, convLeader)
 		}
 		if a := info.Sources[0].Active; a < 0 || a > time.Second {
 			return fmt.Errorf("source active %s", a)
 		}
 		return nil
-	}, "LLM_TURNS led away from CONVERSATIONS, sourcing")
+	}, "LLM_TURNS led where wanted, sourcing")
 	say()
 	testkit.Eventually(t, 30*time.Second, func() bool { return turns() == 2 }, "sourced before the loss")
 
