@@ -118,6 +118,71 @@ func applyThroughput(b *testing.B, shards int) {
 	b.ReportMetric(copyRate, "copyfrom-rows/s")
 	// The goal for the realistic mix is at least 0.25 envelopes per raw row.
 	b.ReportMetric(rate/copyRate, "envelopes-per-copyfrom-row")
+	// The floor: the same rows bulk-loaded into the schema's own tables,
+	// with their foreign keys, checks and indexes, in envelopes/s.
+	floor := schemaCopyRate(b, s, convs)
+	b.ReportMetric(floor, "schema-copy-envelopes/s")
+	b.ReportMetric(floor/copyRate, "schema-copy-envelopes-per-copyfrom-row")
+}
+
+// schemaCopyRate bulk-loads the rows the realistic mix of convs
+// conversations makes (conversations, chained messages, sentences, tool
+// uses, session stats) into the schema's tables with pgx CopyFrom, in one
+// transaction and in foreign-key order, and returns the rate in envelopes
+// of the mix per second: the fastest PostgreSQL takes these rows with the
+// schema's constraints, with none of the apply's work (reading the stream,
+// decoding, deduplication, offsets, contents, heads).
+func schemaCopyRate(b *testing.B, s *stack, convs int) float64 {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	var conv, msgs, sents, tools, stats [][]any
+	for c := range convs {
+		cid := fmt.Sprintf("ac_floor%06d", c)
+		conv = append(conv, []any{cid, now, now})
+		var prev any
+		for turn := range 3 {
+			user, answer := fmt.Sprintf("am_u%d_%s", turn, cid), fmt.Sprintf("am_a%d_%s", turn, cid)
+			msgs = append(msgs,
+				[]any{user, cid, prev, int32(2*turn + 1), "user", "What should I cook tonight with what is in my fridge?", "completed", traceID, now, now},
+				[]any{answer, cid, user, int32(2*turn + 2), "assistant", "", "streaming", traceID, now, now})
+			prev = answer
+			for i := int32(1); i <= 12; i++ {
+				sents = append(sents, []any{fmt.Sprintf("ams_%s_%d", answer, i), answer, i,
+					"A frittata is quick, uses leftovers and takes about twenty minutes.", "completed", traceID, now, now})
+			}
+			tools = append(tools, []any{"atu" + answer, cid, answer, "memory_query", []byte(`{"query":"fridge contents"}`),
+				[]byte(`{"items":["eggs","spinach","feta"]}`), "success", "server", traceID, now, now})
+		}
+		stats = append(stats, []any{cid, int32(6), int32(3), int64(90000)})
+	}
+	t0 := time.Now()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, t := range []struct {
+		table string
+		cols  []string
+		rows  [][]any
+	}{
+		{"alicia_conversations", []string{"id", "created_at", "updated_at"}, conv},
+		{"alicia_messages", []string{"id", "conversation_id", "previous_id", "sequence_number", "message_role", "contents",
+			"completion_status", "trace_id", "created_at", "updated_at"}, msgs},
+		{"alicia_sentences", []string{"id", "message_id", "sentence_sequence_number", "text", "completion_status", "trace_id",
+			"created_at", "updated_at"}, sents},
+		{"alicia_tool_uses", []string{"id", "conversation_id", "message_id", "tool_name", "tool_arguments", "tool_result",
+			"status", "execution", "trace_id", "created_at", "updated_at"}, tools},
+		{"alicia_session_stats", []string{"conversation_id", "message_count", "tool_call_count", "session_duration_ms"}, stats},
+	} {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.table}, t.cols, pgx.CopyFromRows(t.rows)); err != nil {
+			b.Fatalf("copy into %s: %v", t.table, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return float64(convs*len(mixConversation("ac_x"))) / time.Since(t0).Seconds()
 }
 
 // copyFromRate is raw pgx CopyFrom rows/s of 100,000 rows into a table
