@@ -91,7 +91,7 @@ func (w *writer) guardSentences(r *sentenceRows) {
 	// row whatever the planner thinks of the unnest's size.
 	w.q(`SELECT ('`+ownedMarker+`' || 'message ' || x.m)::int
 		FROM unnest($1::text[], $2::text[]) AS x(m, c)
-		WHERE (SELECT m.conversation_id FROM alicia_messages m WHERE m.id = x.m) <> x.c`, r.messages, r.convs)
+		WHERE (SELECT m.conversation_id FROM alicia_messages m WHERE m.id = x.m) <> x.c`, r.answers, r.answerConvs)
 }
 
 // guardTools queues the check that the accumulated requests' messages and

@@ -10,16 +10,21 @@ import (
 // with one multi-row statement (a pipelined statement per row costs ~50 µs
 // on the server; a row of a multi-row insert ~15 µs).
 type sentenceRows struct {
-	ids, messages, convs, texts []string
-	seqs                        []int32
-	audio                       [][]byte
-	traces                      []*string
-	at                          []time.Time
-	finals                      []string
+	ids, messages, texts []string
+	seqs                 []int32
+	audio                [][]byte
+	traces               []*string
+	at                   []time.Time
+	finals               []string
 	// keys are the (message, sequence) pairs accumulated: a second sentence
 	// with the same pair (the same event redelivered under a new sequence)
 	// is left out, as the row's UNIQUE key would leave it out.
 	keys map[sentenceKey]bool
+	// answers are the distinct (message, conversation) pairs of the
+	// sentences, in order: what the ownership guard and the heard contents
+	// look at once per message, not once per sentence.
+	answers, answerConvs []string
+	hasAnswers           map[[2]string]bool
 }
 
 type sentenceKey struct {
@@ -27,7 +32,9 @@ type sentenceKey struct {
 	seq     int32
 }
 
-func newSentenceRows() sentenceRows { return sentenceRows{keys: map[sentenceKey]bool{}} }
+func newSentenceRows() sentenceRows {
+	return sentenceRows{keys: map[sentenceKey]bool{}, hasAnswers: map[[2]string]bool{}}
+}
 
 func (r *sentenceRows) add(id, cid string, b *protocol.AssistantSentence, trace *string, at time.Time) {
 	k := sentenceKey{b.PreviousID, b.Sequence}
@@ -35,9 +42,12 @@ func (r *sentenceRows) add(id, cid string, b *protocol.AssistantSentence, trace 
 		return
 	}
 	r.keys[k] = true
+	if a := [2]string{b.PreviousID, cid}; !r.hasAnswers[a] {
+		r.hasAnswers[a] = true
+		r.answers, r.answerConvs = append(r.answers, b.PreviousID), append(r.answerConvs, cid)
+	}
 	r.ids = append(r.ids, id)
 	r.messages = append(r.messages, b.PreviousID)
-	r.convs = append(r.convs, cid)
 	r.seqs = append(r.seqs, b.Sequence)
 	r.texts = append(r.texts, b.Text)
 	r.audio = append(r.audio, nilIfEmpty(b.Audio))
@@ -91,6 +101,6 @@ func (w *writer) flushSentences() {
 		FROM added WHERE m.id = added.message_id`, r.ids, r.messages, r.seqs, r.texts, r.audio, r.at, r.finals, r.traces)
 	// A sentence that comes after a barge-in cut its answer was not heard:
 	// the contents of a cut answer are worked out again from its sentences.
-	w.recomputeHeard(r.messages, true)
+	w.recomputeHeard(r.answers, true)
 	*r = newSentenceRows()
 }
