@@ -18,7 +18,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	w.guard(cid, user, refsOf(env)...)
 	switch b := env.Body.(type) {
 	case *protocol.UserMessage:
-		w.insertMessage(b.ID, cid, b.PreviousID, "user", b.Content, "completed", at)
+		w.addMessage(b.ID, cid, b.PreviousID, "user", b.Content, "completed", at)
 		return b.ID, nil
 	case *protocol.AssistantMessage:
 		// A StartAnswer may have created the row (an answer for a client
@@ -29,7 +29,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return b.ID, nil
 	case *protocol.StartAnswer:
 		prev := b.PreviousID
-		w.insertMessage(b.ID, cid, &prev, "assistant", "", "streaming", at)
+		w.addMessage(b.ID, cid, &prev, "assistant", "", "streaming", at)
 		return b.ID, nil
 	case *protocol.AssistantSentence:
 		return w.sentence(cid, b, at), nil

@@ -86,20 +86,24 @@ func (w *writer) sentencePlayout(cid string, b *protocol.SentencePlayout, at tim
 // cut are looked at (a flush of sentences, which cannot cut by itself).
 // Repeating it changes nothing.
 func (w *writer) recomputeHeard(messages []string, onlyCut bool) {
+	// Every lookup goes message by message through an index (LATERAL), so
+	// its cost follows the batch, not the tables: joined as sets, the
+	// planner may scan all sentences for a few messages.
 	w.q(`WITH msg AS (
-			SELECT id FROM alicia_messages WHERE id = ANY($1::text[]) AND (NOT $2::bool OR generated_contents IS NOT NULL)
+			SELECT u.id FROM unnest($1::text[]) AS u(id)
+			WHERE EXISTS (SELECT 1 FROM alicia_messages m WHERE m.id = u.id AND (NOT $2::bool OR m.generated_contents IS NOT NULL))
 		), cut AS (
-			SELECT s.message_id, min(s.sentence_sequence_number) AS at FROM alicia_sentences s JOIN msg ON msg.id = s.message_id
-			WHERE s.deleted_at IS NULL AND s.playout_status IN ('interrupted', 'unplayed')
-			GROUP BY s.message_id
+			SELECT msg.id AS message_id, c.at FROM msg CROSS JOIN LATERAL (
+				SELECT min(s.sentence_sequence_number) AS at FROM alicia_sentences s
+				WHERE s.message_id = msg.id AND s.deleted_at IS NULL AND s.playout_status IN ('interrupted', 'unplayed')) c
+			WHERE c.at IS NOT NULL
 		), heard AS (
-			SELECT c.message_id,
-				COALESCE(string_agg(s.text, CASE WHEN left(s.text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY s.sentence_sequence_number) FILTER (WHERE s.playout_status IN ('played', 'interrupted')
-					OR (s.playout_status = 'pending' AND s.sentence_sequence_number < c.at)), '') AS contents,
-				COALESCE(string_agg(s.text, CASE WHEN left(s.text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY s.sentence_sequence_number), '') AS generated
-			FROM cut c LEFT JOIN alicia_sentences s ON s.message_id = c.message_id AND s.deleted_at IS NULL
-				AND s.completion_status <> 'pending' AND s.text <> ''
-			GROUP BY c.message_id
+			SELECT c.message_id, h.contents, h.generated FROM cut c CROSS JOIN LATERAL (
+				SELECT COALESCE(string_agg(s.text, CASE WHEN left(s.text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY s.sentence_sequence_number) FILTER (WHERE s.playout_status IN ('played', 'interrupted')
+						OR (s.playout_status = 'pending' AND s.sentence_sequence_number < c.at)), '') AS contents,
+					COALESCE(string_agg(s.text, CASE WHEN left(s.text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY s.sentence_sequence_number), '') AS generated
+				FROM alicia_sentences s WHERE s.message_id = c.message_id AND s.deleted_at IS NULL
+					AND s.completion_status <> 'pending' AND s.text <> '') h
 		)
 		UPDATE alicia_messages m SET contents = h.contents, generated_contents = h.generated
 		FROM heard h WHERE m.id = h.message_id AND (m.contents, m.generated_contents) IS DISTINCT FROM (h.contents, h.generated)`,

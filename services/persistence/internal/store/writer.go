@@ -29,6 +29,7 @@ type writer struct {
 	seq       uint64
 	convs     map[string]*convState
 	convOrder []string
+	messages  messageRows
 	sentences sentenceRows
 	tools     toolRows
 	meta      map[metaKey]metaRow
@@ -105,7 +106,12 @@ func itemTime(it *consume.Item) time.Time {
 	return it.Delivery.Time.UTC()
 }
 
-func (w *writer) q(sql string, args ...any) { w.b.Queue(sql, args...) }
+// q queues a statement after the accumulated messages: every statement
+// sees the messages of the envelopes before it.
+func (w *writer) q(sql string, args ...any) {
+	w.flushMessages()
+	w.b.Queue(sql, args...)
+}
 
 // envelope queues everything one envelope writes.
 func (w *writer) envelope(it *consume.Item) error {
@@ -225,6 +231,7 @@ func metaValue(v any) string {
 
 // flush writes the accumulated rows.
 func (w *writer) flush() {
+	w.flushMessages()
 	w.flushSentences()
 	w.flushTools()
 	if len(w.metaKeys) > 0 {
