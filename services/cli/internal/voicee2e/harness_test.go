@@ -10,10 +10,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -45,7 +48,8 @@ type stack struct {
 	pub    *bus.Publisher
 	base   string // the gateway, http://127.0.0.1:port
 
-	natsURL string
+	natsURL string // comma-separated with a cluster
+	cluster []*server.Server
 }
 
 const aliceKey = "alice-voice-key-0123456789"
@@ -62,6 +66,9 @@ type options struct {
 	// respond, when set, makes the fake LLM's answer from the request
 	// (instead of answer).
 	respond func(fakeopenai.Request) fakeopenai.Turn
+	// cluster runs the services on three JetStream servers routed on
+	// 127.0.0.1, every stream at R3 (stack.cluster), instead of one.
+	cluster bool
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -75,9 +82,33 @@ func newStack(t testing.TB, o options) *stack {
 	}
 	t.Cleanup(func() { _ = lk.Stop() })
 
-	ns := natstest.Run(t)
-	nc := natstest.Connect(t, ns)
-	js := natstest.JetStream(t, nc)
+	var natsURL string
+	var nc *nats.Conn
+	var js jetstream.JetStream
+	var servers []*server.Server
+	if o.cluster {
+		t.Setenv(bus.EnvStreamReplicas, "3")
+		t.Setenv(bus.EnvConversationsMaxBytes, strconv.Itoa(64<<20))
+		servers = natstest.RunCluster(t, 3, "voice")
+		var urls []string
+		for _, s := range servers {
+			urls = append(urls, s.ClientURL())
+		}
+		natsURL = strings.Join(urls, ",")
+		nc, err = nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		if js, err = jetstream.New(nc); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		ns := natstest.Run(t)
+		natsURL = ns.ClientURL()
+		nc = natstest.Connect(t, ns)
+		js = natstest.JetStream(t, nc)
+	}
 	pgURL := pgtest.NewURL(t)
 	pool, err := pgxpool.New(context.Background(), pgURL)
 	if err != nil {
@@ -95,29 +126,29 @@ func newStack(t testing.TB, o options) *stack {
 	chat := fakeopenai.New(t, reply, fakeopenai.WithProfile(o.profile))
 	speech := fakeopenai.New(t, fakeopenai.WithProfile(o.profile))
 	log := testkit.Log()
-	persistencetest.Start(t, ns.ClientURL(), pgURL)
+	persistencetest.Start(t, natsURL, pgURL)
 
 	// Each service runs until the test ends; the ones started last stop first.
 	run := func(name string, f func(context.Context) error) { testkit.Go(t, name, f) }
 
 	lcfg := llm.DefaultConfig()
-	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = ns.ClientURL(), pgURL, chat.URL(), "fake-chat"
+	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = natsURL, pgURL, chat.URL(), "fake-chat"
 	lcfg.Partitions, lcfg.ShutdownGrace, lcfg.MemoryTopK, lcfg.MetricsAddr = 4, 0, 0, ""
 	run("llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
 
 	acfg := asr.DefaultConfig()
-	acfg.NATSURL, acfg.URL, acfg.Model = ns.ClientURL(), speech.URL(), "fake-whisper"
+	acfg.NATSURL, acfg.URL, acfg.Model = natsURL, speech.URL(), "fake-whisper"
 	run("asr", func(ctx context.Context) error { return asr.Run(ctx, acfg, log.With().Str("service", "asr").Logger()) })
 
 	tcfg := tts.DefaultConfig()
-	tcfg.NATSURL, tcfg.Engine, tcfg.URL, tcfg.Model = ns.ClientURL(), "openai", speech.URL(), "fake-kokoro"
+	tcfg.NATSURL, tcfg.Engine, tcfg.URL, tcfg.Model = natsURL, "openai", speech.URL(), "fake-kokoro"
 	if o.tts != nil {
 		o.tts(&tcfg)
 	}
 	run("tts", func(ctx context.Context) error { return tts.Run(ctx, tcfg, log.With().Str("service", "tts").Logger()) })
 
 	rcfg := roomagent.DefaultConfig()
-	rcfg.NATSURL, rcfg.LiveKitURL, rcfg.LiveKitAPIKey, rcfg.LiveKitAPISecret = ns.ClientURL(), lk.URL, lk.APIKey, lk.APISecret
+	rcfg.NATSURL, rcfg.LiveKitURL, rcfg.LiveKitAPIKey, rcfg.LiveKitAPISecret = natsURL, lk.URL, lk.APIKey, lk.APISecret
 	rcfg.Lease, rcfg.EmptyTimeout = 3*time.Second, 5*time.Second
 	if o.agent != nil {
 		o.agent(&rcfg)
@@ -128,7 +159,7 @@ func newStack(t testing.TB, o options) *stack {
 		})
 	}
 	gcfg := gateway.DefaultConfig()
-	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
+	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", natsURL, pgURL
 	gcfg.APIKeys, gcfg.RateLimit = "alice:"+aliceKey, 1000
 	gcfg.LiveKit = gateway.LiveKit{URL: lk.URL, APIKey: lk.APIKey, APISecret: lk.APISecret, TokenTTL: time.Hour}
 	if o.gateway != nil {
@@ -146,7 +177,7 @@ func newStack(t testing.TB, o options) *stack {
 		t.Fatal("gateway did not start")
 	}
 	return &stack{t: t, lk: lk, nc: nc, js: js, pool: pool, chat: chat, speech: speech, pub: bus.NewPublisher(js), base: base,
-		natsURL: ns.ClientURL()}
+		natsURL: natsURL, cluster: servers}
 }
 
 // api calls the gateway as alice and decodes the JSON answer into out.
