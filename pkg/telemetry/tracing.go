@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,10 +65,6 @@ type ServicesTracing struct {
 	// Services are the names of the services (as svcmain.Main names them:
 	// gateway, llm, …, room-agent).
 	Services []string
-	// ScopeDefaults names, by instrumentation scope (the name given to
-	// otel.Tracer), the service of a span of that scope whose service
-	// nothing else tells (see SetupServicesTracing).
-	ScopeDefaults map[string]string
 }
 
 // ServiceScopePrefix starts the instrumentation scope of each service's
@@ -100,8 +95,7 @@ func ServiceOf(ctx context.Context) string {
 //     below it are that service's (when st names it);
 //  2. the service WithService marked the span's context with (the shared
 //     packages, pkg/rpc, pkg/edge, on a service's behalf);
-//  3. st.ScopeDefaults[scope];
-//  4. else the process's own provider, service.name "alicia-<process>".
+//  3. else the process's own provider, service.name "alicia-<process>".
 //
 // The services' providers read OTEL_RESOURCE_ATTRIBUTES like the process's
 // but always name their service "alicia-<service>": OTEL_SERVICE_NAME (or a
@@ -126,11 +120,6 @@ func SetupServicesTracing(ctx context.Context, process string, st ServicesTracin
 		tracingUsers++
 		return release, nil
 	}
-	for scope, svc := range st.ScopeDefaults {
-		if !slices.Contains(st.Services, svc) {
-			return nil, fmt.Errorf("telemetry: scope %s defaults to %s, which is not among the services %v", scope, svc, st.Services)
-		}
-	}
 	// One batch processor and exporter for every provider; stopped once,
 	// after the providers.
 	var shared sdktrace.SpanProcessor
@@ -152,7 +141,7 @@ func SetupServicesTracing(ctx context.Context, process string, st ServicesTracin
 	if err != nil {
 		return nil, errors.Join(err, stopShared(ctx, shared))
 	}
-	set := &providerSet{def: newProvider(res), services: map[string]*sdktrace.TracerProvider{}, defaults: map[string]string{}}
+	set := &providerSet{def: newProvider(res), services: map[string]*sdktrace.TracerProvider{}}
 	for _, svc := range st.Services {
 		res, err := traceResource(ctx, svc)
 		if err == nil {
@@ -163,9 +152,6 @@ func SetupServicesTracing(ctx context.Context, process string, st ServicesTracin
 			return nil, errors.Join(fmt.Errorf("telemetry: trace resource of %s: %w", svc, err), stopShared(ctx, shared))
 		}
 		set.services[svc] = newProvider(res)
-	}
-	for scope, svc := range st.ScopeDefaults {
-		set.defaults[scope] = svc
 	}
 	current.set.Store(set)
 	globalOnce.Do(func() { otel.SetTracerProvider(&current) })
@@ -261,7 +247,6 @@ type boundTracer struct {
 	own      trace.Tracer
 	def      trace.Tracer
 	services map[string]trace.Tracer
-	fallback trace.Tracer // the scope's default service's, else def
 }
 
 var noopTracer = noop.NewTracerProvider().Tracer("")
@@ -274,10 +259,6 @@ func (t *switchTracer) bind(set *providerSet) *boundTracer {
 	if rest, ok := strings.CutPrefix(t.name, ServiceScopePrefix); ok {
 		svc, _, _ := strings.Cut(rest, "/")
 		b.own = b.services[svc]
-	}
-	b.fallback = b.def
-	if tr, ok := b.services[set.defaults[t.name]]; ok {
-		b.fallback = tr
 	}
 	return b
 }
@@ -299,7 +280,7 @@ func (t *switchTracer) Start(ctx context.Context, name string, opts ...trace.Spa
 		}
 	}
 	if tr == nil {
-		tr = b.fallback
+		tr = b.def
 	}
 	return tr.Start(ctx, name, opts...)
 }

@@ -93,9 +93,8 @@ var (
 // TestSetupServicesTracing: in a process running several services (alicia
 // up), each span is exported under its service's own service.name: by the
 // scope of its tracer, else by the service its context was marked with,
-// else by its scope's default, else the process's (which OTEL_SERVICE_NAME
-// still names); the standalone SetupTracing names its one service as
-// before.
+// else the process's (which OTEL_SERVICE_NAME still names); the standalone
+// SetupTracing names its one service as before.
 func TestSetupServicesTracing(t *testing.T) {
 	recv, url := startServiceReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
@@ -103,14 +102,8 @@ func TestSetupServicesTracing(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "my-up")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attributes,deployment.environment=dev")
 
-	if _, err := telemetry.SetupServicesTracing(context.Background(), "up", telemetry.ServicesTracing{
-		Services: []string{"gateway"}, ScopeDefaults: map[string]string{"x": "llm"}}); err == nil {
-		t.Fatal("a scope defaulting to a service the process does not run accepted")
-	}
-
 	shutdown, err := telemetry.SetupServicesTracing(context.Background(), "up", telemetry.ServicesTracing{
-		Services:      []string{"gateway", "llm", "persistence", "room-agent"},
-		ScopeDefaults: map[string]string{"github.com/alicia-voice/alicia/pkg/edge": "gateway"},
+		Services: []string{"gateway", "llm", "persistence", "room-agent"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +130,7 @@ func TestSetupServicesTracing(t *testing.T) {
 		"llm's own, in a context of persistence's": "alicia-llm",
 		"rpc for persistence":                      "alicia-persistence",
 		"edge for the room-agent":                  "alicia-room-agent",
-		"edge unmarked":                            "alicia-gateway",
+		"edge unmarked":                            "my-up",
 		"rpc unmarked":                             "my-up",
 		"tts, not run here":                        "my-up",
 		"persistence's internal package":           "alicia-persistence",
