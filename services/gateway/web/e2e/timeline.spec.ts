@@ -65,8 +65,13 @@ test('the timeline reads long conversations page by page', async ({ page }) => {
   // A Markdown answer is several sentences: 32 turns store more than a
   // page of 200 envelopes.
   for (let i = 1; i < 32; i++) {
+    // The previous answer, until this message's answer is on the page: the
+    // next message is sent only once this one's answer has completed (the
+    // composer ignores Enter while an answer streams).
+    const previous = await lastAnswer(page).getAttribute('data-message-id')
     await send(page, `${say.markdown}: paged timeline ${i}`)
     await expect(userMessages(page).last()).toContainText(`paged timeline ${i}`)
+    await expect(lastAnswer(page)).not.toHaveAttribute('data-message-id', previous ?? '')
     await expect(lastAnswer(page)).toContainText('That is all.')
     await completed(lastAnswer(page))
   }
