@@ -85,9 +85,11 @@ func (w *writer) flushMessages() {
 	if len(r.ids) == 0 {
 		return
 	}
-	w.b.Queue(`SELECT ('`+ownedMarker+`' || 'message ' || m.id)::int
-		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(id, c, p)
-		JOIN alicia_messages m ON m.id IN (x.id, x.p) AND m.conversation_id <> x.c`, r.ids, r.convs, r.prevs)
+	// Looked up id by id (an index lookup each, whatever the planner
+	// guesses of the arrays' size).
+	w.b.Queue(`SELECT ('`+ownedMarker+`' || 'message ' || y.id)::int
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(id, c, p) CROSS JOIN LATERAL (VALUES (x.id), (x.p)) AS y(id)
+		WHERE EXISTS (SELECT 1 FROM alicia_messages m WHERE m.id = y.id AND m.conversation_id <> x.c)`, r.ids, r.convs, r.prevs)
 	w.b.Queue(`WITH RECURSIVE x AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
 				$8::timestamptz[], $9::text[], $10::text[]) WITH ORDINALITY AS x(id, c, p, par, role, contents, status, at, audio, tr, ord)
@@ -97,11 +99,14 @@ func (w *writer) flushMessages() {
 			FROM x CROSS JOIN LATERAL (SELECT CASE WHEN x.par > 0 OR x.p IS NOT NULL THEN x.p
 				ELSE (SELECT c.tip_message_id FROM alicia_conversations c WHERE c.id = x.c) END AS id) h
 		), s AS (
-			SELECT r.ord, COALESCE(e.sequence_number, COALESCE((SELECT m.sequence_number FROM alicia_messages m WHERE m.id = r.prev), 0) + 1) AS seq
-			FROM r LEFT JOIN alicia_messages e ON e.id = r.id WHERE r.par = 0
+			-- Stored rows are looked up one by one (scalar subqueries: an
+			-- index lookup each, however big the table).
+			SELECT r.ord, COALESCE((SELECT e.sequence_number FROM alicia_messages e WHERE e.id = r.id),
+				COALESCE((SELECT m.sequence_number FROM alicia_messages m WHERE m.id = r.prev), 0) + 1) AS seq
+			FROM r WHERE r.par = 0
 			UNION ALL
-			SELECT r.ord, COALESCE(e.sequence_number, s.seq + 1)
-			FROM s JOIN r ON r.par = s.ord LEFT JOIN alicia_messages e ON e.id = r.id
+			SELECT r.ord, COALESCE((SELECT e.sequence_number FROM alicia_messages e WHERE e.id = r.id), s.seq + 1)
+			FROM s JOIN r ON r.par = s.ord
 		), ins AS (
 			INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
 				completion_status, sync_status, audio_id, trace_id, created_at, updated_at)
