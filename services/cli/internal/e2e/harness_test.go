@@ -53,13 +53,22 @@ type options struct {
 	// unrecorded: the fake models keep no requests (a soak's would grow
 	// with every turn's whole history).
 	unrecorded bool
-	log        zerolog.Logger
+	// chat, when set, is the fake LLM's answer and timing (default: a
+	// short sentence, at once).
+	chat *chatModel
+	log  zerolog.Logger
 	// reverse starts the services against an empty database (no schema, no
 	// pgvector) in the opposite order of their dependencies — gateway, llm,
 	// memory, and persistence (which applies the migrations) last — after
 	// waitingFor has seen each of the first three wait for the schema.
 	reverse    bool
 	waitingFor func(services ...string)
+}
+
+// chatModel is what the fake LLM answers and how fast.
+type chatModel struct {
+	answer  string
+	profile fakeopenai.Profile
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -80,7 +89,11 @@ func newStack(t testing.TB, o options) *stack {
 	if o.unrecorded {
 		rec = append(rec, fakeopenai.WithoutRecording())
 	}
-	chat := fakeopenai.New(t, append(rec, fakeopenai.WithFallback(fakeopenai.Text("I have nothing scripted for that.")))...)
+	chatOpts := []fakeopenai.Option{fakeopenai.WithFallback(fakeopenai.Text("I have nothing scripted for that."))}
+	if o.chat != nil {
+		chatOpts = []fakeopenai.Option{fakeopenai.WithFallback(fakeopenai.Text(o.chat.answer)), fakeopenai.WithProfile(o.chat.profile)}
+	}
+	chat := fakeopenai.New(t, slices.Concat(rec, chatOpts)...)
 	mem := fakeopenai.New(t, append(rec, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))...)
 	log := o.log
 	if !o.reverse {
