@@ -191,6 +191,9 @@ func For(service string) Permissions {
 			subjects.AllSpecPreempts, agent(protocol.TypeTurnEvent)}
 		p.Publish = append(p.Publish, subjects.AllSpecSpeak)
 		p.Publish = append(p.Publish, consume(llmTurns)...)
+		// A replica stopping gives its partitions up at once (the turn
+		// consumers pin one replica each; services/llm/internal/queue).
+		p.Publish = append(p.Publish, "$JS.API.CONSUMER.UNPIN."+llmTurns+".>")
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamSystem,
 			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig))...)
 		// Resuming a turn replays its conversation from the turn's

@@ -761,6 +761,19 @@ func TestLLMSourceWatch(t *testing.T) {
 			t.Errorf("llm: %s step-down not denied", stream)
 		}
 	}
+	// A replica giving a turn partition up unpins its consumer.
+	unpin := func(nc *nats.Conn, stream string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.UNPIN."+stream+".llm-p0", []byte(`{"group":"llm"}`))
+			return err
+		}
+	}
+	if denied(t, v, unpin(lnc, "LLM_TURNS")) {
+		t.Error("llm: unpinning an LLM_TURNS consumer denied")
+	}
+	if !denied(t, v, unpin(lnc, bus.StreamConversations)) {
+		t.Error("llm: unpinning a CONVERSATIONS consumer not denied")
+	}
 	for _, user := range natsauth.Services() {
 		if user == natsauth.LLM {
 			continue
@@ -770,6 +783,9 @@ func TestLLMSourceWatch(t *testing.T) {
 			nc, _ := connect(t, url, user, v)
 			if !denied(t, v, stepDown(nc, "LLM_TURNS")) {
 				t.Errorf("%s: LLM_TURNS step-down not denied", user)
+			}
+			if !denied(t, v, unpin(nc, "LLM_TURNS")) {
+				t.Errorf("%s: unpinning an LLM_TURNS consumer not denied", user)
 			}
 		})
 	}

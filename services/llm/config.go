@@ -57,9 +57,9 @@ type Config struct {
 	BreakerCooldown   time.Duration
 	MaxToolIterations int // ALICIA_LLM_MAX_TOOL_ITERATIONS
 
-	// Partitions of the turn queue (ALICIA_LLM_PARTITIONS): the most
-	// conversations answered at once per deployment. Change it only when
-	// the queue is empty.
+	// Partitions of the turn queue (ALICIA_LLM_PARTITIONS): the units the
+	// replicas share the conversations in (each runs up to 16 turns at
+	// once). Change it only when the queue is empty.
 	Partitions int
 	// AckWait: a turn whose replica stops heartbeating for this long goes
 	// to another replica (ALICIA_LLM_ACK_WAIT).

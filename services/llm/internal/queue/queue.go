@@ -1,10 +1,13 @@
 // Package queue is the llm's turn queue: the LLM_TURNS work-queue stream,
 // sourced from CONVERSATIONS with a subject transform that hashes each
 // conversation into one of P partitions, and one durable pull consumer per
-// partition (MaxAckPending 1) that every replica pulls from. A partition's
-// turns are therefore handled one at a time, in stream order, by whichever
-// replica pulls first; different partitions run in parallel on all replicas;
-// a turn whose replica dies is redelivered after AckWait.
+// partition that every replica pulls from in one priority group, pinned:
+// the server delivers a partition's turns to one replica at a time (the
+// pinned one, until it stops pulling for PinnedTTL or gives the partition
+// up), up to InFlight of them unacknowledged. The replica runs the turns of
+// different conversations at once and a conversation's turns one after the
+// other, in stream order; different partitions spread over the replicas; a
+// turn whose replica dies is redelivered after AckWait.
 package queue
 
 import (
@@ -42,7 +45,22 @@ type Config struct {
 	Replicas int
 	// MaxAge bounds how long an unanswered turn waits.
 	MaxAge time.Duration
+	// InFlight is how many turns of one partition may run at once (of
+	// different conversations; default DefaultInFlight).
+	InFlight int
+	// PinnedTTL is how long a replica holds a partition after its last
+	// pull (default DefaultPinnedTTL); Consumer.FetchWait must be shorter.
+	PinnedTTL time.Duration
 }
+
+// Defaults of Config.
+const (
+	DefaultInFlight  = 16
+	DefaultPinnedTTL = 5 * time.Second
+)
+
+// PriorityGroup is the one priority group of the partitions' consumers.
+const PriorityGroup = "llm"
 
 // ConsumerName is the durable consumer of partition k.
 func ConsumerName(k int) string { return ConsumerPrefix + strconv.Itoa(k) }
@@ -119,17 +137,27 @@ func (q *Queue) Consumer(k int) jetstream.Consumer { return q.consumers[k] }
 // the (file) stream, so a consumer lost with a server restart is recreated
 // and delivers exactly the turns not done, and the acks cost no fsync.
 func (q *Queue) ensureConsumer(ctx context.Context, k int) (jetstream.Consumer, error) {
+	inFlight, ttl := q.cfg.InFlight, q.cfg.PinnedTTL
+	if inFlight <= 0 {
+		inFlight = DefaultInFlight
+	}
+	if ttl <= 0 {
+		ttl = DefaultPinnedTTL
+	}
 	cc := jetstream.ConsumerConfig{
-		Durable:       ConsumerName(k),
-		Description:   "llm turns of partition " + strconv.Itoa(k) + ", one at a time",
-		FilterSubject: subjects.TurnPartition(k),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       q.cfg.AckWait,
-		MaxAckPending: 1,
-		MaxDeliver:    q.cfg.MaxDeliver,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		Replicas:      max(q.cfg.Replicas, 1),
-		MemoryStorage: true,
+		Durable:        ConsumerName(k),
+		Description:    "llm turns of partition " + strconv.Itoa(k) + ", on one replica at a time",
+		FilterSubject:  subjects.TurnPartition(k),
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        q.cfg.AckWait,
+		MaxAckPending:  inFlight,
+		MaxDeliver:     q.cfg.MaxDeliver,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		Replicas:       max(q.cfg.Replicas, 1),
+		MemoryStorage:  true,
+		PriorityGroups: []string{PriorityGroup},
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PinnedTTL:      ttl,
 	}
 	cn, err := q.js.CreateOrUpdateConsumer(ctx, Stream, cc)
 	if err != nil {
@@ -137,6 +165,16 @@ func (q *Queue) ensureConsumer(ctx context.Context, k int) (jetstream.Consumer, 
 	}
 	q.consumers[k] = cn
 	return cn, nil
+}
+
+// unpin gives partition k up at once, so the next replica that pulls
+// holds it (instead of after PinnedTTL).
+func (q *Queue) unpin(ctx context.Context, k int) error {
+	s, err := q.js.Stream(ctx, Stream)
+	if err != nil {
+		return err
+	}
+	return s.UnpinConsumer(ctx, ConsumerName(k), PriorityGroup)
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) error {

@@ -3,6 +3,8 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,50 +142,152 @@ func TestPartitionsAndSourceSequence(t *testing.T) {
 
 // One partition, two replicas: turns never overlap and keep stream order,
 // and both replicas take turns.
-func TestOneAtATimeAcrossReplicas(t *testing.T) {
+// TestConversationsInOrderAcrossReplicas: with two replicas on one
+// partition, the partition's turns all go to the replica that holds it;
+// turns of different conversations run at once, a conversation's one after
+// the other in stream order.
+func TestConversationsInOrderAcrossReplicas(t *testing.T) {
 	e := newEnv(t)
 	cfg := queue.Config{Partitions: 1, AckWait: 5 * time.Second, MaxDeliver: 5}
 	var rec record
-	var active, overlaps atomic.Int32
+	var mu sync.Mutex
+	active := map[string]int{}
+	overlaps, most, now := 0, 0, 0
 	handler := func(who string) queue.Handler {
 		return func(ctx context.Context, tu queue.Turn) error {
-			if active.Add(1) > 1 {
-				overlaps.Add(1)
+			mu.Lock()
+			active[tu.ConversationID]++
+			if active[tu.ConversationID] > 1 {
+				overlaps++
 			}
-			defer active.Add(-1)
+			now++
+			most = max(most, now)
+			mu.Unlock()
 			rec.add(who, tu)
 			select { // a turn takes a while
-			case <-time.After(15 * time.Millisecond):
+			case <-time.After(50 * time.Millisecond):
 			case <-ctx.Done():
 			}
+			mu.Lock()
+			active[tu.ConversationID]--
+			now--
+			mu.Unlock()
 			return nil
 		}
 	}
 	e.replica(t, cfg, handler("a"))
 	e.replica(t, cfg, handler("b"))
-	var want []uint64
+	want := map[string][]uint64{}
 	for i := range 12 {
 		cid := []string{"ac_1", "ac_2", "ac_3"}[i%3]
-		want = append(want, e.say(t, cid, "am_"+string(rune('a'+i)), int32(i+1)))
+		want[cid] = append(want[cid], e.say(t, cid, "am_"+string(rune('a'+i)), int32(i+1)))
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 12 }, "12 turns")
 	turns, by := rec.snapshot()
-	for i, tu := range turns {
-		if tu.Sequence != want[i] {
-			t.Fatalf("turn %d has sequence %d, want %d (stream order)", i, tu.Sequence, want[i])
+	got := map[string][]uint64{}
+	for _, tu := range turns {
+		got[tu.ConversationID] = append(got[tu.ConversationID], tu.Sequence)
+	}
+	for cid, w := range want {
+		if !slices.Equal(got[cid], w) {
+			t.Fatalf("%s: turns in order %v, want %v (stream order)", cid, got[cid], w)
 		}
 	}
-	if n := overlaps.Load(); n != 0 {
-		t.Fatalf("%d turns of one partition overlapped", n)
+	mu.Lock()
+	defer mu.Unlock()
+	if overlaps != 0 {
+		t.Fatalf("%d turns ran while another of their conversation ran", overlaps)
 	}
-	count := map[string]int{}
-	for _, w := range by {
-		count[w]++
+	if most < 2 {
+		t.Fatalf("at most %d turn ran at once: conversations waited for each other", most)
 	}
-	if count["a"] == 0 || count["b"] == 0 {
-		t.Fatalf("turns by replica = %v, want both", count)
+	if slices.Contains(by, "a") && slices.Contains(by, "b") {
+		t.Fatalf("turns by replica %v: the partition went to both at once", by)
 	}
-	t.Logf("turns by replica: %v", count)
+	t.Logf("at most %d turns at once, all on replica %s", most, by[0])
+}
+
+// TestNoHeadOfLineBlocking: a long answer does not hold up another
+// conversation of its partition.
+func TestNoHeadOfLineBlocking(t *testing.T) {
+	e := newEnv(t)
+	cfg := queue.Config{Partitions: 1, AckWait: 5 * time.Second, MaxDeliver: 5}
+	release := make(chan struct{})
+	var rec record
+	e.replica(t, cfg, func(ctx context.Context, tu queue.Turn) error {
+		if tu.ConversationID == "ac_slow" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		rec.add("a", tu)
+		return nil
+	})
+	e.say(t, "ac_slow", "am_1", 1)
+	fast := e.say(t, "ac_fast", "am_2", 1)
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		tu, _ := rec.snapshot()
+		return len(tu) == 1 && tu[0].Sequence == fast
+	}, "the other conversation's turn done while the long one runs")
+	close(release)
+	testkit.Eventually(t, 5*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 2 }, "the long turn done")
+}
+
+// TestStopHandsWaitingTurnsOverInOrder: a replica stopping lets its running
+// turn finish within the grace and gives the conversation's waiting turns
+// back, which the other replica then runs in stream order.
+func TestStopHandsWaitingTurnsOverInOrder(t *testing.T) {
+	e := newEnv(t)
+	cfg := queue.Config{Partitions: 1, AckWait: 30 * time.Second, MaxDeliver: 5}
+	started := make(chan struct{}, 10)
+	finish := make(chan struct{})
+	var rec record
+	js := natstest.JetStream(t, natstest.Connect(t, e.srv))
+	q, err := queue.Ensure(t.Context(), js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &queue.Consumer{Queue: q, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Grace: 10 * time.Second, FetchWait: time.Second, Log: zerolog.Nop(),
+		Handler: func(ctx context.Context, tu queue.Turn) error {
+			started <- struct{}{}
+			<-finish
+			rec.add("a", tu)
+			return nil
+		}}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	var want []uint64
+	want = append(want, e.say(t, "ac_1", "am_1", 1))
+	<-started
+	want = append(want, e.say(t, "ac_1", "am_2", 2), e.say(t, "ac_1", "am_3", 3))
+	testkit.EventuallyNoError(t, 5*time.Second, func() error {
+		info, err := q.Consumer(0).Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if info.NumAckPending != 3 {
+			return errors.New("a holds " + strconv.Itoa(info.NumAckPending) + " turns")
+		}
+		return nil
+	}, "a took the waiting turns")
+	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("b", tu); return nil })
+	cancel() // a stops: its running turn may finish
+	close(finish)
+	<-done
+	testkit.Eventually(t, 10*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 3 }, "three turns")
+	turns, by := rec.snapshot()
+	for i, tu := range turns {
+		if tu.Sequence != want[i] {
+			t.Fatalf("turn %d has sequence %d (by %s), want %d", i, tu.Sequence, by[i], want[i])
+		}
+	}
+	if by[0] != "a" || by[1] != "b" || by[2] != "b" {
+		t.Fatalf("turns by %v, want a, b, b", by)
+	}
 }
 
 // A replica that dies mid-turn without acking: the turn is redelivered to
@@ -191,14 +295,14 @@ func TestOneAtATimeAcrossReplicas(t *testing.T) {
 // it runs longer than AckWait.
 func TestRedelivery(t *testing.T) {
 	e := newEnv(t)
-	cfg := queue.Config{Partitions: 1, AckWait: 600 * time.Millisecond, MaxDeliver: 5}
+	cfg := queue.Config{Partitions: 1, AckWait: 600 * time.Millisecond, MaxDeliver: 5, PinnedTTL: 1500 * time.Millisecond}
 	crashNC := natstest.Connect(t, e.srv)
 	q, err := queue.Ensure(t.Context(), natstest.JetStream(t, crashNC), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seq1 := e.say(t, "ac_1", "am_1", 1)
-	if _, err := q.Consumer(0).Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
+	if _, err := q.Consumer(0).Next(jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(queue.PriorityGroup)); err != nil {
 		t.Fatal(err)
 	}
 	crashNC.Close() // the replica dies without ack or nak
@@ -330,5 +434,100 @@ func TestEnsureLeavesAFittingStreamAlone(t *testing.T) {
 	}
 	if m, err := updates.NextMsg(100 * time.Millisecond); err == nil {
 		t.Fatalf("LLM_TURNS was updated although it fits: %s", m.Data)
+	}
+}
+
+// TestOrphanedTurnRunsFirst: a replica holding a partition dies with a turn
+// of a conversation unacknowledged; the conversation's next turn comes to
+// the replica that takes the partition over before the orphan is
+// redelivered (the pin expires before AckWait). It waits for the orphan:
+// the turns run in stream order.
+func TestOrphanedTurnRunsFirst(t *testing.T) {
+	e := newEnv(t)
+	cfg := queue.Config{Partitions: 1, AckWait: 3 * time.Second, MaxDeliver: 5, PinnedTTL: 1500 * time.Millisecond}
+	crashNC := natstest.Connect(t, e.srv)
+	q, err := queue.Ensure(t.Context(), natstest.JetStream(t, crashNC), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq1 := e.say(t, "ac_1", "am_1", 1)
+	if _, err := q.Consumer(0).Next(jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(queue.PriorityGroup)); err != nil {
+		t.Fatal(err)
+	}
+	crashNC.Close() // the replica dies holding the turn
+	seq2 := e.say(t, "ac_1", "am_2", 2)
+	var rec record
+	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("b", tu); return nil })
+	testkit.Eventually(t, 10*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 2 }, "both turns")
+	turns, _ := rec.snapshot()
+	if turns[0].Sequence != seq1 || turns[0].Delivered != 2 || turns[1].Sequence != seq2 {
+		t.Fatalf("turns %+v, want %d (redelivered) then %d", turns, seq1, seq2)
+	}
+}
+
+// TestPartitionsSpreadOverReplicas: a replica that held every partition
+// alone gives some up when a second one comes, which then takes a share of
+// the turns.
+func TestPartitionsSpreadOverReplicas(t *testing.T) {
+	e := newEnv(t)
+	cfg := queue.Config{Partitions: 8, AckWait: 5 * time.Second, MaxDeliver: 5}
+	var rec record
+	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("a", tu); return nil })
+	stanza := int32(0)
+	round := func() map[string]int {
+		t.Helper()
+		stanza++
+		before, _ := rec.snapshot()
+		for i := range 40 {
+			e.say(t, "ac_spread"+strconv.Itoa(i), "am_"+strconv.Itoa(int(stanza))+"_"+strconv.Itoa(i), stanza)
+		}
+		testkit.Eventually(t, 10*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == len(before)+40 }, "a round of 40 turns")
+		_, by := rec.snapshot()
+		n := map[string]int{}
+		for _, w := range by[len(before):] {
+			n[w]++
+		}
+		return n
+	}
+	if n := round(); n["a"] != 40 {
+		t.Fatalf("alone, replica a ran %v", n)
+	}
+	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("b", tu); return nil })
+	var n map[string]int
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		n = round()
+		return n["b"] >= 8
+	}, "replica b taking a share of the turns")
+	t.Logf("a round of 40 turns once balanced: %v", n)
+}
+
+// TestEnsureUpgradesOneAtATimeConsumers: a partition consumer made by an
+// earlier version (one turn in flight, no priority group) is updated in
+// place to the pinned one.
+func TestEnsureUpgradesOneAtATimeConsumers(t *testing.T) {
+	e := newEnv(t)
+	cfg := queue.Config{Partitions: 1, AckWait: 5 * time.Second, MaxDeliver: 5}
+	if _, err := queue.Ensure(t.Context(), e.js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	old := jetstream.ConsumerConfig{Durable: queue.ConsumerName(0), FilterSubject: "alicia.turns.0.>", AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: 5 * time.Second, MaxAckPending: 1, MaxDeliver: 5, DeliverPolicy: jetstream.DeliverAllPolicy, MemoryStorage: true, Replicas: 1}
+	if err := e.js.DeleteConsumer(t.Context(), queue.Stream, old.Durable); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.js.CreateConsumer(t.Context(), queue.Stream, old); err != nil {
+		t.Fatal(err)
+	}
+	seq := e.say(t, "ac_1", "am_1", 1)
+	var rec record
+	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("a", tu); return nil })
+	testkit.Eventually(t, 5*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 1 && tu[0].Sequence == seq }, "the queued turn")
+	c, err := e.js.Consumer(t.Context(), queue.Stream, old.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.CachedInfo().Config
+	if got.PriorityPolicy != jetstream.PriorityPolicyPinned || got.MaxAckPending != queue.DefaultInFlight || !slices.Equal(got.PriorityGroups, []string{queue.PriorityGroup}) {
+		t.Fatalf("consumer after Ensure: policy %v, max ack pending %d, groups %v", got.PriorityPolicy, got.MaxAckPending, got.PriorityGroups)
 	}
 }

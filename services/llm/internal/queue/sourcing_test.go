@@ -81,9 +81,11 @@ func sourceWatchAfterLeaderLoss(t *testing.T, together bool) {
 	testkit.EventuallyNoError(t, 30*time.Second, func() error {
 		return bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: 3})
 	}, "streams")
-	if _, err := queue.Ensure(ctx, js, queue.Config{Partitions: 2, AckWait: 30 * time.Second, MaxDeliver: 5, Replicas: 3, MaxAge: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
+	// A cluster may still be placing the new stream's replicas: tried again.
+	testkit.EventuallyNoError(t, 30*time.Second, func() error {
+		_, err := queue.Ensure(ctx, js, queue.Config{Partitions: 2, AckWait: 30 * time.Second, MaxDeliver: 5, Replicas: 3, MaxAge: time.Hour})
+		return err
+	}, "the turn queue")
 	var watches []*queue.SourceWatch
 	for range 2 {
 		wnc, wjs := connect()
