@@ -15,9 +15,10 @@ import (
 // 10 s (20 turns/s, random phase) for 30 s, the fake LLM answering with the
 // GPU box's timing (150 ms to the first token, 140 tokens/s) three
 // sentences; the llm with its default partitions (ALICIA_BENCH_LLM_PARTITIONS
-// overrides them). It reports the first-sentence latency percentiles: a
-// partition answers one turn at a time, so a turn whose partition is busy
-// waits for another conversation's whole answer, which shows at p90/p99.
+// overrides them). It reports the first-sentence latency percentiles: when
+// a partition answered one turn at a time, a turn whose partition was busy
+// waited for another conversation's whole answer, which showed at p90/p99;
+// now the replica holding a partition answers its conversations at once.
 func BenchmarkTurnQueueing(b *testing.B) {
 	const conversations, every, run = 200, 10 * time.Second, 30 * time.Second
 	partitions := llm.DefaultConfig().Partitions
