@@ -67,6 +67,24 @@ func (e *env) replica(t *testing.T, cfg queue.Config, h queue.Handler) (stop fun
 	return stop
 }
 
+// diesHolding has a replica of partition 0 take the turn it says (the
+// partition pinned to it) and die without acking or naking it; it returns
+// the turn's sequence.
+func (e *env) diesHolding(t *testing.T, cfg queue.Config, cid, id string, stanza int32) uint64 {
+	t.Helper()
+	nc := natstest.Connect(t, e.srv)
+	q, err := queue.Ensure(t.Context(), natstest.JetStream(t, nc), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := e.say(t, cid, id, stanza)
+	if _, err := q.Consumer(0).Next(jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(queue.PriorityGroup)); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	return seq
+}
+
 type record struct {
 	mu    sync.Mutex
 	turns []queue.Turn
@@ -296,16 +314,7 @@ func TestStopHandsWaitingTurnsOverInOrder(t *testing.T) {
 func TestRedelivery(t *testing.T) {
 	e := newEnv(t)
 	cfg := queue.Config{Partitions: 1, AckWait: 600 * time.Millisecond, MaxDeliver: 5, PinnedTTL: 1500 * time.Millisecond}
-	crashNC := natstest.Connect(t, e.srv)
-	q, err := queue.Ensure(t.Context(), natstest.JetStream(t, crashNC), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq1 := e.say(t, "ac_1", "am_1", 1)
-	if _, err := q.Consumer(0).Next(jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(queue.PriorityGroup)); err != nil {
-		t.Fatal(err)
-	}
-	crashNC.Close() // the replica dies without ack or nak
+	seq1 := e.diesHolding(t, cfg, "ac_1", "am_1", 1)
 
 	var rec record
 	var started atomic.Int32
@@ -445,16 +454,7 @@ func TestEnsureLeavesAFittingStreamAlone(t *testing.T) {
 func TestOrphanedTurnRunsFirst(t *testing.T) {
 	e := newEnv(t)
 	cfg := queue.Config{Partitions: 1, AckWait: 3 * time.Second, MaxDeliver: 5, PinnedTTL: 1500 * time.Millisecond}
-	crashNC := natstest.Connect(t, e.srv)
-	q, err := queue.Ensure(t.Context(), natstest.JetStream(t, crashNC), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq1 := e.say(t, "ac_1", "am_1", 1)
-	if _, err := q.Consumer(0).Next(jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(queue.PriorityGroup)); err != nil {
-		t.Fatal(err)
-	}
-	crashNC.Close() // the replica dies holding the turn
+	seq1 := e.diesHolding(t, cfg, "ac_1", "am_1", 1)
 	seq2 := e.say(t, "ac_1", "am_2", 2)
 	var rec record
 	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("b", tu); return nil })
