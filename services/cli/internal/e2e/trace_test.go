@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/hex"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,7 +70,22 @@ func TestTraceOfATextTurn(t *testing.T) {
 	}
 	parentIs("llm.turn", "edge.receive UserMessage")
 	parentIs("rpc "+rpc.MemorySearchSubject, "llm.turn")
-	parentIs("memory.search", "rpc "+rpc.MemorySearchSubject)
+	// The llm asks the replica that began the search first, then
+	// memory.search when that one no longer (or not yet) serves it: each
+	// ask is an "rpc memory.search" span, and the answering one is
+	// memory.search's parent.
+	var asks []string
+	for _, sp := range recv.All(traceID) {
+		if sp.Name == "rpc "+rpc.MemorySearchSubject {
+			asks = append(asks, hex.EncodeToString(sp.SpanId))
+			if hex.EncodeToString(sp.ParentSpanId) != hex.EncodeToString(byName["llm.turn"].SpanId) {
+				t.Errorf("an rpc memory.search span's parent is %x, not llm.turn", sp.ParentSpanId)
+			}
+		}
+	}
+	if p := hex.EncodeToString(byName["memory.search"].ParentSpanId); !slices.Contains(asks, p) {
+		t.Errorf("memory.search's parent is %s, none of the rpc memory.search spans %v", p, asks)
+	}
 	// The memory service started the search when the message was
 	// published; the turn's memory.search was answered from it.
 	parentIs("memory.prefetch", "edge.receive UserMessage")
