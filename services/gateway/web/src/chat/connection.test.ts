@@ -117,6 +117,36 @@ describe('connection', () => {
     expect(sockets[0]!.sent.map((e) => e.type)).toEqual([MessageType.Configuration, MessageType.ControlStop])
   })
 
+  it('closed when sent: a message sent before the socket opened still goes out, then the connection closes', () => {
+    const c = connection()
+    c.send(MessageType.UserMessage, { id: 'am_first', conversationId: cid, content: 'hello' })
+    c.closeWhenSent()
+    expect(sockets[0]!.readyState).toBe(FakeSocket.CONNECTING)
+    configure(sockets[0]!, 1)
+    expect(sockets[0]!.sent.map((e) => e.type)).toEqual([MessageType.Configuration, MessageType.UserMessage])
+    expect(sockets[0]!.readyState).toBe(FakeSocket.CLOSED)
+    vi.advanceTimersByTime(1000)
+    expect(sockets).toHaveLength(1)
+  })
+
+  it('closed when sent: nothing waiting closes at once; a connection that never comes up is closed after the wait', () => {
+    const idle = connection()
+    configure(sockets[0]!, 1)
+    idle.closeWhenSent()
+    expect(sockets[0]!.readyState).toBe(FakeSocket.CLOSED)
+
+    const down = connection()
+    down.send(MessageType.UserMessage, { id: 'am_lost', conversationId: cid, content: 'hello' })
+    down.closeWhenSent(500)
+    sockets[1]!.drop() // it keeps reconnecting meanwhile
+    vi.advanceTimersByTime(100)
+    expect(sockets.length).toBeGreaterThan(2)
+    vi.advanceTimersByTime(1000)
+    const n = sockets.length
+    vi.advanceTimersByTime(1000)
+    expect(sockets).toHaveLength(n)
+  })
+
   it('stops when closed, and does not reconnect', () => {
     const c = connection()
     configure(sockets[0]!, 1)

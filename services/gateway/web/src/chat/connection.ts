@@ -44,6 +44,9 @@ export class Connection {
   private attempts = 0
   private timer?: ReturnType<typeof setTimeout>
   private closed = false
+  // closing: closeWhenSent waits for the outbox to go out.
+  private closing = false
+  private closeTimer?: ReturnType<typeof setTimeout>
   private configured = false
   private conversationId?: string
   // Sent envelopes the server has not confirmed yet (user messages until
@@ -65,8 +68,23 @@ export class Connection {
     this.open(false)
   }
 
+  // closeWhenSent closes once nothing waits for the connection: a message
+  // sent just before the page moved to another conversation still goes
+  // out (within maxWaitMs; until then the connection keeps reconnecting).
+  closeWhenSent(maxWaitMs = 10_000): void {
+    if (this.outbox.length === 0) {
+      this.close()
+      return
+    }
+    this.closing = true
+    this.ev.status('closed')
+    this.closeTimer = setTimeout(() => this.close(), maxWaitMs)
+  }
+
   close(): void {
     this.closed = true
+    this.closing = false
+    clearTimeout(this.closeTimer)
     clearTimeout(this.timer)
     const ws = this.ws
     this.ws = undefined
@@ -195,6 +213,7 @@ export class Connection {
     const out = this.outbox
     this.outbox = []
     for (const env of out) this.write({ ...env, conversationId: env.conversationId ?? this.conversationId })
+    if (this.closing && this.outbox.length === 0) this.close()
   }
 
   private write(env: Envelope): void {

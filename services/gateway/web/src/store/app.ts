@@ -184,7 +184,9 @@ export const useApp = create<AppState>()((set, get) => ({
   closeConversation() {
     chatAbort?.abort()
     chatAbort = null
-    conn?.close()
+    // What was sent and has not gone out yet (a first message right before
+    // moving on) still goes; the page no longer hears this connection.
+    conn?.closeWhenSent()
     conn = null
     set({ chat: null, chatLoad: 'idle', connection: 'closed' })
   },
@@ -270,7 +272,7 @@ export const useApp = create<AppState>()((set, get) => ({
 }))
 
 function connect(id: string, stanzaBase: number) {
-  conn?.close()
+  conn?.closeWhenSent()
   const c = new Connection(
     { conversationId: id, stanzaBase, lastSeq: () => useApp.getState().chat?.lastSeq ?? 0 },
     {
