@@ -2,6 +2,7 @@ package childproc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -164,4 +165,69 @@ func GoCommand(ctx context.Context, dir string, env []string, log io.Writer, arg
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.WaitDelay = 10 * time.Second
 	return cmd, nil
+}
+
+// ModuleBuild builds a command of a Go module at a version as that module's
+// own main module: the module is downloaded into the module cache (go mod
+// download, through the module proxy as any module) and Package is built
+// inside it, so its go.mod's replace and exclude directives apply — which
+// `go install module/cmd@version` refuses — and this repository's workspace
+// never does. Its Make is a Build's.
+type ModuleBuild struct {
+	Name    string // prefixes errors ("caddy")
+	Module  string // the module path
+	Version string
+	Package string // the command, relative to the module's root ("./cmd/caddy")
+	LDFlags string // -ldflags, or empty
+}
+
+// Make downloads and builds the command into tmp and returns its path.
+func (m ModuleBuild) Make(ctx context.Context, tmp string, log io.Writer) (string, error) {
+	src, err := m.download(ctx, tmp, log)
+	if err != nil {
+		return "", err
+	}
+	built := filepath.Join(tmp, m.Name)
+	args := []string{"build", "-trimpath", "-o", built}
+	if m.LDFlags != "" {
+		args = append(args, "-ldflags", m.LDFlags)
+	}
+	cmd, err := GoCommand(ctx, src, moduleEnv(), log, append(args, m.Package)...)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", m.Name, err)
+	}
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: go build %s in %s@%s: %w", m.Name, m.Package, m.Module, m.Version, err)
+	}
+	return built, nil
+}
+
+// download fetches Module@Version into the module cache and returns its
+// directory there.
+func (m ModuleBuild) download(ctx context.Context, workDir string, log io.Writer) (string, error) {
+	// No go.mod in workDir: nothing but the module is resolved.
+	cmd, err := GoCommand(ctx, workDir, moduleEnv(), log, "mod", "download", "-json", m.Module+"@"+m.Version)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", m.Name, err)
+	}
+	cmd.Stdout = nil
+	out, err := cmd.Output()
+	var mod struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &mod); jerr == nil && mod.Error != "" {
+		return "", fmt.Errorf("%s: go mod download %s@%s: %s", m.Name, m.Module, m.Version, mod.Error)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: go mod download %s@%s: %w", m.Name, m.Module, m.Version, err)
+	}
+	if mod.Dir == "" {
+		return "", fmt.Errorf("%s: go mod download %s@%s gave no directory", m.Name, m.Module, m.Version)
+	}
+	return mod.Dir, nil
+}
+
+// moduleEnv is the go command's environment for a ModuleBuild: out of any
+// workspace, with the module's own go.mod and go.sum as they are.
+func moduleEnv() []string {
+	env := EnvWithout(func(k string) bool { return k == "GOWORK" || k == "GOFLAGS" || k == "GO111MODULE" })
+	return append(env, "GOWORK=off", "GOFLAGS=-mod=readonly", "GO111MODULE=on")
 }

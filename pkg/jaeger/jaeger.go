@@ -33,7 +33,6 @@ package jaeger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +61,7 @@ var ErrNotInstalled = errors.New("jaeger: jaeger " + Version + " is not installe
 
 // InstallHint says how to install the binary, for messages.
 const InstallHint = "install it with `go run ./services/cli/cmd/alicia dev jaeger-install` " +
-	"(or the Taskfile's jaeger-install task; builds " + Module + "@" + Version + " into ~/.cache/alicia/bin, ~6 min on two cores), " +
+	"(or the Taskfile's tools task; builds " + Module + "@" + Version + " into ~/.cache/alicia/bin, ~6 min on two cores), " +
 	"or set " + EnvBin + " to a Jaeger v2 binary"
 
 // BinaryName is the name of the cached binary: the version is part of it,
@@ -119,51 +118,8 @@ func Install(ctx context.Context, log io.Writer) (string, error) {
 		Prune: filepath.Join(dir, "jaeger-v*"),
 		Make: func(ctx context.Context, tmp string, log io.Writer) (string, error) {
 			fmt.Fprintf(log, "jaeger: building %s@%s into %s (about 6 minutes on two cores the first time)\n", Module, Version, dir)
-			src, err := download(ctx, tmp, log)
-			if err != nil {
-				return "", err
-			}
-			built := filepath.Join(tmp, "jaeger")
-			// In src the module is the main module: its replace directive applies.
-			cmd, err := childproc.GoCommand(ctx, src, goEnv(), log, "build",
-				"-ldflags", "-X "+Module+"/internal/version.latestVersion="+Version, "-o", built, Package)
-			if err != nil {
-				return "", fmt.Errorf("jaeger: %w", err)
-			}
-			if err := cmd.Run(); err != nil {
-				return "", fmt.Errorf("jaeger: go build %s in %s: %w", Package, src, err)
-			}
-			return built, nil
+			return childproc.ModuleBuild{Name: "jaeger", Module: Module, Version: Version, Package: Package,
+				LDFlags: "-X " + Module + "/internal/version.latestVersion=" + Version}.Make(ctx, tmp, log)
 		},
 	}.Run(ctx)
-}
-
-// download fetches Module@Version into the module cache (through the
-// module proxy, as any Go module) and returns its directory there.
-func download(ctx context.Context, workDir string, log io.Writer) (string, error) {
-	// No go.mod in workDir: nothing but the module is resolved.
-	cmd, err := childproc.GoCommand(ctx, workDir, goEnv(), log, "mod", "download", "-json", Module+"@"+Version)
-	if err != nil {
-		return "", fmt.Errorf("jaeger: %w", err)
-	}
-	cmd.Stdout = nil
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("jaeger: go mod download %s@%s: %w\n%s", Module, Version, err, out)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", fmt.Errorf("jaeger: go mod download: %w", err)
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("jaeger: go mod download %s@%s: %s", Module, Version, mod.Error)
-	}
-	return mod.Dir, nil
-}
-
-// goEnv is the go command's environment for the build: out of any
-// workspace, with the module's own go.mod and go.sum as they are.
-func goEnv() []string {
-	env := childproc.EnvWithout(func(k string) bool { return k == "GOWORK" || k == "GOFLAGS" || k == "GO111MODULE" })
-	return append(env, "GOWORK=off", "GOFLAGS=-mod=readonly", "GO111MODULE=on")
 }

@@ -45,7 +45,7 @@ const BinaryName = "livekit-server"
 
 // InstallHint says how to install the binary, for error messages.
 const InstallHint = "install it with `go run ./services/cli/cmd/alicia dev livekit-install` " +
-	"(or the Taskfile's deps task; builds " + Module + "@" + Version + " into ~/.cache/alicia/bin, ~3 min), " +
+	"(or the Taskfile's tools task; builds " + Module + "@" + Version + " into ~/.cache/alicia/bin, ~3 min), " +
 	"or set " + EnvBin + " to a livekit-server binary"
 
 // BinDir returns where Install puts the binary: $ALICIA_CACHE_DIR/bin, else

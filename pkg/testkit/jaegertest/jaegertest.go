@@ -8,41 +8,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"testing"
-	"time"
 
-	"github.com/alicia-voice/alicia/pkg/jaeger"
-	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/devtools"
 )
 
-// Binary returns the cached Jaeger binary (jaeger.Find). Without one it
-// builds it under CI=true (jaeger.Install: minutes, once per machine; the
-// Taskfile's test task has built it before the tests run), failing the test
-// when that fails; elsewhere the test is skipped with the install hint.
+// Binary returns the cached Jaeger binary (devtools.Need: the test task's
+// tools step has built it; a test never builds it).
 func Binary(t testing.TB) string {
 	t.Helper()
-	p, err := jaeger.Find()
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "true" {
-		testkit.Missing(t, "%v", err)
-	}
-	start := time.Now()
-	p, err = jaeger.Ensure(context.Background(), testWriter{t})
-	if err != nil {
-		t.Fatalf("build jaeger: %v", err)
-	}
-	t.Logf("built %s in %s", p, time.Since(start).Round(time.Second))
-	return p
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", p)
-	return len(p), nil
+	return devtools.Need(t, devtools.Jaeger)
 }
 
 // Trace is a trace as Jaeger's query API (/api/traces) gives it.

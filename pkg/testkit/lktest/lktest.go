@@ -22,8 +22,8 @@ import (
 
 	"github.com/livekit/protocol/auth"
 
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
-	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
 )
 
@@ -42,10 +42,7 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	netns.Require(t)
-	bin, err := livekitserver.Find()
-	if err != nil {
-		testkit.Missing(t, "lktest: %v", err)
-	}
+	bin := devtools.Need(t, devtools.LiveKit)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p, err := livekitserver.Start(ctx, livekitserver.Options{Bin: bin, IP: netns.IP(), Dir: t.TempDir()})

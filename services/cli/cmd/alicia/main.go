@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/alicia-voice/alicia/pkg/jaeger"
@@ -17,6 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/services/cli/internal/devcmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/envelopecmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/migratecmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/opnats"
 	"github.com/alicia-voice/alicia/services/cli/internal/replaycmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 )
@@ -29,14 +29,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "alicia:", err)
 		os.Exit(1)
 	}
-}
-
-// natsURL is where the CLI finds the stack: ALICIA_NATS_URL, as `alicia up` uses.
-func natsURL() string {
-	if u := os.Getenv("ALICIA_NATS_URL"); u != "" {
-		return u
-	}
-	return "nats://127.0.0.1:4222"
 }
 
 // root builds the command tree; stopSignals ends the default Ctrl-C handling
@@ -93,11 +85,15 @@ func root(stopSignals func()) *cobra.Command {
 		"export every service's spans to it and print its URL (ALICIA_TRACES=true; ports: ALICIA_JAEGER_UI_PORT, ALICIA_JAEGER_OTLP_GRPC_PORT, ALICIA_JAEGER_OTLP_HTTP_PORT)")
 
 	var ro replaycmd.Options
-	replay := &cobra.Command{Use: "replay <conversation>", Short: "Print a conversation's timeline from JetStream (ALICIA_NATS_URL)", Args: cobra.ExactArgs(1),
+	replay := &cobra.Command{Use: "replay <conversation>", Short: "Print a conversation's timeline from JetStream (ALICIA_NATS_URL; as the admin user: ALICIA_NATS_USER/ALICIA_NATS_PASSWORD(_FILE), else the admin URL `alicia up` wrote)", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			nc, err := nats.Connect(natsURL(), nats.Name("alicia-replay"))
+			cfg, err := opnats.FromEnv()
 			if err != nil {
-				return fmt.Errorf("connect to NATS at %s: %w", natsURL(), err)
+				return fmt.Errorf("configuration: %w", err)
+			}
+			nc, err := cfg.Connect("replay")
+			if err != nil {
+				return err
 			}
 			defer nc.Close()
 			ro.ConversationID = args[0]

@@ -43,6 +43,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
 	"github.com/alicia-voice/alicia/services/cli/internal/migratecmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/opnats"
 )
 
 // FormatVersion is the manifest's format; a restore refuses others.
@@ -605,8 +606,9 @@ func firstOf(s []string, n int) []string {
 // Config is what `alicia backup` and `alicia restore` read from the
 // environment, as the services and `alicia migrate` do.
 type Config struct {
-	NATSURL  string
-	NATSAuth bus.Credentials
+	// NATS is where the streams are and the admin user's credentials
+	// (found as `alicia replay` finds them, pkg opnats).
+	NATS opnats.Config
 	// Roles, for a restore: all three role URLs or none (compose: the
 	// migrate job's postgres_<role>_url files).
 	Roles    *localpg.RoleURLs
@@ -614,16 +616,18 @@ type Config struct {
 }
 
 // ConfigFromEnv reads ALICIA_NATS_URL (default nats://127.0.0.1:4222),
-// ALICIA_NATS_USER and ALICIA_NATS_PASSWORD(_FILE) (the admin user),
+// ALICIA_NATS_USER and ALICIA_NATS_PASSWORD(_FILE) (the admin user; else the
+// admin URL `alicia up` wrote into ALICIA_DATA_DIR),
 // ALICIA_POSTGRES_{MIGRATOR,WRITER,READER}_URL(_FILE) and
 // ALICIA_STREAM_REPLICAS. The database's URL is localpg.Ensure's
 // (ALICIA_POSTGRES_URL or its _FILE, else the local dev Postgres).
 func ConfigFromEnv() (Config, error) {
-	c := Config{NATSURL: "nats://127.0.0.1:4222"}
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
+	var c Config
+	nc, err := opnats.FromEnv()
+	c.NATS = nc
 	var r localpg.RoleURLs
 	errs := []error{
-		bus.CredentialsFromEnv(&c.NATSAuth),
+		err,
 		config.Secret(migratecmd.EnvMigratorURL, &r.Migrator),
 		config.Secret(migratecmd.EnvWriterURL, &r.Writer),
 		config.Secret(migratecmd.EnvReaderURL, &r.Reader),
@@ -643,11 +647,5 @@ func ConfigFromEnv() (Config, error) {
 	return c, nil
 }
 
-// Connect connects to NATS as c says.
-func (c Config) Connect(name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(c.NATSURL, nats.Name("alicia-"+name), c.NATSAuth.Option())
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS: %w", err)
-	}
-	return nc, nil
-}
+// Connect connects to NATS as the admin user (opnats.Config.Connect).
+func (c Config) Connect(name string) (*nats.Conn, error) { return c.NATS.Connect(name) }

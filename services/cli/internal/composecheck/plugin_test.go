@@ -2,21 +2,18 @@ package composecheck_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
-	"github.com/alicia-voice/alicia/pkg/testkit"
-	"github.com/alicia-voice/alicia/services/cli/internal/composecheck"
 )
 
 // composeConfig runs `docker compose -f file config -q` (no Docker engine
@@ -44,14 +41,9 @@ func composeConfig(t *testing.T, bin, file string, env map[string]string, args .
 // documented with), and refuses it without ALICIA_LIVEKIT_NODE_IP or with
 // a dependency on no service.
 func TestComposeConfig(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	bin, err := composecheck.Plugin(ctx, os.Stderr)
-	if err != nil {
-		testkit.Missing(t, "docker compose %s cannot be built from its Go module: %v", composecheck.ComposeVersion, err)
-	}
+	bin := devtools.Need(t, devtools.Compose)
 	out, err := exec.Command(bin, "version", "--short").Output()
-	if err != nil || strings.TrimSpace(string(out)) != strings.TrimPrefix(composecheck.ComposeVersion, "v") {
+	if err != nil || strings.TrimSpace(string(out)) != strings.TrimPrefix(devtools.Compose.Version, "v") {
 		t.Fatalf("%s version: %q, %v", bin, out, err)
 	}
 	file := filepath.Join(repoRoot(t), "docker-compose.yml")

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/engines"
-	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
@@ -34,9 +34,7 @@ import (
 // answer, a memory extracted from it and found by search, that memory used
 // by the next answer, and a voice answer spoken by the speech server.
 func TestUpWithFakeModels(t *testing.T) {
-	if _, err := livekitserver.Find(); err != nil {
-		testkit.Missing(t, "%v", err)
-	}
+	devtools.Need(t, devtools.LiveKit)
 	addr := testkit.FreeAddr(t)
 	base := "http://" + addr + "/v1"
 	fake := devcmd.FakeModelsConfig{ // the defaults' layout: everything on one host:port

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
@@ -53,9 +53,7 @@ func userEnv(env map[string]string) []string {
 // turns with `alicia chat` must be answered and stored. Its log is plain
 // text at the info level: no colour codes in a pipe, no debug lines.
 func TestFirstRunOnEmptyDatabase(t *testing.T) {
-	if _, err := livekitserver.Find(); err != nil {
-		testkit.Missing(t, "%v", err)
-	}
+	devtools.Need(t, devtools.LiveKit)
 	if _, err := exec.LookPath("espeak-ng"); err != nil {
 		testkit.Missing(t, "%v", err)
 	}
@@ -68,11 +66,14 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 	bin := buildAlicia(t)
 	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from a fresh install.")))
 	embeddings := fakeopenai.New(t)
+	// What a user exports before `alicia up` is there for their later
+	// commands too.
+	stackEnv := map[string]string{"ALICIA_DATA_DIR": filepath.Join(t.TempDir(), "new-data-dir"), "ALICIA_NATS_URL": "nats://" + testkit.FreeAddr(t)}
 	up := exec.Command(bin, "up")
 	up.Env = userEnv(map[string]string{
 		"ALICIA_POSTGRES_URL":  pgURL,
-		"ALICIA_DATA_DIR":      filepath.Join(t.TempDir(), "new-data-dir"),
-		"ALICIA_NATS_URL":      "nats://" + testkit.FreeAddr(t),
+		"ALICIA_DATA_DIR":      stackEnv["ALICIA_DATA_DIR"],
+		"ALICIA_NATS_URL":      stackEnv["ALICIA_NATS_URL"],
 		"ALICIA_HTTP_ADDR":     "127.0.0.1:0",
 		"ALICIA_LLM_URL":       model.URL(),
 		"ALICIA_LLM_MODEL":     "fake-chat",
@@ -138,6 +139,26 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 			FROM alicia_messages`).Scan(&users, &answers)
 		return users == 2 && answers == 2
 	}, "the conversation's two turns were not stored")
+
+	// The README's replay line, as the same user: it finds up's admin URL.
+	var convID string
+	if err := pool.QueryRow(context.Background(), `SELECT conversation_id FROM alicia_messages LIMIT 1`).Scan(&convID); err != nil {
+		t.Fatal(err)
+	}
+	replay := exec.Command(bin, "replay", convID)
+	replay.Env = userEnv(stackEnv)
+	if out, err := replay.CombinedOutput(); err != nil || !strings.Contains(string(out), "And once more?") ||
+		strings.Count(string(out), "Hello from a fresh install.") < 2 {
+		t.Fatalf("alicia replay %s: %v\n%s", convID, err, out)
+	}
+	// Another user (no admin URL in their data directory) is told which
+	// credential to give, in one line.
+	replay = exec.Command(bin, "replay", convID)
+	replay.Env = userEnv(map[string]string{"ALICIA_NATS_URL": stackEnv["ALICIA_NATS_URL"], "ALICIA_DATA_DIR": t.TempDir()})
+	if out, err := replay.CombinedOutput(); err == nil || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 ||
+		!strings.Contains(string(out), "refused a connection without credentials") || !strings.Contains(string(out), "ALICIA_NATS_USER=admin") {
+		t.Fatalf("alicia replay without credentials: %v\n%s", err, out)
+	}
 
 	if err := up.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -9,12 +9,13 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
 	"github.com/alicia-voice/alicia/pkg/natsserver"
+	"github.com/alicia-voice/alicia/services/cli/internal/opnats"
 )
 
 // AdminURLFile is where up writes the NATS URL of the admin user (every
 // permission) in its data directory, mode 0600, for the operator's own
-// tools: ALICIA_NATS_URL="$(cat ~/.local/share/alicia/nats-admin-url)" alicia replay ….
-const AdminURLFile = "nats-admin-url"
+// tools: `alicia replay`, `alicia backup` find it there (pkg opnats).
+const AdminURLFile = opnats.AdminURLFile
 
 // natsUsers are the users of up's NATS server, with passwords made afresh at
 // each start: one per service (pkg/natsauth) and the admin.

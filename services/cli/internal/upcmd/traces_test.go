@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -32,13 +32,10 @@ import (
 // (through the NATS request's header) and persistence's stores, parented as
 // the turn went. Ctrl-C stops Jaeger with the stack.
 //
-// The Jaeger binary is the cached one (`task jaeger-install`, which the
-// test task runs first); under CI=true the test builds it when it is
-// missing, and fails when that fails.
+// The Jaeger binary is the cached one (the test task's tools step builds
+// it first); under CI=true a missing one fails the test.
 func TestUpTracesToJaeger(t *testing.T) {
-	if _, err := livekitserver.Find(); err != nil {
-		testkit.Missing(t, "%v", err)
-	}
+	devtools.Need(t, devtools.LiveKit)
 	if _, err := exec.LookPath("espeak-ng"); err != nil {
 		testkit.Missing(t, "%v", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/natsserver"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
+	"github.com/alicia-voice/alicia/services/cli/internal/opnats"
 	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/memory"
@@ -85,11 +86,7 @@ func ConfigFromEnv() (Config, error) {
 		return c, err
 	}
 	if c.DataDir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		c.DataDir = filepath.Join(home, ".local", "share", "alicia")
+		c.DataDir = opnats.DefaultDataDir()
 	}
 	if err := errors.Join(liveKitFromEnv(&c.LiveKit), tracesFromEnv(&c.Traces)); err != nil {
 		return c, err

@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
-	"github.com/alicia-voice/alicia/pkg/livekitserver"
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -44,9 +44,7 @@ func field(out, label string) string {
 // and finds the row persistence wrote, checks the voice services run, then
 // stops it as Ctrl-C would.
 func TestUpRunsTheStack(t *testing.T) {
-	if _, err := livekitserver.Find(); err != nil {
-		testkit.Missing(t, "%v", err) // up would spend minutes installing it
-	}
+	devtools.Need(t, devtools.LiveKit)                    // up would spend minutes installing it
 	if _, err := exec.LookPath("espeak-ng"); err != nil { // up's tts without ALICIA_TTS_URL
 		testkit.Missing(t, "%v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
@@ -76,9 +77,9 @@ func newStack(t testing.TB, o options) *stack {
 	netns.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds starting only
 	defer cancel()
-	lk, err := livekitserver.Start(ctx, livekitserver.Options{IP: netns.IP()})
+	lk, err := livekitserver.Start(ctx, livekitserver.Options{Bin: devtools.Need(t, devtools.LiveKit), IP: netns.IP()})
 	if err != nil {
-		t.Fatalf("livekit-server (install: go run ./services/cli/cmd/alicia dev livekit-install): %v", err)
+		t.Fatalf("livekit-server: %v", err)
 	}
 	t.Cleanup(func() { _ = lk.Stop() })
 

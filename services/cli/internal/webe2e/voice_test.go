@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -115,9 +116,9 @@ func startVoice(t testing.TB, o stackOptions, natsURL string, gcfg *gateway.Conf
 	netns.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lk, err := livekitserver.Start(ctx, livekitserver.Options{IP: netns.IP()})
+	lk, err := livekitserver.Start(ctx, livekitserver.Options{Bin: devtools.Need(t, devtools.LiveKit), IP: netns.IP()})
 	if err != nil {
-		t.Fatalf("livekit-server (install: go run ./services/cli/cmd/alicia dev livekit-install): %v", err)
+		t.Fatalf("livekit-server: %v", err)
 	}
 	t.Cleanup(func() { _ = lk.Stop() })
 	speech := fakeopenai.New(t, fakeopenai.WithModels("fake-whisper", "fake-kokoro"))

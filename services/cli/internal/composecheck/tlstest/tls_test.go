@@ -33,6 +33,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
@@ -168,10 +169,7 @@ func livekitScript(t *testing.T, root, secrets string) string {
 	if len(ep) != 3 || ep[0] != "/bin/sh" || ep[1] != "-c" {
 		t.Fatalf("livekit entrypoint %q: want [/bin/sh -c <script>]", ep)
 	}
-	bin, err := livekitserver.Find()
-	if err != nil {
-		testkit.Missing(t, "livekit-server: %v (go run ./services/cli/cmd/alicia dev livekit-install)", err)
-	}
+	bin := devtools.Need(t, devtools.LiveKit)
 	tmp := t.TempDir()
 	return strings.NewReplacer(
 		"/livekit-server", bin,
@@ -230,12 +228,9 @@ func TestLiveKitEntrypoint(t *testing.T) {
 func TestTLSProfile(t *testing.T) {
 	netns.Require(t)
 	root := repoRoot(t)
+	caddy := devtools.Need(t, devtools.Caddy)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	caddy, err := composecheck.Caddy(ctx, os.Stderr)
-	if err != nil {
-		testkit.Missing(t, "caddy %s cannot be built from its module: %v", composecheck.CaddyVersion, err)
-	}
 	certs := newPKI(t, "alicia.test", "voice.test", "turn.test")
 
 	// The gateway stand-in: what it saw of each request, the client
