@@ -22,6 +22,8 @@ import (
 // Config of the gateway. Defaults in code, overridden by ALICIA_* env vars.
 type Config struct {
 	HTTPAddr string // ALICIA_HTTP_ADDR
+	// TLS serves HTTPS beside HTTPAddr (tls.go).
+	TLS TLS
 	NATSURL  string // ALICIA_NATS_URL
 
 	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
@@ -114,6 +116,12 @@ type LiveKit struct {
 	APIKey, APISecret string
 	// TokenTTL is how long a token lets a client join (ALICIA_LIVEKIT_TOKEN_TTL, default 1h).
 	TokenTTL time.Duration
+	// SameOrigin: the gateway forwards LiveKit's signalling (/rtc, /rtc/…)
+	// to URL, and gives each client the WebSocket origin of the page it
+	// came from as the LiveKit URL (ALICIA_LIVEKIT_SAME_ORIGIN, default
+	// false; `alicia up` turns it on): one name and one certificate for
+	// page and voice. PublicURL is then not used.
+	SameOrigin bool
 }
 
 // Enabled reports whether LiveKit is configured.
@@ -133,6 +141,7 @@ func (c *Config) LiveKitFromEnv() error {
 	config.String("ALICIA_LIVEKIT_URL", &c.LiveKit.URL)
 	config.String("ALICIA_LIVEKIT_PUBLIC_URL", &c.LiveKit.PublicURL)
 	return errors.Join(
+		config.Bool("ALICIA_LIVEKIT_SAME_ORIGIN", &c.LiveKit.SameOrigin),
 		config.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKit.APIKey),
 		config.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKit.APISecret),
 		config.Duration("ALICIA_LIVEKIT_TOKEN_TTL", &c.LiveKit.TokenTTL),
@@ -141,6 +150,9 @@ func (c *Config) LiveKitFromEnv() error {
 
 func (l LiveKit) validate() error {
 	if !l.Enabled() {
+		if l.SameOrigin {
+			return errors.New("ALICIA_LIVEKIT_SAME_ORIGIN needs a LiveKit server (ALICIA_LIVEKIT_URL, ALICIA_LIVEKIT_API_KEY, ALICIA_LIVEKIT_API_SECRET)")
+		}
 		return nil
 	}
 	var errs []error
@@ -265,6 +277,7 @@ func ConfigFromEnv() (Config, error) {
 		c.LiveKitFromEnv(),
 		c.QuotasFromEnv(),
 	)
+	c.TLSFromEnv()
 	if err != nil {
 		return c, err
 	}
@@ -353,6 +366,6 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))
 	}
 	errs = append(errs, validateEngine("LLM", c.LLM), validateEngine("ASR", c.ASR), validateEngine("TTS", c.TTS),
-		validateEngine("EMBEDDING", c.Embeddings), c.LiveKit.validate(), c.Quotas.validate())
+		validateEngine("EMBEDDING", c.Embeddings), c.LiveKit.validate(), c.Quotas.validate(), c.TLS.validate())
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io/fs"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/capage"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
@@ -28,6 +30,10 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway/internal/ws"
 	"github.com/alicia-voice/alicia/services/gateway/web"
 )
+
+// livekitSignalPath is where LiveKit's client SDK signals, under the URL
+// it is given: /rtc, /rtc/v1, /rtc/validate.
+const livekitSignalPath = "/rtc"
 
 // Run serves until ctx is cancelled, then drains: /readyz answers 503, the
 // listener closes, WebSocket clients are told to reconnect (1012) and the
@@ -124,7 +130,21 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	if cfg.LiveKit.Enabled() {
 		api.LiveKit = &livekit.Tokens{URL: cfg.LiveKit.ClientURL(), APIKey: cfg.LiveKit.APIKey, APISecret: cfg.LiveKit.APISecret, TTL: cfg.LiveKit.TokenTTL}
 		api.Agents = livekit.Dispatcher{JS: js, RoomsPerUser: cfg.Quotas.RoomsPerUser}
+		if cfg.LiveKit.SameOrigin {
+			proxy, err := livekit.SignalProxy(cfg.LiveKit.URL)
+			if err != nil {
+				return err
+			}
+			api.LiveKitSameOrigin = true
+			e.Any(livekitSignalPath, echo.WrapHandler(proxy))
+			e.Any(livekitSignalPath+"/*", echo.WrapHandler(proxy))
+		}
 	}
+	ca, err := capage.New(cfg.TLS.CAFile)
+	if err != nil {
+		return err
+	}
+	ca.Register(e)
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 	wsh.ServerInfo = api.ServerInfo
 	if err := serveWebClient(e, cfg); err != nil {
@@ -135,6 +155,30 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	if err != nil {
 		return fmt.Errorf("gateway: listen: %w", err)
 	}
+	// HTTPS, beside: the same handler on its own listeners.
+	var tlsLns []net.Listener
+	defer func() {
+		for _, l := range tlsLns {
+			_ = l.Close()
+		}
+	}()
+	var tlsConfig *tls.Config
+	if cfg.TLS.Enabled() {
+		certs, err := newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		tlsConfig = certs.tlsConfig()
+		for _, a := range cfg.TLS.Addrs {
+			l, err := net.Listen("tcp", a)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("gateway: listen (HTTPS): %w", err)
+			}
+			tlsLns = append(tlsLns, l)
+		}
+	}
 	// A hijacked WebSocket connection drops these deadlines (net/http clears
 	// them); ws pings it instead.
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: min(10*time.Second, cfg.HTTPReadTimeout),
@@ -142,9 +186,22 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		// Requests carry Run's context values (the service's tracing mark
 		// under alicia up), not its end: a drain lets them finish.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
-	errc := make(chan error, 1)
+	errc := make(chan error, 1+len(tlsLns))
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Msg("gateway listening")
+	if len(tlsLns) > 0 {
+		srv.TLSConfig = tlsConfig
+		var addrs []string
+		for _, l := range tlsLns {
+			go func() { errc <- srv.Serve(tls.NewListener(l, tlsConfig)) }()
+			addrs = append(addrs, l.Addr().String())
+		}
+		tlsLns = nil // Shutdown closes them
+		log.Info().Strs("addrs", addrs).Msg("gateway listening over HTTPS")
+		if cfg.TLS.Ready != nil {
+			cfg.TLS.Ready(addrs)
+		}
+	}
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
@@ -194,8 +251,8 @@ func serveWebClient(e *echo.Echo, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("gateway: web client: %w", err)
 	}
-	opts := webui.Options{Reserved: []string{"/v1", "/healthz", "/readyz", "/metrics"}}
-	if cfg.LiveKit.Enabled() {
+	opts := webui.Options{Reserved: append([]string{"/v1", "/healthz", "/readyz", "/metrics", livekitSignalPath}, capage.Paths...)}
+	if cfg.LiveKit.Enabled() && !cfg.LiveKit.SameOrigin {
 		opts.LiveKitURL = cfg.LiveKit.ClientURL()
 	}
 	ui, err := webui.New(dist, opts)

@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"time"
 
 	"github.com/livekit/protocol/auth"
@@ -128,4 +131,44 @@ func (d Dispatcher) rooms(ctx context.Context, cid, user string) (int, bool, err
 func AlreadyDispatched(err error) bool {
 	var api *jetstream.APIError
 	return errors.As(err, &api) && api.ErrorCode == errCodeStreamStoreFailed
+}
+
+// SignalProxy forwards LiveKit's signalling — the client SDK's WebSocket
+// at /rtc (and /rtc/v1) and its HTTP check /rtc/validate — to the server
+// at target (ws(s):// or http(s)://), so that a browser reaches it on the
+// page's own origin and certificate: one name and one trusted certificate
+// are enough for voice. The media do not pass here: they flow between the
+// browser and the server's ICE ports (UDP, TCP as the fallback).
+func SignalProxy(target string) (http.Handler, error) {
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("livekit: signalling proxy: bad server URL %q", target)
+	}
+	switch u.Scheme {
+	case "ws", "http":
+		u.Scheme = "http"
+	case "wss", "https":
+		u.Scheme = "https"
+	default:
+		return nil, fmt.Errorf("livekit: signalling proxy: bad server URL %q", target)
+	}
+	u.Path, u.RawQuery = "", ""
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.SetXForwarded()
+		},
+		FlushInterval: -1,
+	}, nil
+}
+
+// SameOriginURL is the LiveKit URL of a client that reaches LiveKit through
+// SignalProxy: the WebSocket origin of the page it came from (wss:// when
+// the request came over TLS or through a TLS proxy that said so).
+func SameOriginURL(r *http.Request, scheme string) string {
+	ws := "ws"
+	if scheme == "https" {
+		ws = "wss"
+	}
+	return ws + "://" + r.Host
 }

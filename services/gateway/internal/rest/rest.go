@@ -32,6 +32,9 @@ type API struct {
 	WriteTimeout time.Duration
 	// LiveKit issues room tokens; nil when LiveKit is not configured.
 	LiveKit *livekit.Tokens
+	// LiveKitSameOrigin: a token's URL is the page's own WebSocket
+	// origin, the gateway forwarding the signalling (ALICIA_LIVEKIT_SAME_ORIGIN).
+	LiveKitSameOrigin bool
 	// Agents asks for a room-agent when a token is handed out.
 	Agents AgentRequester
 	// MCPAllowedHosts may be HTTP MCP servers though not public

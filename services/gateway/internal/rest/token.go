@@ -33,6 +33,9 @@ func (a *API) conversationToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if a.LiveKitSameOrigin {
+		grant.URL = livekit.SameOriginURL(c.Request(), c.Scheme())
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), a.WriteTimeout)
 	defer cancel()
 	asked, err := a.Agents.Request(ctx, conv.ID, user, now)
