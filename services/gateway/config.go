@@ -23,8 +23,8 @@ import (
 type Config struct {
 	HTTPAddr string // ALICIA_HTTP_ADDR
 	// TLS serves HTTPS beside HTTPAddr (tls.go).
-	TLS TLS
-	NATSURL  string // ALICIA_NATS_URL
+	TLS     TLS
+	NATSURL string // ALICIA_NATS_URL
 
 	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
 	NATSAuth bus.Credentials
