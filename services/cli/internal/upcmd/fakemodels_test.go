@@ -63,7 +63,10 @@ func TestUpWithFakeModels(t *testing.T) {
 		"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET"} {
 		t.Setenv(k, "") // unset, and restored after Run set them
 	}
+	// Loopback only: no LAN address of the machine in a test (LiveKit's
+	// node IP, HTTPS).
 	cfg := upcmd.Config{NATSURL: "nats://" + testkit.FreeAddr(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
+		LiveKit: upcmd.LiveKit{NodeIP: "127.0.0.1"}, HTTPS: upcmd.HTTPS{Addr: "127.0.0.1:0"},
 		TTSProbeURL: fake.TTS.URL, EmbeddingProbeURL: base}
 	ctx, cancel := context.WithCancel(context.Background())
 	out, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}

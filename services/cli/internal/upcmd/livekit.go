@@ -22,10 +22,11 @@ type LiveKit struct {
 	// unset.
 	APIKey, APISecret string
 	// NodeIP is the address the started server binds and advertises in its
-	// ICE candidates (ALICIA_LIVEKIT_NODE_IP, default 127.0.0.1). Clients on
-	// this machine reach 127.0.0.1; a browser on another machine (or one
-	// that offers no loopback candidate, as Chromium does) needs an address
-	// it can reach, such as the machine's LAN address. Empty means 127.0.0.1.
+	// ICE candidates (ALICIA_LIVEKIT_NODE_IP). Empty: the machine's first
+	// LAN address (pkg/lan; the default route's interface first), which
+	// browsers of the LAN and this machine reach, else 127.0.0.1 (then only
+	// this machine's clients reach it, and Chromium, which offers no
+	// loopback candidate, does not).
 	NodeIP string
 	// Ports of the started server: signalling (ALICIA_LIVEKIT_PORT, default
 	// 7880), ICE/TCP (ALICIA_LIVEKIT_RTC_TCP_PORT, default 7881) and the
@@ -48,7 +49,7 @@ func liveKitFromEnv(l *LiveKit) error {
 }
 
 func defaultLiveKit() LiveKit {
-	return LiveKit{NodeIP: "127.0.0.1", Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882}
+	return LiveKit{Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882}
 }
 
 func (l LiveKit) validate() error {
@@ -58,7 +59,7 @@ func (l LiveKit) validate() error {
 	}
 	if l.URL == "" {
 		if ip := net.ParseIP(l.NodeIP); l.NodeIP != "" && (ip == nil || ip.IsUnspecified()) {
-			errs = append(errs, fmt.Errorf("ALICIA_LIVEKIT_NODE_IP %q: want this machine's address that clients reach (127.0.0.1 by default)", l.NodeIP))
+			errs = append(errs, fmt.Errorf("ALICIA_LIVEKIT_NODE_IP %q: want this machine's address that clients reach (by default its LAN address)", l.NodeIP))
 		}
 		if (l.APIKey == "") != (l.APISecret == "") {
 			errs = append(errs, errors.New("set both ALICIA_LIVEKIT_API_KEY and ALICIA_LIVEKIT_API_SECRET, or neither (up generates them)"))
@@ -124,9 +125,9 @@ func (s liveKitStack) describe() string {
 	if s.server == nil {
 		return s.URL + " (external, ALICIA_LIVEKIT_URL)"
 	}
-	note := ""
+	note := "; signalling through the gateway's own origin"
 	if ip := net.ParseIP(s.server.NodeIP); ip != nil && ip.IsLoopback() {
-		note = "; browsers need ALICIA_LIVEKIT_NODE_IP=<this machine's LAN address>"
+		note += "; no LAN address found: browsers of other machines need ALICIA_LIVEKIT_NODE_IP=<this machine's address they reach>"
 	}
 	return fmt.Sprintf("%s (livekit-server %s, RTC udp/%d tcp/%d, log %s%s)",
 		s.URL, livekitserver.Version, s.server.RTCUDPPort, s.server.RTCTCPPort, s.server.LogPath, note)

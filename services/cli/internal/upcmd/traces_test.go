@@ -67,6 +67,8 @@ func TestUpTracesToJaeger(t *testing.T) {
 		"ALICIA_EMBEDDING_URL":         embeddings.URL(),
 		"ALICIA_ASR_URL":               "http://" + testkit.FreeAddr(t) + "/v1",
 		"ALICIA_LIVEKIT_PORT":          "0", "ALICIA_LIVEKIT_RTC_TCP_PORT": "0", "ALICIA_LIVEKIT_RTC_UDP_PORT": "0",
+		// Loopback only: no LAN address of the machine in a test.
+		"ALICIA_LIVEKIT_NODE_IP": "127.0.0.1", "ALICIA_HTTPS_ADDR": "127.0.0.1:0",
 	})
 	out, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 	up.Stdout, up.Stderr = out, logs

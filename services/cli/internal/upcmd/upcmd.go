@@ -21,6 +21,7 @@ import (
 
 	"github.com/alicia-voice/alicia/migrations"
 	"github.com/alicia-voice/alicia/pkg/config"
+	"github.com/alicia-voice/alicia/pkg/lan"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
 	"github.com/alicia-voice/alicia/pkg/natsserver"
@@ -39,6 +40,8 @@ type Config struct {
 	NATSURL  string // ALICIA_NATS_URL, default nats://127.0.0.1:4222
 	DataDir  string // ALICIA_DATA_DIR, default ~/.local/share/alicia
 	HTTPAddr string // ALICIA_HTTP_ADDR, default 127.0.0.1:8080
+	// HTTPS serves the web client to the LAN (https.go).
+	HTTPS HTTPS
 	// APIKeys (ALICIA_API_KEYS or ALICIA_API_KEYS_FILE); when empty a
 	// development key is generated and printed.
 	APIKeys string
@@ -67,7 +70,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults (DataDir excepted).
 func DefaultConfig() Config {
-	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", LiveKit: defaultLiveKit(), Traces: defaultTraces(),
+	return Config{NATSURL: "nats://127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080", HTTPS: defaultHTTPS(), LiveKit: defaultLiveKit(), Traces: defaultTraces(),
 		Log:         telemetry.LogConfig{Format: telemetry.LogConsole, Level: zerolog.InfoLevel},
 		TTSProbeURL: tts.DefaultConfig().URL, EmbeddingProbeURL: llm.DefaultConfig().LLMURL}
 }
@@ -88,7 +91,7 @@ func ConfigFromEnv() (Config, error) {
 	if c.DataDir == "" {
 		c.DataDir = opnats.DefaultDataDir()
 	}
-	if err := errors.Join(liveKitFromEnv(&c.LiveKit), tracesFromEnv(&c.Traces)); err != nil {
+	if err := errors.Join(liveKitFromEnv(&c.LiveKit), tracesFromEnv(&c.Traces), httpsFromEnv(&c.HTTPS)); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -100,7 +103,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory is empty (ALICIA_DATA_DIR)"))
 	}
-	return errors.Join(append(errs, c.LiveKit.validate(), c.Traces.validate())...)
+	return errors.Join(append(errs, c.LiveKit.validate(), c.Traces.validate(), c.HTTPS.validate())...)
 }
 
 // Run starts embedded NATS (JetStream, fsync on every write), the private
@@ -172,6 +175,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := migrate(ctx, roles.Migrator, log); err != nil {
 		return err
 	}
+	// The LAN: LiveKit's node IP (unless one is set) and HTTPS for the
+	// laptops and phones there, with up's local CA.
+	lanAddrs := lanAddresses(stderr)
+	cfg.LiveKit.NodeIP = nodeIP(cfg.LiveKit.NodeIP, lanAddrs)
+	https, err := planHTTPS(cfg.HTTPS, lanAddrs, lan.HostNames(), cfg.DataDir, time.Now())
+	if err != nil {
+		return err
+	}
 	lk, err := startLiveKit(ctx, cfg.LiveKit, cfg.DataDir, stderr)
 	if err != nil {
 		return err
@@ -197,7 +208,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		}
 	}
 	// Each service gets its own NATS user in its URL (natsUsers.url).
+	// HTTPS is up's (cfg.HTTPS), given to the gateway below.
 	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE",
+		"ALICIA_HTTPS_ADDR", "ALICIA_TLS_CERT_FILE", "ALICIA_TLS_KEY_FILE", "ALICIA_TLS_CA_FILE",
 		"ALICIA_NATS_USER", "ALICIA_NATS_PASSWORD", "ALICIA_NATS_PASSWORD_FILE"} {
 		_ = os.Unsetenv(k)
 	}
@@ -214,6 +227,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	models := sc.backends()
 	pcfg, gcfg, lcfg, mcfg, voice := sc.persistence, sc.gateway, sc.llm, sc.memory, sc.voice
+	// One origin for page and voice: the gateway forwards LiveKit's
+	// signalling, over HTTP on loopback and over HTTPS on the LAN.
+	gcfg.LiveKit.SameOrigin = true
+	httpsAddrs := make(chan []string, 1)
+	gcfg.TLS = gateway.TLS{Addrs: https.addrs, CertFile: https.certFile, KeyFile: https.keyFile, Ready: func(a []string) { httpsAddrs <- a }}
+	if https.ca != nil {
+		gcfg.TLS.CAFile = https.ca.CACert
+	}
 	// persistence alone writes; up has migrated already.
 	pcfg.PostgresURL, pcfg.Migrate = roles.Writer, false
 	gcfg.PostgresURL, lcfg.PostgresURL, mcfg.PostgresURL = roles.Reader, roles.Reader, roles.Reader
@@ -243,8 +264,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	})
 	select {
 	case a := <-addr:
-		fmt.Fprintf(stdout, "Alicia is up\n  HTTP:     http://%s  (WebSocket ws://%s/v1/ws)\n  NATS:     %s (JetStream store %s; a user per service, the admin's URL in %s)\n  Postgres: %s\n  LiveKit:  %s\n",
-			a, a, cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), adminFile, redact(pgURL), lk.describe())
+		fmt.Fprintf(stdout, "Alicia is up\n  HTTP:     http://%s  (WebSocket ws://%s/v1/ws)\n", a, a)
+		var listening []string
+		select {
+		case listening = <-httpsAddrs: // the gateway listens over HTTPS before it says ready
+		default:
+		}
+		https.printHTTPS(stdout, listening)
+		fmt.Fprintf(stdout, "  NATS:     %s (JetStream store %s; a user per service, the admin's URL in %s)\n  Postgres: %s\n  LiveKit:  %s\n",
+			cfg.NATSURL, filepath.Join(cfg.DataDir, "jetstream"), adminFile, redact(pgURL), lk.describe())
 		if devKey != "" {
 			fmt.Fprintf(stdout, "  API key:  %s  (development key; set ALICIA_API_KEYS to choose your own)\n", devKey)
 		}

@@ -2,6 +2,8 @@ package upcmd_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/devtools"
+	"github.com/alicia-voice/alicia/pkg/localca"
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -70,7 +73,10 @@ func TestUpRunsTheStack(t *testing.T) {
 	}
 	// Nothing serves speech or embeddings where up looks for them.
 	noModels := "http://" + testkit.FreeAddr(t) + "/v1"
+	// Loopback only: no LAN address of the machine in a test (LiveKit's
+	// node IP, HTTPS).
 	cfg := upcmd.Config{NATSURL: "nats://" + testkit.FreeAddr(t), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
+		LiveKit: upcmd.LiveKit{NodeIP: "127.0.0.1"}, HTTPS: upcmd.HTTPS{Addr: "127.0.0.1:0"},
 		TTSProbeURL: noModels, EmbeddingProbeURL: noModels}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -109,6 +115,7 @@ func TestUpRunsTheStack(t *testing.T) {
 		t.Fatalf("the printed key was not accepted: %v %v", resp, err)
 	}
 	checkLiveKit(t, out.String(), httpBase, key, cfg.DataDir)
+	checkHTTPS(t, out.String(), cfg.DataDir)
 	checkServerInfo(t, httpBase, key, model.URL(), asrURL)
 
 	// NATS has a user per service and refuses anyone else; the admin's
@@ -189,7 +196,7 @@ func TestUpRunsTheStack(t *testing.T) {
 func checkLiveKit(t *testing.T, out, httpBase, key, dataDir string) {
 	t.Helper()
 	lkURL := field(out, "LiveKit:")
-	if !strings.HasPrefix(lkURL, "ws://127.0.0.1:") || !strings.Contains(out, "ALICIA_LIVEKIT_NODE_IP") {
+	if !strings.HasPrefix(lkURL, "ws://127.0.0.1:") || !strings.Contains(out, "through the gateway's own origin") {
 		t.Fatalf("LiveKit line in %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "livekit", "livekit-server.yaml")); err != nil {
@@ -219,11 +226,12 @@ func checkLiveKit(t *testing.T, out, httpBase, key, dataDir string) {
 		t.Fatalf("token: %d %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
-	if grant.URL != lkURL || grant.Room != "conv_"+conv.ID {
-		t.Fatalf("grant %+v, want URL %s", grant, lkURL)
+	// One origin: the page's, the gateway forwarding the signalling.
+	if want := strings.Replace(httpBase, "http://", "ws://", 1); grant.URL != want || grant.Room != "conv_"+conv.ID {
+		t.Fatalf("grant %+v, want URL %s", grant, want)
 	}
 	validate := func(token string) int {
-		resp, err := http.Get(strings.Replace(lkURL, "ws://", "http://", 1) + "/rtc/validate?access_token=" + url.QueryEscape(token))
+		resp, err := http.Get(strings.Replace(grant.URL, "ws://", "http://", 1) + "/rtc/validate?access_token=" + url.QueryEscape(token))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,6 +246,44 @@ func checkLiveKit(t *testing.T, out, httpBase, key, dataDir string) {
 	}
 }
 
+// checkHTTPS: up printed its HTTPS address, the CA it made in the data
+// directory (key 0600) with its fingerprint and a QR code; a client
+// trusting only that CA gets the web client and the CA page there.
+func checkHTTPS(t *testing.T, out, dataDir string) {
+	t.Helper()
+	base := field(out, "HTTPS:")
+	if !strings.HasPrefix(base, "https://127.0.0.1:") || !strings.Contains(out, "Scan to open "+base) || !strings.Contains(out, "█") {
+		t.Fatalf("HTTPS lines in %q", out)
+	}
+	caFile := filepath.Join(dataDir, "tls", localca.CACert)
+	if field(out, "CA:") != caFile {
+		t.Fatalf("CA line in %q, want %s", out, caFile)
+	}
+	if fi, err := os.Stat(filepath.Join(dataDir, "tls", localca.CAKey)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("CA key: %v %v", fi, err)
+	}
+	ca, err := localca.ReadCA(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "SHA-256 "+localca.Fingerprint(ca)) {
+		t.Fatalf("the CA's fingerprint is not in %q", out)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	for _, path := range []string{"/", "/ca"} {
+		resp, err := hc.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s%s trusting only up's CA: %v", base, path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s%s: %s", base, path, resp.Status)
+		}
+	}
+}
+
 func TestConfigFromEnv(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte(strings.Repeat("s", 40)+"\n"), 0o600); err != nil {
@@ -249,14 +295,14 @@ func TestConfigFromEnv(t *testing.T) {
 		want    upcmd.LiveKit
 		wantErr string
 	}{
-		{name: "defaults", want: upcmd.LiveKit{NodeIP: "127.0.0.1", Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882}},
+		{name: "defaults (node IP: the LAN address found at start)", want: upcmd.LiveKit{Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882}},
 		{name: "node IP, ports and own credentials",
 			env: map[string]string{"ALICIA_LIVEKIT_NODE_IP": "192.168.1.20", "ALICIA_LIVEKIT_PORT": "0", "ALICIA_LIVEKIT_RTC_UDP_PORT": "50000",
 				"ALICIA_LIVEKIT_API_KEY": "APIk", "ALICIA_LIVEKIT_API_SECRET_FILE": secret},
 			want: upcmd.LiveKit{NodeIP: "192.168.1.20", Port: 0, RTCTCPPort: 7881, RTCUDPPort: 50000, APIKey: "APIk", APISecret: strings.Repeat("s", 40)}},
 		{name: "external server",
 			env:  map[string]string{"ALICIA_LIVEKIT_URL": "wss://lk.example", "ALICIA_LIVEKIT_API_KEY": "k", "ALICIA_LIVEKIT_API_SECRET": "short-is-theirs"},
-			want: upcmd.LiveKit{URL: "wss://lk.example", NodeIP: "127.0.0.1", Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882, APIKey: "k", APISecret: "short-is-theirs"}},
+			want: upcmd.LiveKit{URL: "wss://lk.example", Port: 7880, RTCTCPPort: 7881, RTCUDPPort: 7882, APIKey: "k", APISecret: "short-is-theirs"}},
 		{name: "external server without credentials", env: map[string]string{"ALICIA_LIVEKIT_URL": "wss://lk.example"}, wantErr: "ALICIA_LIVEKIT_API_KEY"},
 		{name: "node IP that binds everything", env: map[string]string{"ALICIA_LIVEKIT_NODE_IP": "0.0.0.0"}, wantErr: "ALICIA_LIVEKIT_NODE_IP"},
 		{name: "key without secret", env: map[string]string{"ALICIA_LIVEKIT_API_KEY": "k"}, wantErr: "ALICIA_LIVEKIT_API_SECRET"},
