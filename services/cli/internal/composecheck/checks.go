@@ -61,6 +61,23 @@ type Contract struct {
 	SecretNames []string
 	// Images are the third-party images known (Images).
 	Images map[string]Image
+	// UpBeforeModels are services that start without waiting for the
+	// model servers (the services reserving a GPU), directly or not: they
+	// report a model that does not answer yet (the gateway: ErrorMessage
+	// 503 per turn, GET /v1/server-info).
+	UpBeforeModels []string
+	// GPUAfterVar is the variable of a GPU service's entrypoint naming the
+	// health URL of the GPU service it starts after ("" : not checked).
+	GPUAfterVar string
+	// MetricsAddrVar returns the variable holding the address the binary
+	// of SERVICE serves /metrics on ("" : none).
+	MetricsAddrVar func(service string) string
+	// PublicMetrics are services whose /metrics port may be published
+	// beyond loopback, each with the reason.
+	PublicMetrics map[string]string
+	// Scrape is the Prometheus scrape configuration of the deployment
+	// (nil: not checked).
+	Scrape []ScrapeJob
 }
 
 // Check runs every rule on f.
@@ -68,6 +85,7 @@ func Check(f *File, c Contract) []Problem {
 	var ps []Problem
 	for _, rule := range []func(*File, Contract) []Problem{
 		checkEnv, checkDepends, checkImages, checkCommands, checkSecrets, checkHealth, checkVolumes,
+		checkLogging, checkMetrics, checkScrape, checkStartOrder,
 	} {
 		ps = append(ps, rule(f, c)...)
 	}
@@ -167,6 +185,9 @@ func checkDepends(f *File, c Contract) []Problem {
 		for _, n := range needs(f, s) {
 			d, ok := s.DependsOn[n]
 			target := f.Services[n]
+			if slices.Contains(c.UpBeforeModels, s.Name) && target.GPU() {
+				continue // RuleStartOrder: it must not wait for them
+			}
 			switch {
 			case !ok:
 				ps = append(ps, Problem{s.Name, RuleDepends, "reaches " + n + " but does not depend on it"})

@@ -12,6 +12,7 @@ package composecheck
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,6 +61,71 @@ type Service struct {
 	StopGracePeriod string `yaml:"stop_grace_period"`
 	// EnvFiles are the files whose variables the container gets.
 	EnvFiles EnvFiles `yaml:"env_file"`
+	// Logging is where the container's output goes (nil: the daemon's
+	// default, json-file without rotation).
+	Logging *Logging `yaml:"logging"`
+	Deploy  *Deploy  `yaml:"deploy"`
+}
+
+// Logging is a service's logging section.
+type Logging struct {
+	Driver  string            `yaml:"driver"`
+	Options map[string]string `yaml:"options"`
+}
+
+// Deploy is the part of a service's deploy section the checks read.
+type Deploy struct {
+	Replicas  *int `yaml:"replicas"`
+	Resources struct {
+		Reservations struct {
+			Devices []struct {
+				Driver       string   `yaml:"driver"`
+				Capabilities []string `yaml:"capabilities"`
+			} `yaml:"devices"`
+		} `yaml:"reservations"`
+	} `yaml:"resources"`
+}
+
+// GPU reports whether the service reserves a GPU.
+func (s *Service) GPU() bool {
+	if s.Deploy == nil {
+		return false
+	}
+	for _, d := range s.Deploy.Resources.Reservations.Devices {
+		if slices.Contains(d.Capabilities, "gpu") {
+			return true
+		}
+	}
+	return false
+}
+
+// Published is one entry of ports: the host address ("" : every one), the
+// host port and the container's port with its protocol.
+type Published struct {
+	HostIP, HostPort, ContainerPort, Protocol string
+}
+
+// Published parses the service's ports (the short syntax:
+// [[host_ip:]host_port:]container_port[/protocol]).
+func (s *Service) Published() []Published {
+	var out []Published
+	for _, p := range s.Ports {
+		var pub Published
+		p, pub.Protocol, _ = strings.Cut(p, "/")
+		if pub.Protocol == "" {
+			pub.Protocol = "tcp"
+		}
+		parts := strings.Split(p, ":")
+		pub.ContainerPort = parts[len(parts)-1]
+		if len(parts) >= 2 {
+			pub.HostPort = parts[len(parts)-2]
+		}
+		if len(parts) >= 3 {
+			pub.HostIP = strings.Trim(strings.Join(parts[:len(parts)-2], ":"), "[]")
+		}
+		out = append(out, pub)
+	}
+	return out
 }
 
 // EnvFile is one entry of env_file: a path, and whether compose fails

@@ -1,14 +1,14 @@
 // Package tlstest runs the compose file's tls profile for real, inside the
 // package's own network namespace (pkg/testkit/netns; Caddy and LiveKit
 // bind every interface of it, as in their containers): Caddy 2.11.4, built
-// from its module, with deploy/caddy/Caddyfile and a certificate the test
-// made, in front of a stand-in gateway and a real livekit-server started
-// by the compose file's own livekit entrypoint with TURN over TLS on.
+// from its module, started by the compose file's own proxy entrypoint with
+// deploy/caddy/Caddyfile, in front of a stand-in gateway and a real
+// livekit-server started by the compose file's own livekit entrypoint —
+// under one name with the operator's certificate (TURN over TLS on), and
+// at a LAN address with Caddy's own CA, whose root the proxy serves.
 package tlstest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -16,7 +16,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/binary"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -28,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +36,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/lktest"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
 	"github.com/alicia-voice/alicia/services/cli/internal/composecheck"
 	"github.com/alicia-voice/alicia/services/gateway"
@@ -62,11 +63,12 @@ func repoRoot(t *testing.T) string {
 }
 
 // pki is a CA and, in dir, a certificate it signed for names, as an
-// operator puts them in deploy/tls/: fullchain.pem and privkey.pem.
+// operator puts them in deploy/tls/: fullchain.pem and privkey.pem, and
+// the CA's own certificate as ca.crt (mkcert's rootCA.pem, say).
 type pki struct {
-	pool      *x509.CertPool
-	dir       string
-	cert, key string
+	pool          *x509.CertPool
+	dir           string
+	cert, key, ca string
 }
 
 func newPKI(t *testing.T, names ...string) pki {
@@ -99,31 +101,42 @@ func newPKI(t *testing.T, names ...string) pki {
 	}
 	p := pki{pool: x509.NewCertPool(), dir: t.TempDir()}
 	p.pool.AddCert(ca)
-	p.cert, p.key = filepath.Join(p.dir, "fullchain.pem"), filepath.Join(p.dir, "privkey.pem")
-	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})...)
-	if err := os.WriteFile(p.cert, chain, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p.key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
+	p.cert, p.key, p.ca = filepath.Join(p.dir, "fullchain.pem"), filepath.Join(p.dir, "privkey.pem"), filepath.Join(p.dir, "ca.crt")
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), caPEM...)
+	for path, b := range map[string][]byte{p.cert: chain, p.ca: caPEM, p.key: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return p
 }
 
 // client reaches every name at the namespace's address, from its other
-// address (so the proxy sees a client address that is not its own), and
-// trusts only the test's CA.
-func (p pki) client() *http.Client {
+// address (so the proxy sees a client address that is not its own),
+// trusting only roots, on a connection of its own.
+func client(roots *x509.CertPool) *http.Client {
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(netns.PeerIP())}, Timeout: 5 * time.Second}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		_, port, _ := net.SplitHostPort(addr)
 		return dialer.DialContext(ctx, network, net.JoinHostPort(netns.IP(), port))
 	}
 	return &http.Client{
-		Transport:     &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{RootCAs: p.pool}, ForceAttemptHTTP2: true},
+		Transport:     &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       10 * time.Second,
 	}
+}
+
+// get fetches url with c and reads the whole answer.
+func get(c *http.Client, url string) (*http.Response, []byte, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
 }
 
 // freeLocal is a free port on 127.0.0.1.
@@ -157,37 +170,50 @@ func start(t *testing.T, cmd *exec.Cmd) *testkit.SyncBuffer {
 	return &out
 }
 
-// livekitScript is the compose file's livekit entrypoint script, pointed
-// at the test's files instead of the container's.
-func livekitScript(t *testing.T, root, secrets string) string {
+// entrypoint is the script of a compose service's [/bin/sh -c <script>]
+// entrypoint, with the container's paths replaced by the test's.
+func entrypoint(t *testing.T, root, service string, paths *strings.Replacer) string {
 	t.Helper()
 	f, err := composecheck.Load(filepath.Join(root, "docker-compose.yml"), map[string]string{"ALICIA_LIVEKIT_NODE_IP": "192.0.2.10"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := f.Services["livekit"].Entrypoint
+	ep := f.Services[service].Entrypoint
 	if len(ep) != 3 || ep[0] != "/bin/sh" || ep[1] != "-c" {
-		t.Fatalf("livekit entrypoint %q: want [/bin/sh -c <script>]", ep)
+		t.Fatalf("%s entrypoint %q: want [/bin/sh -c <script>]", service, ep)
 	}
-	bin := devtools.Need(t, devtools.LiveKit)
-	tmp := t.TempDir()
-	return strings.NewReplacer(
-		"/livekit-server", bin,
-		"/etc/livekit.yaml", filepath.Join(root, "deploy", "livekit.yaml"),
-		"/tmp/livekit.yaml", filepath.Join(tmp, "livekit.yaml"),
-		"/run/secrets/", secrets+"/",
-	).Replace(ep[2])
+	return paths.Replace(ep[2])
 }
 
-func secrets(t *testing.T) string {
+// livekitScript is the compose file's livekit entrypoint script, pointed
+// at the test's files instead of the container's.
+func livekitScript(t *testing.T, root, secrets string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for name, v := range map[string]string{"livekit_api_key": livekitserver.NewKey(), "livekit_api_secret": livekitserver.NewSecret()} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
+	bin := devtools.Need(t, devtools.LiveKit)
+	return entrypoint(t, root, "livekit", strings.NewReplacer(
+		"/livekit-server", bin,
+		"/etc/livekit.yaml", filepath.Join(root, "deploy", "livekit.yaml"),
+		"/tmp/livekit.yaml", filepath.Join(t.TempDir(), "livekit.yaml"),
+		"/run/secrets/", secrets+"/",
+	))
+}
+
+// credentials are LiveKit's API key and secret, in the secret files the
+// livekit entrypoint reads (dir), and tokens they sign.
+type credentials struct {
+	dir string
+	lk  lktest.Server
+}
+
+func secrets(t *testing.T) credentials {
+	t.Helper()
+	c := credentials{dir: t.TempDir(), lk: lktest.Server{APIKey: livekitserver.NewKey(), APISecret: livekitserver.NewSecret()}}
+	for name, v := range map[string]string{"livekit_api_key": c.lk.APIKey, "livekit_api_secret": c.lk.APISecret} {
+		if err := os.WriteFile(filepath.Join(c.dir, name), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return dir
+	return c
 }
 
 // TestLiveKitEntrypoint: the compose file's livekit entrypoint refuses a
@@ -195,7 +221,7 @@ func secrets(t *testing.T) string {
 func TestLiveKitEntrypoint(t *testing.T) {
 	netns.Require(t)
 	root := repoRoot(t)
-	script := livekitScript(t, root, secrets(t))
+	script := livekitScript(t, root, secrets(t).dir)
 	for _, c := range []struct {
 		name string
 		env  []string
@@ -216,33 +242,52 @@ func TestLiveKitEntrypoint(t *testing.T) {
 	}
 }
 
-// TestTLSProfile: Caddy with deploy/caddy/Caddyfile serves the operator's
-// certificate for both names, redirects plain HTTP, and proxies to the
-// gateway — with the client's address in X-Forwarded-For (a client's own
-// header dropped), https in X-Forwarded-Proto and the Host kept, so the
-// gateway, trusting the proxy, counts the client and not the proxy —
-// WebSockets both ways and server-sent events as they are written; and to
-// LiveKit, run by the compose file's entrypoint with TURN on: its
-// signalling answers through the proxy, and its TURN server answers a STUN
-// binding request over TLS with the operator's certificate.
-func TestTLSProfile(t *testing.T) {
-	netns.Require(t)
-	root := repoRoot(t)
-	caddy := devtools.Need(t, devtools.Caddy)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	certs := newPKI(t, "alicia.test", "voice.test", "turn.test")
+// TestProxyEntrypoint: the compose file's proxy entrypoint refuses to start
+// without the one name.
+func TestProxyEntrypoint(t *testing.T) {
+	script := entrypoint(t, repoRoot(t), "proxy", strings.NewReplacer())
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "ALICIA_TLS=internal"}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "set ALICIA_PUBLIC_HOST") {
+		t.Fatalf("exit %v, output %q; want a failure naming ALICIA_PUBLIC_HOST", err, out)
+	}
+}
 
-	// The gateway stand-in: what it saw of each request, the client
-	// address the gateway counts (trusting the proxy, on loopback here), a
-	// WebSocket echo and an event stream written in two steps.
+// TestCaddyfileFormatted: deploy/caddy/Caddyfile is as `caddy fmt` writes
+// it (Caddy warns at every start otherwise).
+func TestCaddyfileFormatted(t *testing.T) {
+	caddy := devtools.Need(t, devtools.Caddy)
+	out, err := exec.Command(caddy, "fmt", "--diff", filepath.Join(repoRoot(t), "deploy", "caddy", "Caddyfile")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("caddy fmt --diff deploy/caddy/Caddyfile: %v\n%s", err, out)
+	}
+}
+
+// standIn is the gateway stand-in: it reports what it saw of a request
+// (and the client address the gateway counts, trusting the proxy, on
+// loopback here), echoes a WebSocket, writes an event stream in two steps,
+// counts the requests for /metrics that reach it, and answers every other
+// path as itself.
+type standIn struct {
+	addr         string
+	second       chan struct{}
+	metricsCalls atomic.Int32
+}
+
+const standInBody = "the gateway stand-in"
+
+func startGateway(t *testing.T) *standIn {
+	t.Helper()
 	proxies, err := gateway.ParseProxies("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	clientIP := gateway.ClientIP(proxies)
-	second := make(chan struct{})
+	g := &standIn{second: make(chan struct{})}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, standInBody) })
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) { g.metricsCalls.Add(1) })
 	mux.HandleFunc("/seen", func(w http.ResponseWriter, r *http.Request) {
 		e := echoFrame(r)
 		e.ClientIP = clientIP(r)
@@ -265,132 +310,18 @@ func TestTLSProfile(t *testing.T) {
 		fmt.Fprint(w, "data: one\n\n")
 		w.(http.Flusher).Flush()
 		select {
-		case <-second:
+		case <-g.second:
 		case <-r.Context().Done():
 			return
 		}
 		fmt.Fprint(w, "data: two\n\n")
 	})
-	gwLn := freeLocal(t)
-	gw := &http.Server{Handler: mux}
-	go gw.Serve(gwLn)
-	t.Cleanup(func() { gw.Close() })
-
-	// LiveKit as the compose file runs it, TURN over TLS on.
-	script := livekitScript(t, root, secrets(t))
-	lk := exec.Command("/bin/sh", "-c", script)
-	lk.Env = []string{"PATH=" + os.Getenv("PATH"), "NODE_IP=" + netns.IP(), "TURN_DOMAIN=turn.test", "TURN_CERT_FILE=" + certs.cert, "TURN_KEY_FILE=" + certs.key}
-	lkOut := start(t, lk)
-
-	cy := exec.Command(caddy, "run", "--config", filepath.Join(root, "deploy", "caddy", "Caddyfile"), "--adapter", "caddyfile")
-	home := t.TempDir()
-	cy.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(home, "data"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"ALICIA_PUBLIC_HOST=alicia.test", "ALICIA_LIVEKIT_PUBLIC_HOST=voice.test",
-		"ALICIA_TLS=" + certs.cert + " " + certs.key, "ALICIA_LIVEKIT_TLS=" + certs.cert + " " + certs.key,
-		"ALICIA_GATEWAY_UPSTREAM=" + gwLn.Addr().String(), "ALICIA_LIVEKIT_UPSTREAM=127.0.0.1:7880"}
-	cyOut := start(t, cy)
-
-	hc := certs.client()
-	get := func(url string) (*http.Response, []byte, error) {
-		resp, err := hc.Get(url)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp, b, err
-	}
-	testkit.EventuallyNoError(t, time.Minute, func() error {
-		resp, _, err := get("https://alicia.test/seen")
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return err
-	}, "caddy serving https://alicia.test (log: %s)", cyOut)
-
-	t.Run("the gateway sees the client", func(t *testing.T) {
-		req, _ := http.NewRequest("GET", "https://alicia.test/seen", nil)
-		req.Header.Set("X-Forwarded-For", "6.6.6.6")
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var e seen
-		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-			t.Fatal(err)
-		}
-		if e.Host != "alicia.test" || e.Proto != "https" || e.ClientIP != netns.PeerIP() || strings.Contains(e.XFF, "6.6.6.6") {
-			t.Fatalf("the gateway saw %+v; want Host alicia.test, X-Forwarded-Proto https, the client %s counted, no client-written X-Forwarded-For", e, netns.PeerIP())
-		}
-		if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].Subject.CommonName != "alicia.test" {
-			t.Fatalf("served certificate %+v: want the operator's", resp.TLS)
-		}
-	})
-	t.Run("plain HTTP is redirected", func(t *testing.T) {
-		resp, _, err := get("http://alicia.test/v1/conversations")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || loc != "https://alicia.test/v1/conversations" {
-			t.Fatalf("http:// answered %d, Location %q", resp.StatusCode, loc)
-		}
-	})
-	t.Run("WebSockets", func(t *testing.T) {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		c, _, err := websocket.Dial(wctx, "wss://alicia.test/v1/ws", &websocket.DialOptions{HTTPClient: hc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.CloseNow()
-		if err := c.Write(wctx, websocket.MessageBinary, []byte("hello")); err != nil {
-			t.Fatal(err)
-		}
-		if _, b, err := c.Read(wctx); err != nil || string(b) != "echo: hello" {
-			t.Fatalf("read %q, %v", b, err)
-		}
-	})
-	t.Run("server-sent events as they are written", func(t *testing.T) {
-		resp, err := hc.Get("https://alicia.test/timeline/stream")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		r := bufio.NewReader(resp.Body)
-		// The second event is written only once the first arrived: a
-		// buffering proxy would hold the first until the client timeout.
-		if line, err := r.ReadString('\n'); err != nil || line != "data: one\n" {
-			t.Fatalf("first event %q, %v", line, err)
-		}
-		close(second)
-		_, _ = r.ReadString('\n')
-		if line, err := r.ReadString('\n'); err != nil || line != "data: two\n" {
-			t.Fatalf("second event %q, %v", line, err)
-		}
-	})
-	t.Run("LiveKit's signalling through the proxy", func(t *testing.T) {
-		testkit.EventuallyNoError(t, time.Minute, func() error {
-			resp, body, err := get("https://voice.test/")
-			if err == nil && (resp.StatusCode != http.StatusOK || resp.TLS.PeerCertificates[0].Subject.CommonName != "alicia.test") {
-				err = fmt.Errorf("status %d %q", resp.StatusCode, body)
-			}
-			return err
-		}, "livekit behind https://voice.test (log: %s)", lkOut)
-	})
-	t.Run("TURN over TLS", func(t *testing.T) {
-		var conn *tls.Conn
-		testkit.EventuallyNoError(t, time.Minute, func() error {
-			var err error
-			conn, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort(netns.IP(), "5349"),
-				&tls.Config{ServerName: "turn.test", RootCAs: certs.pool})
-			return err
-		}, "livekit's TURN server on 5349 (log: %s)", lkOut)
-		defer conn.Close()
-		if err := stunBinding(conn); err != nil {
-			t.Fatal(err)
-		}
-	})
+	ln := freeLocal(t)
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	g.addr = ln.Addr().String()
+	return g
 }
 
 // seen is what the gateway stand-in reports of a request.
@@ -402,27 +333,43 @@ func echoFrame(r *http.Request) seen {
 	return seen{Host: r.Host, Proto: r.Header.Get("X-Forwarded-Proto"), XFF: r.Header.Get("X-Forwarded-For")}
 }
 
-// stunBinding sends a STUN Binding request (RFC 8489) on conn and checks
-// the answer is its success response: a TURN server speaks STUN on its
-// listeners.
-func stunBinding(conn net.Conn) error {
-	const magic = 0x2112A442
-	req := make([]byte, 20)
-	binary.BigEndian.PutUint16(req[0:], 0x0001) // Binding request
-	binary.BigEndian.PutUint32(req[4:], magic)
-	if _, err := rand.Read(req[8:20]); err != nil {
-		return err
+// startLiveKit runs livekit-server as the compose file does, with env
+// (NODE_IP, TURN_*) besides PATH.
+func startLiveKit(t *testing.T, root string, creds credentials, env ...string) *testkit.SyncBuffer {
+	t.Helper()
+	lk := exec.Command("/bin/sh", "-c", livekitScript(t, root, creds.dir))
+	lk.Env = append([]string{"PATH=" + os.Getenv("PATH"), "NODE_IP=" + netns.IP()}, env...)
+	return start(t, lk)
+}
+
+// proxy is Caddy started by the compose file's proxy entrypoint.
+type proxy struct {
+	out *testkit.SyncBuffer
+	// dataHome is its XDG_DATA_HOME, the image's /data.
+	dataHome string
+}
+
+// startProxy runs the compose file's proxy entrypoint with Caddy built at
+// the image's version, deploy/caddy/Caddyfile, tlsDir as deploy/tls and a
+// data directory of its own, with env (ALICIA_PUBLIC_HOST, ALICIA_TLS)
+// besides the upstreams: the stand-in and LiveKit on this namespace.
+func startProxy(t *testing.T, root, tlsDir string, g *standIn, env ...string) proxy {
+	t.Helper()
+	caddy := devtools.Need(t, devtools.Caddy)
+	home := t.TempDir()
+	p := proxy{dataHome: filepath.Join(home, "data")}
+	script := entrypoint(t, root, "proxy", strings.NewReplacer(
+		"exec caddy run", "exec "+caddy+" run",
+		"/etc/caddy/Caddyfile", filepath.Join(root, "deploy", "caddy", "Caddyfile"),
+		"/etc/caddy/tls/", tlsDir+"/",
+		"/data/", p.dataHome+"/",
+	))
+	if !strings.Contains(script, caddy+" run") {
+		t.Fatalf("the proxy entrypoint does not exec caddy run:\n%s", script)
 	}
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := conn.Write(req); err != nil {
-		return err
-	}
-	hdr := make([]byte, 20)
-	if _, err := io.ReadFull(conn, hdr); err != nil {
-		return fmt.Errorf("STUN answer: %w", err)
-	}
-	if typ := binary.BigEndian.Uint16(hdr[0:]); typ != 0x0101 || binary.BigEndian.Uint32(hdr[4:]) != magic || !bytes.Equal(hdr[8:20], req[8:20]) {
-		return fmt.Errorf("STUN answer %x: want a Binding success response (0101) to transaction %x", hdr, req[8:20])
-	}
-	return nil
+	cy := exec.Command("/bin/sh", "-c", script)
+	cy.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_DATA_HOME=" + p.dataHome, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"ALICIA_GATEWAY_UPSTREAM=" + g.addr, "ALICIA_LIVEKIT_UPSTREAM=127.0.0.1:7880"}, env...)
+	p.out = start(t, cy)
+	return p
 }
