@@ -143,13 +143,16 @@ func TestLANVoice(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- up.Wait() }()
+	stopped := false
 	defer func() {
-		_ = up.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = up.Process.Kill()
-			<-exited
+		if !stopped {
+			_ = up.Process.Signal(syscall.SIGINT)
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				_ = up.Process.Kill()
+				<-exited
+			}
 		}
 		if t.Failed() {
 			t.Logf("alicia up's output:\n%s\nits log (last part):\n%s", out.String(), tail(logs.String(), 8000))
@@ -159,6 +162,7 @@ func TestLANVoice(t *testing.T) {
 	err := testkit.CheckFor(3*time.Minute, testkit.PollInterval, func() error {
 		select {
 		case err := <-exited:
+			stopped = true
 			t.Fatalf("alicia up exited: %v", err)
 		default:
 		}
