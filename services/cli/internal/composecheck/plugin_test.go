@@ -57,7 +57,10 @@ func TestComposeConfig(t *testing.T) {
 		{"init", composeEnv, []string{"init"}},
 		{"cluster", cluster, []string{"cluster"}},
 		{"tls", withEnv(tlsEnv), []string{"tls"}},
+		{"tls on a LAN address", withEnv(lanEnv), []string{"tls"}},
 		{"backup", composeEnv, []string{"backup"}},
+		{"download", composeEnv, []string{"download"}},
+		{"metrics", composeEnv, []string{"metrics"}},
 		{"every profile, with the .env of deploy/README.md's examples", withEnv(merge(tlsEnv, cluster)), []string{"*"}},
 	} {
 		var args []string
@@ -120,6 +123,35 @@ func TestComposeConfig(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the one name of the tls profile, as compose interpolates it", func(t *testing.T) {
+		// ALICIA_PUBLIC_HOST alone switches the gateway behind the proxy
+		// (${ALICIA_PUBLIC_HOST:+…} forms): compose must read them as
+		// composecheck.Interpolate does.
+		for _, c := range []struct {
+			env                    map[string]string
+			url, secure, published string
+		}{
+			{composeEnv, "ws://" + exampleNodeIP + ":7880", "", ""},
+			{withEnv(tlsEnv), "wss://alicia.example.com", "true", "127.0.0.1"},
+			{withEnv(lanEnv), "wss://192.168.1.20", "true", "127.0.0.1"},
+		} {
+			cfg := composeJSON(t, bin, file, c.env, "--profile", "tls")
+			gw, lk := cfg.Services["gateway"], cfg.Services["livekit"]
+			if got := gw.Environment["ALICIA_LIVEKIT_PUBLIC_URL"]; got == nil || *got != c.url {
+				t.Errorf("ALICIA_PUBLIC_HOST %q: the gateway hands out %v, want %s", c.env["ALICIA_PUBLIC_HOST"], got, c.url)
+			}
+			if got := gw.Environment["ALICIA_COOKIE_SECURE"]; got == nil || *got != c.secure {
+				t.Errorf("ALICIA_PUBLIC_HOST %q: ALICIA_COOKIE_SECURE %v, want %q", c.env["ALICIA_PUBLIC_HOST"], got, c.secure)
+			}
+			for _, s := range []composeService{gw, lk} {
+				for _, p := range s.Ports {
+					if (p.Target == 8080 || p.Target == 7880) && p.HostIP != c.published {
+						t.Errorf("ALICIA_PUBLIC_HOST %q: port %d published on %q, want %q", c.env["ALICIA_PUBLIC_HOST"], p.Target, p.HostIP, c.published)
+					}
+				}
+			}
+		}
+	})
 	if err, stderr := composeConfig(t, bin, file, nil); err == nil || !strings.Contains(stderr, "ALICIA_LIVEKIT_NODE_IP") {
 		t.Fatalf("accepted without ALICIA_LIVEKIT_NODE_IP: %v\n%s", err, stderr)
 	}
@@ -135,6 +167,45 @@ func TestComposeConfig(t *testing.T) {
 	if err, stderr := composeConfig(t, bin, broken, composeEnv, "--project-directory", filepath.Dir(file)); err == nil || !strings.Contains(stderr, "vlm") {
 		t.Fatalf("accepted a dependency on no service: %v\n%s", err, stderr)
 	}
+}
+
+// composeService is what composeJSON reads of a service.
+type composeService struct {
+	Environment map[string]*string `json:"environment"`
+	Ports       []struct {
+		HostIP string `json:"host_ip"`
+		Target int    `json:"target"`
+	} `json:"ports"`
+}
+
+// composeJSON is `docker compose config --format json` of file with only
+// env set.
+func composeJSON(t *testing.T, bin, file string, env map[string]string, args ...string) struct {
+	Services map[string]composeService `json:"services"`
+} {
+	t.Helper()
+	envFile := filepath.Join(t.TempDir(), "env")
+	if err := os.WriteFile(envFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"--env-file", envFile, "-f", file}, append(args, "config", "--format", "json")...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("docker compose config: %v\n%s", err, stderr.String())
+	}
+	var cfg struct {
+		Services map[string]composeService `json:"services"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func merge(maps ...map[string]string) map[string]string {
