@@ -147,6 +147,10 @@ func sourceWatchAfterLeaderLoss(t *testing.T, together bool) {
 			_, _ = nc.Request(queue.StepDownSubject, req, 2*time.Second)
 			return fmt.Errorf("LLM_TURNS led by %s, want %s (CONVERSATIONS: %s)", l, want, convLeader)
 		}
+		// A new leader may answer before it reports its source.
+		if len(info.Sources) == 0 {
+			return fmt.Errorf("LLM_TURNS led by %s reports no source yet", l)
+		}
 		if a := info.Sources[0].Active; a < 0 || a > time.Second {
 			return fmt.Errorf("source active %s", a)
 		}
