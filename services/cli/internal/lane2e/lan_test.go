@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
+	"github.com/alicia-voice/alicia/services/cli/internal/uptest"
 )
 
 func TestMain(m *testing.M) { netns.Main(m) }
@@ -110,10 +110,7 @@ func TestLANVoice(t *testing.T) {
 		return fakeopenai.Transcript{Text: "What is the weather"}
 	})
 
-	bin := filepath.Join(t.TempDir(), "alicia")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/alicia-voice/alicia/services/cli/cmd/alicia").CombinedOutput(); err != nil {
-		t.Fatalf("go build alicia: %v\n%s", err, out)
-	}
+	bin := uptest.Build(t)
 	pgURL := pgtest.NewURL(t)
 	t.Cleanup(func() {
 		if err := localpg.DropRoles(context.Background(), pgURL); err != nil {
@@ -122,8 +119,7 @@ func TestLANVoice(t *testing.T) {
 	})
 	_, port, _ := strings.Cut(testkit.FreeAddr(t), ":")
 	httpPort, _ := strconv.Atoi(port)
-	up := exec.Command(bin, "up")
-	up.Env = append(userEnv(),
+	up := uptest.Start(t, bin, append(uptest.UserEnv(nil),
 		"ALICIA_POSTGRES_URL="+pgURL,
 		"ALICIA_DATA_DIR="+filepath.Join(t.TempDir(), "fresh"),
 		"ALICIA_NATS_URL=nats://"+testkit.FreeAddr(t),
@@ -134,58 +130,17 @@ func TestLANVoice(t *testing.T) {
 		"ALICIA_ASR_URL="+speech.URL(), "ALICIA_ASR_MODEL=fake-whisper",
 		"ALICIA_TTS_URL="+speech.URL(), "ALICIA_TTS_ENGINE=openai", "ALICIA_TTS_MODEL=fake-kokoro",
 		"ALICIA_EMBEDDING_URL=",
-	)
-	out, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
-	up.Stdout, up.Stderr = out, logs
-	started := time.Now()
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- up.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = up.Process.Signal(syscall.SIGINT)
-			select {
-			case <-exited:
-			case <-time.After(30 * time.Second):
-				_ = up.Process.Kill()
-				<-exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("alicia up's output:\n%s\nits log (last part):\n%s", out.String(), tail(logs.String(), 8000))
-		}
-	}()
-	var toHTTPS time.Duration
-	err := testkit.CheckFor(3*time.Minute, testkit.PollInterval, func() error {
-		select {
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("alicia up exited: %v", err)
-		default:
-		}
-		if toHTTPS == 0 && strings.Contains(out.String(), "HTTPS:") {
-			toHTTPS = time.Since(started)
-		}
-		if !strings.Contains(out.String(), "Alicia is up") {
-			return context.DeadlineExceeded
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal("alicia up did not come up")
-	}
-	banner := out.String()
-	httpsURL, key, caFile := field(banner, "HTTPS:"), field(banner, "API key:"), field(banner, "CA:")
+	), "up")
+	toHTTPS := up.HTTPSAfter
+	banner := up.Out.String()
+	httpsURL, key, caFile := uptest.Field(banner, "HTTPS:"), uptest.Field(banner, "API key:"), uptest.Field(banner, "CA:")
 	if want := "https://" + netns.IP() + ":8443"; httpsURL != want {
 		t.Fatalf("HTTPS URL %q, want the box's LAN address %s:\n%s", httpsURL, want, banner)
 	}
-	if !strings.Contains(field(banner, "LiveKit:"), netns.IP()) {
+	if !strings.Contains(uptest.Field(banner, "LiveKit:"), netns.IP()) {
 		t.Fatalf("LiveKit's node IP is not the LAN address:\n%s", banner)
 	}
-	t.Logf("alicia up on a fresh data directory: the HTTPS URL printed after %s (the stack up after the same)", toHTTPS.Round(time.Millisecond))
+	t.Logf("alicia up on a fresh data directory (CA and certificate made): its HTTPS URL printed, with the whole stack up, after %s", toHTTPS.Round(time.Millisecond))
 
 	// The laptop's browser trusts up's CA, and nothing else of ours.
 	home := t.TempDir()
@@ -226,6 +181,7 @@ func TestLANVoice(t *testing.T) {
 	}
 	t.Logf("from the laptop over HTTPS: page load p50 %.0f ms (samples %v); end of speech → first answer audio heard %.0f ms; over the box's loopback in the same run: %.0f ms",
 		lanFig.PageLoadMs.P50, lanFig.PageLoadMs.Samples, lanFig.EndOfSpeechToFirstAudioMs, loopFig.EndOfSpeechToFirstAudioMs)
+	up.Stop(t)
 }
 
 // runPlaywright runs the LAN specs, prefixed by wrap (ip netns exec …) to
@@ -246,30 +202,6 @@ func runPlaywright(t *testing.T, web string, wrap []string, home string, env ...
 	}
 }
 
-// userEnv is this process's environment without any ALICIA_* setting.
-func userEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ALICIA_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// field returns the first word after label in the output.
-func field(out, label string) string {
-	_, rest, ok := strings.Cut(out, label)
-	if !ok {
-		return ""
-	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
-}
-
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -279,11 +211,4 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("figures %s: %v", path, err)
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

@@ -3,11 +3,9 @@ package upcmd_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,32 +16,8 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
+	"github.com/alicia-voice/alicia/services/cli/internal/uptest"
 )
-
-// buildAlicia builds the alicia command as a user runs it.
-func buildAlicia(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "alicia")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/alicia-voice/alicia/services/cli/cmd/alicia").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build alicia: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// userEnv is this process's environment without any ALICIA_* setting, plus env.
-func userEnv(env map[string]string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ALICIA_") {
-			out = append(out, kv)
-		}
-	}
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
 
 // TestFirstRunOnEmptyDatabase runs the real `alicia up` binary the way a new
 // user does: against a database with nothing in it (not even the pgvector
@@ -63,14 +37,13 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 			t.Errorf("drop roles: %v", err)
 		}
 	})
-	bin := buildAlicia(t)
+	bin := uptest.Build(t)
 	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Hello from a fresh install.")))
 	embeddings := fakeopenai.New(t)
 	// What a user exports before `alicia up` is there for their later
 	// commands too.
 	stackEnv := map[string]string{"ALICIA_DATA_DIR": filepath.Join(t.TempDir(), "new-data-dir"), "ALICIA_NATS_URL": "nats://" + testkit.FreeAddr(t)}
-	up := exec.Command(bin, "up")
-	up.Env = userEnv(map[string]string{
+	up := uptest.Start(t, bin, uptest.UserEnv(map[string]string{
 		"ALICIA_POSTGRES_URL":  pgURL,
 		"ALICIA_DATA_DIR":      stackEnv["ALICIA_DATA_DIR"],
 		"ALICIA_NATS_URL":      stackEnv["ALICIA_NATS_URL"],
@@ -82,43 +55,11 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 		"ALICIA_LIVEKIT_PORT":  "0", "ALICIA_LIVEKIT_RTC_TCP_PORT": "0", "ALICIA_LIVEKIT_RTC_UDP_PORT": "0",
 		// Loopback only: no LAN address of the machine in a test.
 		"ALICIA_LIVEKIT_NODE_IP": "127.0.0.1", "ALICIA_HTTPS_ADDR": "127.0.0.1:0",
-	})
-	out, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
-	up.Stdout, up.Stderr = out, logs
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- up.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = up.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("alicia up's output:\n%s\nits log:\n%s", out.String(), logs.String())
-		}
-	}()
-	err := testkit.CheckFor(2*time.Minute, testkit.PollInterval, func() error {
-		select {
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("alicia up exited before it was up: %v", err)
-		default:
-		}
-		if !strings.Contains(out.String(), "Alicia is up") {
-			return context.DeadlineExceeded
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal("alicia up did not print \"Alicia is up\"")
-	}
-	base, key := field(out.String(), "HTTP:"), field(out.String(), "API key:")
+	}), "up")
+	base, key := up.Field("HTTP:"), up.Field("API key:")
 
 	chat := exec.Command(bin, "chat", "--url", base)
-	chat.Env = userEnv(map[string]string{"ALICIA_API_KEY": key})
+	chat.Env = uptest.UserEnv(map[string]string{"ALICIA_API_KEY": key})
 	chat.Stdin = strings.NewReader("Hello?\nAnd once more?\n")
 	var chatOut, chatErr bytes.Buffer
 	chat.Stdout, chat.Stderr = &chatOut, &chatErr
@@ -148,7 +89,7 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	replay := exec.Command(bin, "replay", convID)
-	replay.Env = userEnv(stackEnv)
+	replay.Env = uptest.UserEnv(stackEnv)
 	if out, err := replay.CombinedOutput(); err != nil || !strings.Contains(string(out), "And once more?") ||
 		strings.Count(string(out), "Hello from a fresh install.") < 2 {
 		t.Fatalf("alicia replay %s: %v\n%s", convID, err, out)
@@ -156,28 +97,14 @@ func TestFirstRunOnEmptyDatabase(t *testing.T) {
 	// Another user (no admin URL in their data directory) is told which
 	// credential to give, in one line.
 	replay = exec.Command(bin, "replay", convID)
-	replay.Env = userEnv(map[string]string{"ALICIA_NATS_URL": stackEnv["ALICIA_NATS_URL"], "ALICIA_DATA_DIR": t.TempDir()})
+	replay.Env = uptest.UserEnv(map[string]string{"ALICIA_NATS_URL": stackEnv["ALICIA_NATS_URL"], "ALICIA_DATA_DIR": t.TempDir()})
 	if out, err := replay.CombinedOutput(); err == nil || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 ||
 		!strings.Contains(string(out), "refused a connection without credentials") || !strings.Contains(string(out), "ALICIA_NATS_USER=admin") {
 		t.Fatalf("alicia replay without credentials: %v\n%s", err, out)
 	}
 
-	if err := up.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Fatalf("alicia up after Ctrl-C: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("alicia up did not stop")
-	}
-	if !strings.Contains(out.String(), "Alicia stopped") {
-		t.Fatalf("output = %q", out.String())
-	}
-	if l := logs.String(); strings.Contains(l, "\x1b[") || strings.Contains(l, " DBG ") {
+	up.Stop(t)
+	if l := up.Log.String(); strings.Contains(l, "\x1b[") || strings.Contains(l, " DBG ") {
 		t.Fatalf("the log written to a pipe has colour codes or debug lines:\n%s", l)
 	}
 }

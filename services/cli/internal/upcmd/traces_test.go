@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/jaegertest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/uptest"
 )
 
 // TestUpTracesToJaeger runs the real `alicia up --traces` binary: it starts
@@ -46,12 +46,11 @@ func TestUpTracesToJaeger(t *testing.T) {
 			t.Errorf("drop roles: %v", err)
 		}
 	})
-	bin := buildAlicia(t)
+	bin := uptest.Build(t)
 	model := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text("Traced answer.")))
 	embeddings := fakeopenai.New(t) // memory search on: the turn asks memory.search
 	dataDir := filepath.Join(t.TempDir(), "data")
-	up := exec.Command(bin, "up", "--traces")
-	up.Env = userEnv(map[string]string{
+	up := uptest.Start(t, bin, uptest.UserEnv(map[string]string{
 		"ALICIA_JAEGER_BIN":            jaegerBin,
 		"ALICIA_JAEGER_UI_PORT":        "0",
 		"ALICIA_JAEGER_OTLP_GRPC_PORT": "0",
@@ -69,40 +68,9 @@ func TestUpTracesToJaeger(t *testing.T) {
 		"ALICIA_LIVEKIT_PORT":          "0", "ALICIA_LIVEKIT_RTC_TCP_PORT": "0", "ALICIA_LIVEKIT_RTC_UDP_PORT": "0",
 		// Loopback only: no LAN address of the machine in a test.
 		"ALICIA_LIVEKIT_NODE_IP": "127.0.0.1", "ALICIA_HTTPS_ADDR": "127.0.0.1:0",
-	})
-	out, logs := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
-	up.Stdout, up.Stderr = out, logs
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- up.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = up.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("alicia up's output:\n%s\nits log:\n%s", out.String(), logs.String())
-		}
-	}()
-	err := testkit.CheckFor(2*time.Minute, testkit.PollInterval, func() error {
-		select {
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("alicia up exited before it was up: %v", err)
-		default:
-		}
-		if !strings.Contains(out.String(), "Alicia is up") {
-			return context.DeadlineExceeded
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal("alicia up did not print \"Alicia is up\"")
-	}
-	ui := field(out.String(), "Traces:")
+	}), "up", "--traces")
+	out := up.Out
+	ui := up.Field("Traces:")
 	if !strings.HasPrefix(ui, "http://127.0.0.1:") || !strings.Contains(out.String(), "services alicia-<service>: ") {
 		t.Fatalf("no Jaeger URL on 127.0.0.1 in the banner:\n%s", out.String())
 	}
@@ -119,10 +87,10 @@ func TestUpTracesToJaeger(t *testing.T) {
 			t.Fatalf("Jaeger's page is not the trace viewer:\n%s\nbanner:\n%s", page, out.String())
 		}
 	}
-	base, key := field(out.String(), "HTTP:"), field(out.String(), "API key:")
+	base, key := up.Field("HTTP:"), up.Field("API key:")
 
 	chat := exec.Command(bin, "chat", "--url", base)
-	chat.Env = userEnv(map[string]string{"ALICIA_API_KEY": key})
+	chat.Env = uptest.UserEnv(map[string]string{"ALICIA_API_KEY": key})
 	chat.Stdin = strings.NewReader("Is this traced?\n")
 	var chatOut, chatErr bytes.Buffer
 	chat.Stdout, chat.Stderr = &chatOut, &chatErr
@@ -234,23 +202,12 @@ func TestUpTracesToJaeger(t *testing.T) {
 		}
 	}
 
-	if err := up.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Fatalf("alicia up after Ctrl-C: %v", err)
-		}
-	case <-time.After(45 * time.Second):
-		t.Fatal("alicia up did not stop")
-	}
+	up.Stop(t)
 	if _, err := http.Get(ui + "/api/services"); err == nil {
 		t.Fatal("Jaeger still answers after up stopped")
 	}
-	if strings.Contains(logs.String(), "stop jaeger") {
-		t.Errorf("stopping Jaeger failed:\n%s", logs.String())
+	if strings.Contains(up.Log.String(), "stop jaeger") {
+		t.Errorf("stopping Jaeger failed:\n%s", up.Log.String())
 	}
 }
 

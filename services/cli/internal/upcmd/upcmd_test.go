@@ -28,20 +28,10 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
+	"github.com/alicia-voice/alicia/services/cli/internal/uptest"
 )
 
-// field returns the first word after label in the output.
-func field(out, label string) string {
-	_, rest, ok := strings.Cut(out, label)
-	if !ok {
-		return ""
-	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
-}
+var field = uptest.Field
 
 // TestUpRunsTheStack starts `alicia up`, sends an envelope through its NATS
 // and finds the row persistence wrote, checks the voice services run, then
