@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState, type FormEvent } from 'react'
 import { api } from '../api'
 import { useApp } from '../store/app'
 import type { MCPServer, ServerInfoJSON, Tool } from '../types'
+import { VoiceCheck } from './VoiceCheck'
 
 function Dot({ ok }: { ok: boolean }) {
   return <span className={`inline-block h-2 w-2 rounded-full ${ok ? 'bg-emerald-500' : 'bg-red-500'}`} aria-hidden="true" />
@@ -85,6 +86,7 @@ export function Settings() {
           <p className="text-sm text-slate-500">Loading…</p>
         )}
       </div>
+      <VoiceCheck models={info?.models} />
       <div>
         <h2 className="mb-2 font-medium">Tools</h2>
         {!admin && <p className="mb-2 text-xs text-slate-600 dark:text-slate-400">Only an administrator can switch tools.</p>}

@@ -1,12 +1,23 @@
 // Talking to Alicia: the microphone button in the composer and, while a
 // voice session runs, its panel (state, level, mute, push-to-talk, device,
 // end). The engine and livekit-client load on the first press.
-import { useEffect } from 'react'
+//
+// What prevents voice is said by the button, never thrown: the page's origin
+// is checked before anything is made or fetched (./voice/preflight.ts), and
+// the engine turns its failures into the same sentences.
+import { useEffect, useState } from 'react'
+import { api } from '../api'
 import { useApp } from '../store/app'
-import { phaseLabel, useVoice } from '../voice/store'
+import { backendNotices, classifyError, currentBrowser, originProblem, type VoiceProblem } from '../voice/preflight'
+import { initialVoice, phaseLabel, useVoice } from '../voice/store'
 import type { VoiceEngine } from '../voice/engine'
+import { VoiceProblemText } from './VoiceProblem'
 
 let engine: VoiceEngine | null = null
+
+function showProblem(problem: VoiceProblem, conversationId?: string) {
+  useVoice.setState({ ...initialVoice, pushToTalk: useVoice.getState().pushToTalk, phase: 'error', problem, error: problem.message, conversationId })
+}
 
 async function startVoice(conversationId: string) {
   engine?.stop()
@@ -41,9 +52,20 @@ export function MicButton() {
       stopVoice()
       return
     }
-    let cid = useApp.getState().chat?.conversationId
-    if (!cid) cid = await useApp.getState().newConversation('Voice conversation')
-    if (cid) await startVoice(cid)
+    // Nothing is made (no conversation) for a page that cannot use the microphone.
+    const insecure = originProblem(currentBrowser())
+    if (insecure) {
+      showProblem(insecure)
+      return
+    }
+    try {
+      let cid = useApp.getState().chat?.conversationId
+      if (!cid) cid = await useApp.getState().newConversation('Voice conversation')
+      if (cid) await startVoice(cid)
+    } catch (e) {
+      // The engine's code could not be loaded, the conversation not made.
+      showProblem(classifyError(e, { stage: 'session' }))
+    }
   }
   return (
     <button
@@ -61,10 +83,45 @@ export function MicButton() {
 }
 
 // VoicePanel shows the session while it runs.
+// useBackendNotices: while a session runs, which speech backends do not
+// answer (server-info's reachable). The WebSocket's ServerInfo is from when
+// it opened, so the REST server-info is read when the session starts and
+// every 5 s while one of them does not answer.
+function useBackendNotices(active: boolean) {
+  const fromSocket = useApp((s) => s.serverInfo?.models)
+  const [fresh, setFresh] = useState<{ asr: { reachable: boolean }; tts: { reachable: boolean } }>()
+  useEffect(() => {
+    if (!active) {
+      setFresh(undefined)
+      return
+    }
+    let stop = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const poll = async () => {
+      try {
+        const info = await api.serverInfo()
+        if (stop) return
+        setFresh(info.models)
+        if (backendNotices(info.models).length === 0) return
+      } catch {
+        /* keep what is known; try again */
+      }
+      if (!stop) timer = setTimeout(() => void poll(), 5000)
+    }
+    void poll()
+    return () => {
+      stop = true
+      clearTimeout(timer)
+    }
+  }, [active])
+  return active ? backendNotices(fresh ?? fromSocket) : []
+}
+
 export function VoicePanel() {
   const v = useVoice()
   const partial = useApp((s) => s.chat?.partial)
   const chatId = useApp((s) => s.chat?.conversationId)
+  const notices = useBackendNotices(v.phase !== 'off' && v.phase !== 'error')
 
   // The session belongs to its conversation: leaving it ends the session.
   useEffect(() => {
@@ -95,9 +152,10 @@ export function VoicePanel() {
   if (v.phase === 'off') return null
   if (v.phase === 'error')
     return (
-      <div role="alert" className="mx-auto mb-2 flex max-w-3xl items-center justify-between gap-2 rounded-lg border border-red-300 bg-red-50 p-2 text-sm text-red-900 dark:border-red-800 dark:bg-red-950 dark:text-red-100">
-        <span>Voice failed: {v.error}</span>
-        <button type="button" onClick={() => useVoice.setState({ phase: 'off', error: undefined })} className="focus-ring rounded px-2">Dismiss</button>
+      <div data-testid="voice-problem" className="mx-auto mb-2 flex max-w-3xl items-start justify-between gap-2 rounded-lg border border-red-300 bg-red-50 p-2 text-sm dark:border-red-800 dark:bg-red-950">
+        <VoiceProblemText problem={v.problem ?? { kind: 'other', message: `Voice failed: ${v.error ?? 'an unknown error'}` }} />
+        <button type="button" onClick={() => useVoice.setState({ phase: 'off', error: undefined, problem: undefined })}
+          className="focus-ring shrink-0 rounded px-2 text-red-900 dark:text-red-100">Dismiss</button>
       </div>
     )
   const listening = v.phase !== 'connecting'
@@ -140,6 +198,9 @@ export function VoicePanel() {
           </button>
         )}
       </div>
+      {notices.map((n) => (
+        <p key={n.key} role="status" data-voice-backend={n.key} className="mt-1 text-amber-800 dark:text-amber-300">{n.message}</p>
+      ))}
       {v.error && <p role="alert" className="mt-1 text-red-700 dark:text-red-400">{v.error}</p>}
       {partial && <p data-testid="partial-transcript" className="mt-1 text-slate-600 italic dark:text-slate-300" aria-live="polite">{partial}…</p>}
     </section>

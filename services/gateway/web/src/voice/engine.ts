@@ -10,10 +10,19 @@
 // come over the page's WebSocket; from the data channel the page takes only
 // the room-agent's playout marks (SentencePlayout), which say which sentence
 // is being heard.
-import { Room, RoomEvent, Track, type RemoteParticipant, type RemoteTrack } from 'livekit-client'
+//
+// What goes wrong is told in one sentence with its fix (./preflight.ts):
+// the page's origin is checked before anything else, the microphone's and
+// the room's errors are classified by the step they came from, and a room
+// whose signalling connected but whose media (ICE) did not is 'media-blocked'.
+import { DisconnectReason, Room, RoomEvent, Track, type RemoteParticipant, type RemoteTrack } from 'livekit-client'
 import { api } from '../api'
 import { decodeEnvelope, MessageType } from '../protocol'
 import { useApp } from '../store/app'
+import {
+  classifyError, currentBrowser, disconnectProblem, isCancelled, originProblem, VoiceTimeoutError,
+  type VoiceProblem, type VoiceStage,
+} from './preflight'
 import { initialVoice, phaseOf, useVoice } from './store'
 
 const AGENT = 'alicia-agent'
@@ -26,6 +35,66 @@ const AGENT_DB = -50
 const USER_HANGOVER_MS = 600
 const AGENT_HANGOVER_MS = 400
 const TICK_MS = 20
+// How long the media (ICE) may take once signalling is up, and the guard
+// over livekit-client's own timeouts for the whole join.
+const MEDIA_TIMEOUT_MS = 12_000
+const JOIN_TIMEOUT_MS = 30_000
+
+// StageFailure tags an error with the step it came from: the microphone
+// and the token are asked for at once.
+class StageFailure {
+  constructor(
+    readonly stage: VoiceStage,
+    readonly error: unknown,
+  ) {}
+}
+
+function staged<T>(stage: VoiceStage, p: Promise<T>): Promise<T> {
+  return p.catch((e: unknown) => {
+    throw new StageFailure(stage, e)
+  })
+}
+
+// joinRoom connects room and says which steps it got through: signalling
+// (RoomEvent.SignalConnected), then the media (room.connect resolves once
+// its peer connection is up). A join that neither succeeds nor fails in
+// JOIN_TIMEOUT_MS fails with VoiceTimeoutError.
+async function joinRoom(room: Room, url: string, token: string, progress: { signal: boolean }): Promise<void> {
+  const onSignal = () => {
+    progress.signal = true
+  }
+  room.once(RoomEvent.SignalConnected, onSignal)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    await Promise.race([
+      staged('signal', room.connect(url, token, { autoSubscribe: true, peerConnectionTimeout: MEDIA_TIMEOUT_MS })),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          void room.disconnect()
+          reject(new StageFailure('signal', new VoiceTimeoutError(`no connection within ${JOIN_TIMEOUT_MS / 1000} s`)))
+        }, JOIN_TIMEOUT_MS)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+    room.off(RoomEvent.SignalConnected, onSignal)
+  }
+}
+
+// toProblem: what a failed start or test caught, as the sentence to show
+// (undefined: the page cancelled it).
+function toProblem(e: unknown, signalConnected: boolean, serverUrl?: string): VoiceProblem | undefined {
+  const stage = e instanceof StageFailure ? e.stage : 'session'
+  const err = e instanceof StageFailure ? e.error : e
+  if (isCancelled(err)) return undefined
+  return classifyError(err, {
+    stage: stage === 'signal' && signalConnected ? 'media' : stage,
+    signalConnected,
+    serverUrl,
+    pageProtocol: location.protocol,
+    hostname: location.hostname,
+  })
+}
 
 // A voice event, for the page's own timing (latency figures) and tests:
 // dispatched on window as 'alicia:voice'.
@@ -100,6 +169,9 @@ export class VoiceEngine {
   private agentEl: HTMLMediaElement | null = null
   private timer: ReturnType<typeof setInterval> | undefined
   private stopped = false
+  // joined: the room is connected (signalling and media); connected: the
+  // microphone is published too.
+  private joined = false
   private connected = false
 
   constructor(readonly conversationId: string) {}
@@ -108,23 +180,38 @@ export class VoiceEngine {
     const t0 = performance.now()
     useVoice.setState({ ...initialVoice, phase: 'connecting', conversationId: this.conversationId, startedAt: t0,
       pushToTalk: useVoice.getState().pushToTalk, deviceId })
+    const insecure = originProblem(currentBrowser())
+    if (insecure) {
+      this.fail(insecure)
+      return
+    }
+    const progress = { signal: false }
+    let serverUrl: string | undefined
     try {
       // The microphone and the token in parallel: both wait on something
       // else (the permission prompt, the gateway).
-      const [token] = await Promise.all([api.roomToken(this.conversationId), this.openMicrophone(deviceId)])
+      const [token] = await Promise.all([
+        staged('token', api.roomToken(this.conversationId)),
+        staged('microphone', this.openMicrophone(deviceId)),
+      ])
       if (this.stopped) return
+      serverUrl = token.url
       const room = new Room({ adaptiveStream: false, dynacast: false, disconnectOnPageLeave: true })
       this.room = room
       room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => this.onTrack(track, p))
       room.on(RoomEvent.DataReceived, (payload, p) => this.onData(payload, p))
       room.on(RoomEvent.AudioPlaybackStatusChanged, () => useVoice.setState({ needsClick: !room.canPlaybackAudio }))
-      room.on(RoomEvent.Disconnected, () => {
-        if (!this.stopped) this.fail('The voice connection was lost.')
+      room.on(RoomEvent.Disconnected, (reason?: DisconnectReason) => {
+        // Before the join resolves, its rejection says what went wrong.
+        if (this.stopped || !this.joined) return
+        const p = disconnectProblem(reason === undefined ? undefined : DisconnectReason[reason])
+        if (p) this.fail(p)
       })
-      await room.connect(token.url, token.token, { autoSubscribe: true })
+      await joinRoom(room, token.url, token.token, progress)
       if (this.stopped) return
+      this.joined = true
       const track = this.published()
-      await room.localParticipant.publishTrack(track, { source: Track.Source.Microphone, name: 'microphone', dtx: false, red: false })
+      await staged('publish', room.localParticipant.publishTrack(track, { source: Track.Source.Microphone, name: 'microphone', dtx: false, red: false }))
       if (this.stopped) return
       this.connected = true
       const at = performance.now()
@@ -134,7 +221,10 @@ export class VoiceEngine {
       this.timer = setInterval(() => this.tick(), TICK_MS)
       this.applyGain()
     } catch (e) {
-      this.fail(e instanceof Error ? e.message : String(e))
+      if (this.stopped) return
+      const p = toProblem(e, progress.signal, serverUrl)
+      if (p) this.fail(p)
+      else this.stop()
     }
   }
 
@@ -246,7 +336,7 @@ export class VoiceEngine {
     try {
       await this.openMicrophone(id)
     } catch (e) {
-      useVoice.setState({ error: `That microphone could not be opened: ${e instanceof Error ? e.message : String(e)}` })
+      useVoice.setState({ error: classifyError(e, { stage: 'microphone', hostname: location.hostname }).message })
     }
   }
 
@@ -255,9 +345,9 @@ export class VoiceEngine {
     useVoice.setState({ needsClick: !(this.room?.canPlaybackAudio ?? true) })
   }
 
-  private fail(msg: string) {
+  private fail(p: VoiceProblem) {
     this.release()
-    useVoice.setState({ phase: 'error', error: msg, level: 0 })
+    useVoice.setState({ phase: 'error', problem: p, error: p.message, level: 0 })
   }
 
   // stop leaves the room and releases the microphone.
@@ -268,6 +358,7 @@ export class VoiceEngine {
 
   private release() {
     this.stopped = true
+    this.joined = false
     this.connected = false
     clearInterval(this.timer)
     void this.room?.disconnect()
@@ -289,4 +380,55 @@ function awaitingAnswer(): boolean {
   if (!last) return false
   if (last.role === 'user') return last.voice === true
   return last.role === 'assistant' && (last.status === 'streaming' || last.status === 'pending') && !last.spoken?.length && !last.error
+}
+
+// The connection test of the settings page's voice check: the microphone
+// (opened and closed again, which asks for the permission), a room token,
+// LiveKit's signalling and the media (ICE), without speaking to Alicia.
+// Tokens belong to a conversation, so it makes one ("Voice check") and
+// deletes it afterwards.
+export type ConnectionStep = 'microphone' | 'token' | 'signal' | 'media'
+
+export interface ConnectionTest {
+  // The steps that worked, in order, with how long each took (ms).
+  passed: { step: ConnectionStep; ms: number }[]
+  problem?: VoiceProblem
+}
+
+export async function testConnection(onStep?: (t: ConnectionTest) => void): Promise<ConnectionTest> {
+  const result: ConnectionTest = { passed: [] }
+  const pass = (step: ConnectionStep, since: number) => {
+    result.passed.push({ step, ms: Math.round(performance.now() - since) })
+    onStep?.({ passed: [...result.passed] })
+  }
+  const insecure = originProblem(currentBrowser())
+  if (insecure) return { ...result, problem: insecure }
+  const progress = { signal: false }
+  let serverUrl: string | undefined
+  let conversationId: string | undefined
+  const room = new Room({ adaptiveStream: false, dynacast: false, disconnectOnPageLeave: true })
+  try {
+    let t = performance.now()
+    const stream = await staged('microphone', navigator.mediaDevices.getUserMedia({ audio: true }))
+    stream.getTracks().forEach((tr) => tr.stop())
+    pass('microphone', t)
+    t = performance.now()
+    conversationId = (await staged('token', api.createConversation('Voice check'))).id
+    const token = await staged('token', api.roomToken(conversationId))
+    serverUrl = token.url
+    pass('token', t)
+    t = performance.now()
+    room.once(RoomEvent.SignalConnected, () => {
+      pass('signal', t)
+      t = performance.now()
+    })
+    await joinRoom(room, token.url, token.token, progress)
+    pass('media', t)
+  } catch (e) {
+    result.problem = toProblem(e, progress.signal, serverUrl) ?? classifyError(e, { stage: 'session' })
+  } finally {
+    await room.disconnect().catch(() => {})
+    if (conversationId) await api.deleteConversation(conversationId).catch(() => {})
+  }
+  return result
 }

@@ -2,13 +2,19 @@
 // object: the engine (./engine.ts, with livekit-client) is loaded when the
 // person first presses the microphone, and writes here.
 import { create } from 'zustand'
+import type { VoiceProblem } from './preflight'
 
 export type VoicePhase = 'off' | 'connecting' | 'listening' | 'user' | 'thinking' | 'agent' | 'muted' | 'error'
 
 export interface VoiceState {
   phase: VoicePhase
   conversationId?: string
+  // A message that does not end the session (a device change that failed);
+  // with phase 'error', problem's sentence.
   error?: string
+  // Why the session could not start or ended (phase 'error'): shown as
+  // <p role="alert" data-voice-problem={problem.kind}>.
+  problem?: VoiceProblem
   // Microphone level 0..1 after mute and push-to-talk (what Alicia gets).
   level: number
   muted: boolean
