@@ -12,11 +12,11 @@ import {
 import { VoiceProblemText } from './VoiceProblem'
 
 function Mark({ ok }: { ok: boolean | undefined }) {
-  if (ok === undefined) return <span aria-hidden="true" className="w-4 text-center text-slate-500">–</span>
+  if (ok === undefined) return <span aria-hidden="true" className="w-4 shrink-0 text-center text-slate-500">–</span>
   return ok ? (
-    <span aria-hidden="true" className="w-4 text-center font-bold text-emerald-700 dark:text-emerald-400">✓</span>
+    <span aria-hidden="true" className="w-4 shrink-0 text-center font-bold text-emerald-700 dark:text-emerald-400">✓</span>
   ) : (
-    <span aria-hidden="true" className="w-4 text-center font-bold text-red-700 dark:text-red-400">✗</span>
+    <span aria-hidden="true" className="w-4 shrink-0 text-center font-bold text-red-700 dark:text-red-400">✗</span>
   )
 }
 
@@ -89,16 +89,17 @@ export function VoiceCheck({ models }: { models?: { asr: BackendStatus; tts: Bac
       <h2 className="mb-2 font-medium">Voice check</h2>
       {check ? (
         <ul className="space-y-1 text-sm" aria-label="Voice check">
-          <li className="flex items-center gap-2" data-testid="voice-check-origin">
-            <Mark ok={check.secure} /> Secure page: {check.secure ? 'yes (https:// or localhost)' : 'no (plain http:// from another host)'}
+          <li className="flex items-start gap-2" data-testid="voice-check-origin">
+            <Mark ok={check.secure} />
+            <span>Secure page: {check.secure ? 'yes (https:// or localhost)' : 'no (plain http:// from another host)'}</span>
           </li>
-          <li className="flex items-center gap-2" data-testid="voice-check-microphone">
-            <Mark ok={check.microphones === undefined ? undefined : check.microphones > 0} /> Microphone:{' '}
-            {check.microphones === undefined ? 'cannot be listed on this page' : check.microphones === 0 ? 'none found' : `${check.microphones} found`}
+          <li className="flex items-start gap-2" data-testid="voice-check-microphone">
+            <Mark ok={check.microphones === undefined ? undefined : check.microphones > 0} />
+            <span>Microphone: {check.microphones === undefined ? 'cannot be listed on this page' : check.microphones === 0 ? 'none found' : `${check.microphones} found`}</span>
           </li>
-          <li className="flex items-center gap-2" data-testid="voice-check-permission">
-            <Mark ok={check.permission === 'granted' ? true : check.permission === 'denied' ? false : undefined} /> Permission:{' '}
-            {check.secure ? PERMISSION[check.permission] : 'not available on this page'}
+          <li className="flex items-start gap-2" data-testid="voice-check-permission">
+            <Mark ok={check.permission === 'granted' ? true : check.permission === 'denied' ? false : undefined} />
+            <span>Permission: {check.secure ? PERMISSION[check.permission] : 'not available on this page'}</span>
           </li>
           {models && (
             <li className="flex items-start gap-2" data-testid="voice-check-backends">
