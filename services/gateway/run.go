@@ -197,6 +197,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 			addrs = append(addrs, l.Addr().String())
 		}
 		tlsLns = nil // Shutdown closes them
+		ca.SetHTTPS(addrs)
 		log.Info().Strs("addrs", addrs).Msg("gateway listening over HTTPS")
 		if cfg.TLS.Ready != nil {
 			cfg.TLS.Ready(addrs)

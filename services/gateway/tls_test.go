@@ -128,6 +128,12 @@ func TestHTTPSAndOneOriginForVoice(t *testing.T) {
 		!strings.Contains(body, "Windows") || !strings.Contains(body, "macOS") || !strings.Contains(body, "Linux") || strings.Contains(body, "<script") {
 		t.Fatalf("/ca: %d %.300s", resp.StatusCode, body)
 	}
+	// Over plain HTTP too (a device fetches it before it trusts the CA),
+	// with the HTTPS address to open afterwards.
+	resp, body = get(http.DefaultClient, s.base+"/ca", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `href="`+secure+`/"`) {
+		t.Fatalf("/ca over HTTP does not link to %s: %d %.2000s", secure, resp.StatusCode, body)
+	}
 	resp, body = get(http.DefaultClient, s.base+"/ca.crt", nil)
 	der, err := x509.ParseCertificate([]byte(body))
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-x509-ca-cert" || err != nil || localca.Fingerprint(der) != files.Fingerprint {

@@ -158,13 +158,13 @@ func TestLANVoice(t *testing.T) {
 	runPlaywright(t, web, []string{"ip", "netns", "exec", lap.name}, home,
 		"ALICIA_WEB_BASE_URL="+httpsURL,
 		"ALICIA_WEB_HTTP_URL=http://"+netns.IP()+":"+strconv.Itoa(httpPort),
-		"ALICIA_WEB_KEY="+key, "ALICIA_WEB_FAKE_MIC="+wav, "ALICIA_WEB_FIGURES="+lanFigures, "ALICIA_WEB_SCREENSHOTS="+screenshots)
+		"ALICIA_WEB_KEY="+key, "ALICIA_WEB_FAKE_MIC="+wav, "ALICIA_WEB_QUESTION_MS="+ms(questionLen), "ALICIA_WEB_FIGURES="+lanFigures, "ALICIA_WEB_SCREENSHOTS="+screenshots)
 
 	// The same voice turn from the box itself, over loopback.
 	loopFigures := filepath.Join(t.TempDir(), "loopback.json")
 	runPlaywright(t, web, nil, t.TempDir(),
 		"ALICIA_WEB_BASE_URL=http://127.0.0.1:"+strconv.Itoa(httpPort),
-		"ALICIA_WEB_KEY="+key, "ALICIA_WEB_FAKE_MIC="+wav, "ALICIA_WEB_FIGURES="+loopFigures)
+		"ALICIA_WEB_KEY="+key, "ALICIA_WEB_FAKE_MIC="+wav, "ALICIA_WEB_QUESTION_MS="+ms(questionLen), "ALICIA_WEB_FIGURES="+loopFigures)
 
 	var lanFig, loopFig struct {
 		PageLoadMs struct {
@@ -201,6 +201,8 @@ func runPlaywright(t *testing.T, web string, wrap []string, home string, env ...
 		t.Fatalf("playwright %v: %v", wrap, err)
 	}
 }
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()

@@ -16,7 +16,10 @@ import (
 	"encoding/pem"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
@@ -29,6 +32,44 @@ var Paths = []string{"/ca", "/ca.crt", "/ca.pem"}
 // Handler serves the CA of one file, or says there is none to install.
 type Handler struct {
 	ca *x509.Certificate // nil: the operator's certificate, nothing to install
+	// https are the gateway's HTTPS listeners (host:port), which the page
+	// links to: the addresses to open once the CA is trusted.
+	https atomic.Pointer[[]string]
+}
+
+// SetHTTPS gives the addresses (host:port) the gateway serves HTTPS on; an
+// unspecified host (0.0.0.0, ::) stands for the name the page was asked by.
+func (h *Handler) SetHTTPS(addrs []string) { h.https.Store(&addrs) }
+
+// httpsURLs are the HTTPS addresses to open, as seen by the request r.
+func (h *Handler) httpsURLs(r *http.Request) []string {
+	p := h.https.Load()
+	if p == nil {
+		return nil
+	}
+	reqHost := r.Host
+	if host, _, err := net.SplitHostPort(r.Host); err == nil {
+		reqHost = host
+	}
+	var urls []string
+	for _, a := range *p {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			continue
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = strings.Trim(reqHost, "[]")
+		}
+		u := "https://" + net.JoinHostPort(host, port)
+		if port == "443" {
+			u = "https://" + host
+			if strings.Contains(host, ":") {
+				u = "https://[" + host + "]"
+			}
+		}
+		urls = append(urls, u)
+	}
+	return urls
 }
 
 // New reads the CA certificate (PEM) at caFile; an empty caFile serves a
@@ -65,7 +106,8 @@ func (h *Handler) page(c echo.Context) error {
 	data := struct {
 		Name, Fingerprint, Expires string
 		Installable                bool
-	}{}
+		HTTPS                      []string
+	}{HTTPS: h.httpsURLs(c.Request())}
 	if h.ca != nil {
 		data.Installable = true
 		data.Name = h.ca.Subject.CommonName
@@ -159,7 +201,9 @@ choose <code>alicia-ca.pem</code> and tick <em>Trust this CA to identify website
 <p>This server's HTTPS certificate comes from its operator (ALICIA_TLS_CERT_FILE), not from a certificate authority of Alicia's own:
 there is nothing to install here. If your browser warns about the certificate, ask the operator which certificate authority to trust.</p>
 {{end}}
-<p><a href="/">Open Alicia</a></p>
+{{if .HTTPS}}<h2 id="open">Open Alicia over HTTPS</h2>
+<p>Once the certificate authority is trusted, open{{range $i, $u := .HTTPS}}{{if $i}} or{{end}} <a class="https" href="{{$u}}/">{{$u}}</a>{{end}}: there the microphone works.</p>
+{{else}}<p><a href="/">Open Alicia</a></p>{{end}}
 </body>
 </html>
 `))
