@@ -65,6 +65,26 @@ var services = map[string]string{
 	"migrate":     "services/cli",
 }
 
+// probePaths are each service's probe endpoints: live answers while the
+// process serves HTTP (startup and liveness, whose failures restart the
+// container: never on a dependency's outage), ready checks NATS, the
+// consumers and Postgres (readiness). TestLivenessEndpoints checks the
+// services' code still means that.
+var probePaths = map[string]struct{ live, ready string }{
+	"gateway":     {"/healthz", "/readyz"},
+	"persistence": {"/metrics", "/healthz"},
+	"llm":         {"/metrics", "/healthz"},
+	"memory":      {"/metrics", "/healthz"},
+	"asr":         {"/metrics", "/healthz"},
+	"tts":         {"/metrics", "/healthz"},
+	"room-agent":  {"/metrics", "/healthz"},
+}
+
+// metricsWorstSeconds is how long GET /metrics may take while NATS does
+// not answer: pkg/telemetry's consumer lag waits up to 2 s for each stream
+// it reads, and persistence reads three (CONVERSATIONS, SYSTEM, DEADLETTER).
+const metricsWorstSeconds = 6
+
 // strict decodes YAML into the registered Go types of the Kubernetes API,
 // failing on unknown and duplicate fields.
 var strict = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
@@ -109,8 +129,13 @@ func readValues(t *testing.T, file string) map[string]any {
 }
 
 // render renders the chart with vals as `helm template` does (hooks
-// included), in memory.
+// included), in memory, as release alicia in namespace alicia.
 func render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
+	return renderAs(ch, vals, release, namespace)
+}
+
+// renderAs renders the chart as release name in namespace ns.
+func renderAs(ch *chart.Chart, vals map[string]any, name, ns string) (map[string]string, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
 	kv, err := chartutil.ParseKubeVersion(kubeVersion)
 	if err != nil {
@@ -121,7 +146,7 @@ func render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
 		return nil, err
 	}
 	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
-		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
+		Name: name, Namespace: ns, Revision: 1, IsInstall: true,
 	}, caps)
 	if err != nil {
 		return nil, err
@@ -337,12 +362,17 @@ func checkDeployments(t *testing.T, r *rendered) {
 				if !containerHasPort(ct, p.HTTPGet.Port.String()) {
 					t.Errorf("%s: %s probe port %s is not a container port", where, kind, p.HTTPGet.Port.String())
 				}
-				want := "/healthz"
-				if comp == "gateway" && kind != "liveness" {
-					want = "/readyz"
+				want := probePaths[comp].live
+				if kind == "readiness" {
+					want = probePaths[comp].ready
 				}
 				if p.HTTPGet.Path != want {
 					t.Errorf("%s: %s probe path %s, want %s", where, kind, p.HTTPGet.Path, want)
+				}
+				// /metrics waits for JetStream's consumer figures (2 s a
+				// stream, persistence's three) while NATS is unreachable.
+				if want == "/metrics" && p.TimeoutSeconds <= metricsWorstSeconds {
+					t.Errorf("%s: %s probe on /metrics times out after %d s; a scrape may take %d s while NATS is unreachable, and the pod would be restarted", where, kind, p.TimeoutSeconds, metricsWorstSeconds)
 				}
 			}
 			for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {

@@ -164,11 +164,18 @@ reads); dict files. Renders nothing without files.
 {{- end }}
 {{- end -}}
 
-{{/* The probes of a component; dict root, port (name), live, ready (paths). */}}
+{{/*
+The probes of a component; dict root, port (name), live, ready (paths).
+live answers while the process serves HTTP, whatever NATS and Postgres do:
+the startup and liveness probes (whose failures restart the container) use
+it, so a database failover or a NATS outage never restarts the pods.
+ready checks the service's dependencies: while it fails the pod only leaves
+its Service's endpoints.
+*/}}
 {{- define "alicia.probes" -}}
 {{- $p := .root.Values.probes -}}
 startupProbe:
-  httpGet: {path: {{ .ready }}, port: {{ .port }}}
+  httpGet: {path: {{ .live }}, port: {{ .port }}}
   periodSeconds: {{ $p.startup.periodSeconds }}
   timeoutSeconds: {{ $p.startup.timeoutSeconds }}
   failureThreshold: {{ $p.startup.failureThreshold }}
