@@ -8,6 +8,26 @@ import (
 	"testing"
 )
 
+// probePaths are each service's probe endpoints: live answers while the
+// process serves HTTP (startup and liveness, whose failures restart the
+// container: never on a dependency's outage), ready checks NATS, the
+// consumers and Postgres (readiness). TestLivenessEndpoints checks the
+// services' code still means that.
+var probePaths = map[string]struct{ live, ready string }{
+	"gateway":     {"/healthz", "/readyz"},
+	"persistence": {"/metrics", "/healthz"},
+	"llm":         {"/metrics", "/healthz"},
+	"memory":      {"/metrics", "/healthz"},
+	"asr":         {"/metrics", "/healthz"},
+	"tts":         {"/metrics", "/healthz"},
+	"room-agent":  {"/metrics", "/healthz"},
+}
+
+// metricsWorstSeconds is how long GET /metrics may take while NATS does
+// not answer: pkg/telemetry's consumer lag waits up to 2 s for each stream
+// it reads, and persistence reads three (CONVERSATIONS, SYSTEM, DEADLETTER).
+const metricsWorstSeconds = 6
+
 // TestLivenessEndpoints: the endpoints the chart's startup and liveness
 // probes use (probePaths) still check nothing but that the process serves
 // HTTP, so a Postgres failover or a NATS outage restarts no pod: the
