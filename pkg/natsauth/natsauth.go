@@ -2,7 +2,9 @@
 // user per service, with the subjects it may publish and subscribe to,
 // derived from what each service does (ARCHITECTURE.md, Boundaries). The
 // embedded server of `alicia up` (pkg/natsserver) is configured from it, and
-// so is deploy/nats.conf (Conf, checked by a test).
+// so are deploy/nats.conf (Conf) and the Helm chart's NATS values
+// (HelmValues: deploy/helm/alicia/examples/nats-auth-values.yaml), each
+// checked by a test.
 //
 // Two kinds of subject are granted. Data subjects (alicia.conv.…,
 // alicia.sys.…, the work queues, core NATS audio and control) are what a

@@ -25,7 +25,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
-var update = flag.Bool("update", false, "rewrite deploy/nats.conf's authorization block")
+var update = flag.Bool("update", false, "rewrite deploy/nats.conf's authorization block and deploy/helm/alicia/examples/nats-auth-values.yaml")
 
 // startServer runs the embedded server with every user of the table, each
 // with the password "pw-<name>".

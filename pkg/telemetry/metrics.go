@@ -15,8 +15,10 @@ import (
 
 // ServeMetrics serves the default Prometheus registry on GET /metrics at
 // addr (a service's private metrics address), the health checks on GET
-// /healthz (health.go), and CPU profiles under /debug/pprof/ when profiles
-// is set. stop shuts it down.
+// /healthz (health.go: NATS, the consumers, Postgres; for readiness), GET
+// /livez (whether the process serves HTTP, and nothing else: for liveness,
+// so that a dependency's outage restarts nothing), and CPU profiles under
+// /debug/pprof/ when profiles is set. stop shuts it down.
 func ServeMetrics(addr string, profiles bool, log zerolog.Logger, checks ...HealthCheck) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -25,6 +27,7 @@ func ServeMetrics(addr string, profiles bool, log zerolog.Logger, checks ...Heal
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.Handler())
 	mux.Handle("GET /healthz", healthHandler(checks))
+	mux.HandleFunc("GET /livez", Live)
 	if profiles {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
@@ -41,4 +44,12 @@ func ServeMetrics(addr string, profiles bool, log zerolog.Logger, checks ...Heal
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// Live answers GET /livez: 200 "ok" while the process serves HTTP. It
+// checks no dependency.
+func Live(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
 }

@@ -245,6 +245,7 @@ func TestAuthAndHealth(t *testing.T) {
 		status    int
 	}{
 		{"/healthz", "", 200},
+		{"/livez", "", 200},
 		{"/readyz", "", 200},
 		{"/metrics", "", 200},
 		{"/v1/ws", "", 401},

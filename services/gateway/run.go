@@ -19,6 +19,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
+	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/capage"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
@@ -74,6 +75,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	e.IPExtractor = ClientIP(cfg.TrustedProxies)
 	e.Use(middleware.Recover(), securityHeaders)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET("/livez", echo.WrapHandler(http.HandlerFunc(telemetry.Live)))
 	e.GET("/readyz", func(c echo.Context) error {
 		pctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
@@ -252,7 +254,7 @@ func serveWebClient(e *echo.Echo, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("gateway: web client: %w", err)
 	}
-	opts := webui.Options{Reserved: append([]string{"/v1", "/healthz", "/readyz", "/metrics", livekitSignalPath}, capage.Paths...)}
+	opts := webui.Options{Reserved: append([]string{"/v1", "/healthz", "/livez", "/readyz", "/metrics", livekitSignalPath}, capage.Paths...)}
 	if cfg.LiveKit.Enabled() && !cfg.LiveKit.SameOrigin {
 		opts.LiveKitURL = cfg.LiveKit.ClientURL()
 	}
