@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/rs/zerolog"
 
@@ -40,7 +41,9 @@ const (
 // Schema, has every migration of this build applied. Each unsuccessful check
 // is logged with what is missing and when the next one comes; the delay
 // doubles from 250 ms up to 5 s. It gives up with ErrSchema after limit
-// (SchemaWait when 0), and returns ctx's error when ctx ends first.
+// (SchemaWait when 0), and returns ctx's error when ctx ends first. A
+// refusal no wait cures — a wrong password or role (SQLSTATE 28P01,
+// 28000), a database that does not exist (3D000) — is returned at once.
 func WaitForSchema(ctx context.Context, url string, need Need, limit time.Duration, log zerolog.Logger) error {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -61,6 +64,9 @@ func WaitForSchema(ctx context.Context, url string, need Need, limit time.Durati
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && (pe.Code == "28P01" || pe.Code == "28000" || pe.Code == "3D000") {
+			return fmt.Errorf("postgres refuses the connection (%s): %w", pe.Code, err)
 		}
 		if !time.Now().Add(delay).Before(deadline) {
 			return fmt.Errorf("%w after %s: %w", ErrSchema, limit, err)

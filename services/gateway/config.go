@@ -23,7 +23,12 @@ import (
 type Config struct {
 	HTTPAddr string // ALICIA_HTTP_ADDR
 	// TLS serves HTTPS beside HTTPAddr (tls.go).
-	TLS     TLS
+	TLS TLS
+	// MetricsAddr, when set, serves /metrics (and /healthz, /livez) on an
+	// address of its own instead of beside the API on HTTPAddr, so the
+	// port clients reach shows no metrics (ALICIA_GATEWAY_METRICS_ADDR,
+	// default none: /metrics on HTTPAddr).
+	MetricsAddr string
 	NATSURL string // ALICIA_NATS_URL
 
 	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
@@ -243,6 +248,7 @@ func DefaultConfig() Config {
 func ConfigFromEnv() (Config, error) {
 	c := DefaultConfig()
 	config.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
+	config.String("ALICIA_GATEWAY_METRICS_ADDR", &c.MetricsAddr)
 	config.String("ALICIA_NATS_URL", &c.NATSURL)
 	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
 		return c, err
@@ -329,6 +335,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("ALICIA_HTTP_ADDR %q: %w", c.HTTPAddr, err))
+	}
+	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
+		errs = append(errs, fmt.Errorf("ALICIA_GATEWAY_METRICS_ADDR %q: %w", c.MetricsAddr, err))
 	}
 	if c.NATSURL == "" {
 		errs = append(errs, errors.New("NATS URL is empty (ALICIA_NATS_URL)"))

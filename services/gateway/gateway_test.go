@@ -266,3 +266,27 @@ func TestAuthAndHealth(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAddress: with ALICIA_GATEWAY_METRICS_ADDR, /metrics is served
+// there and no longer on the address clients reach.
+func TestMetricsAddress(t *testing.T) {
+	addr := testkit.FreeAddr(t)
+	s := newStack(t, func(o *stackOptions) { o.gateway = func(c *gateway.Config) { c.MetricsAddr = addr } })
+	status := func(u string) int {
+		t.Helper()
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status(s.base + "/metrics"); got != http.StatusNotFound {
+		t.Fatalf("/metrics on the clients' address: %d, want 404", got)
+	}
+	for _, p := range []string{"/metrics", "/livez"} {
+		if got := status("http://" + addr + p); got != http.StatusOK {
+			t.Fatalf("%s on the metrics address: %d", p, got)
+		}
+	}
+}

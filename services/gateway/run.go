@@ -94,7 +94,15 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		}
 		return c.String(http.StatusOK, "ready")
 	})
-	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
+	if cfg.MetricsAddr == "" {
+		e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
+	} else {
+		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, false, log)
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		defer stop()
+	}
 
 	// Web client sessions, shared by the replicas through NATS.
 	sessions, err := session.Open(ctx, js, cfg.SessionTTL)
@@ -192,7 +200,6 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Msg("gateway listening")
 	if len(tlsLns) > 0 {
-		srv.TLSConfig = tlsConfig
 		var addrs []string
 		for _, l := range tlsLns {
 			go func() { errc <- srv.Serve(tls.NewListener(l, tlsConfig)) }()

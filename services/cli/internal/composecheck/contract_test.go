@@ -158,29 +158,20 @@ func (r *repo) contract(t *testing.T) composecheck.Contract {
 		UpBeforeModels:     []string{"gateway"},
 		GPUAfterVar:        "GPU_AFTER",
 		MetricsAddrVar:     metricsAddrVar,
-		PublicMetrics:      map[string]string{"gateway": gatewayMetricsWaiver},
 		Scrape:             r.scrape(t),
 	}
 }
 
 // metricsAddrVar is the variable holding the address each binary serves
-// /metrics on: the gateway serves it beside its API, on its HTTP address
-// (services/gateway/run.go), the others on a metrics address of their own.
+// /metrics on: a metrics address of its own (the gateway's too,
+// ALICIA_GATEWAY_METRICS_ADDR; without it the gateway serves /metrics
+// beside its API).
 func metricsAddrVar(service string) string {
-	switch service {
-	case "cli":
+	if service == "cli" {
 		return ""
-	case "gateway":
-		return "ALICIA_HTTP_ADDR"
 	}
 	return "ALICIA_" + strings.ToUpper(strings.ReplaceAll(service, "-", "_")) + "_METRICS_ADDR"
 }
-
-// gatewayMetricsWaiver: the one /metrics published beyond loopback, and
-// why. TestGatewayMetricsAddress fails once the gateway can do without it.
-const gatewayMetricsWaiver = "the gateway serves /metrics on its HTTP address (services/gateway/run.go), which the plain-HTTP " +
-	"deployment publishes for its clients; behind the tls profile that port is on loopback and the proxy answers 404 for " +
-	"/metrics (tlstest). It goes once the gateway has a metrics address of its own (deploy/README.md, Metrics)"
 
 // scrape is deploy/prometheus/prometheus.yml's scrape jobs.
 func (r *repo) scrape(t *testing.T) []composecheck.ScrapeJob {
@@ -573,9 +564,9 @@ func TestChecksCatch(t *testing.T) {
 		{"a metrics port published on a LAN address", func(f *composecheck.File, _ *composecheck.Contract) {
 			f.Services["tts"].Ports = []string{"192.168.1.20:9090:9090"}
 		}, "tts", composecheck.RuleMetrics, "published on 192.168.1.20"},
-		{"the gateway's /metrics on its public port, without the waiver", func(_ *composecheck.File, c *composecheck.Contract) {
-			c.PublicMetrics = nil
-		}, "gateway", composecheck.RuleMetrics, "port 8080, where it serves /metrics (ALICIA_HTTP_ADDR)"},
+		{"the gateway's metrics port published", func(f *composecheck.File, _ *composecheck.Contract) {
+			f.Services["gateway"].Ports = append(slices.Clone(f.Services["gateway"].Ports), "9090:9090")
+		}, "gateway", composecheck.RuleMetrics, "port 9090, where it serves /metrics (ALICIA_GATEWAY_METRICS_ADDR)"},
 		{"one replica scraped, whichever DNS answers", func(_ *composecheck.File, c *composecheck.Contract) {
 			c.Scrape = slices.Clone(c.Scrape)
 			for i, j := range c.Scrape {
@@ -834,9 +825,6 @@ func TestComposeTLSProfile(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := r.contract(t)
-			if tc.host != "" {
-				c.PublicMetrics = nil // the gateway's port is on loopback
-			}
 			for _, p := range composecheck.Check(f, c) {
 				t.Error(p)
 			}

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/migrations"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/localpg"
+	"github.com/alicia-voice/alicia/pkg/pgread"
 )
 
 // The roles' URLs (or, with _FILE, the files holding them: the compose
@@ -44,6 +47,17 @@ func Run(ctx context.Context, direction string, stdout, stderr io.Writer) error 
 	url, err := localpg.Ensure(ctx, localpg.Options{Log: stderr})
 	if err != nil {
 		return err
+	}
+	// The database may still be starting (a compose deployment's first
+	// start, a reboot): wait for it, up to ALICIA_MIGRATE_WAIT (2m), each
+	// failed try logged; a wrong password or a missing database fails at
+	// once.
+	wait := 2 * time.Minute
+	if err := config.Duration("ALICIA_MIGRATE_WAIT", &wait); err != nil {
+		return err
+	}
+	if err := pgread.WaitForSchema(ctx, url, pgread.Reachable, wait, zerolog.New(stderr).With().Timestamp().Logger()); err != nil {
+		return fmt.Errorf("migrate %s: %w", direction, err)
 	}
 	roles, ok, err := roleURLs()
 	if err != nil {
