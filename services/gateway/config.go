@@ -29,7 +29,7 @@ type Config struct {
 	// port clients reach shows no metrics (ALICIA_GATEWAY_METRICS_ADDR,
 	// default none: /metrics on HTTPAddr).
 	MetricsAddr string
-	NATSURL string // ALICIA_NATS_URL
+	NATSURL     string // ALICIA_NATS_URL
 
 	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
 	NATSAuth bus.Credentials
