@@ -54,10 +54,20 @@ func BaseURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// WebSocketURL is the /v1/ws address for base with the key as token.
+// WebSocketEndpoint is the /v1/ws address for base (http→ws, https→wss).
+// It never holds the key: that travels in the upgrade's Authorization header
+// (Client.Header), because reverse proxies write URLs to their access logs.
+func WebSocketEndpoint(base string) string {
+	return "ws" + strings.TrimPrefix(base, "http") + "/v1/ws"
+}
+
+// WebSocketURL is the /v1/ws address for base with the key as ?token=.
+//
+// Deprecated: a key in a URL lands in proxies' access logs, so the CLI
+// sends it as a header (WebSocketEndpoint, Client.Header). Only convcmd's
+// TestBaseURL still calls this; delete it with that call.
 func WebSocketURL(base, key string) string {
-	ws := "ws" + strings.TrimPrefix(base, "http") // http→ws, https→wss
-	return ws + "/v1/ws?token=" + url.QueryEscape(key)
+	return WebSocketEndpoint(base) + "?token=" + url.QueryEscape(key)
 }
 
 // Client calls the gateway with an API key.
@@ -81,6 +91,16 @@ func (c *Client) Base() string { return c.base }
 // Key is the API key.
 func (c *Client) Key() string { return c.key }
 
+// Header is what every request to the gateway carries, REST calls and the
+// WebSocket upgrade alike: the key as "Authorization: Bearer", never in a
+// URL.
+func (c *Client) Header() http.Header {
+	return http.Header{
+		"Authorization": []string{"Bearer " + c.key},
+		"User-Agent":    []string{"alicia-cli"},
+	}
+}
+
 // do sends a request with body (JSON when not nil) and decodes a JSON answer
 // into out (when not nil). An error status becomes an *Error.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
@@ -100,7 +120,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header = c.Header()
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
