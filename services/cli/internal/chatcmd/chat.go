@@ -71,8 +71,14 @@ func (o *Options) defaults() {
 }
 
 // Run holds the conversation until the user quits (/quit, Ctrl-D, Ctrl-C at
-// the prompt), input ends (after the last answer), or ctx ends.
-func Run(ctx context.Context, o Options) error {
+// the prompt), input ends (after the last answer), or ctx ends. Its error is
+// printable: a server's words in it cannot drive the terminal.
+func Run(ctx context.Context, o Options) (err error) {
+	defer func() {
+		if err != nil && printable(err.Error()) != err.Error() {
+			err = printableError{err}
+		}
+	}()
 	o.defaults()
 	s := &session{o: o, cid: o.ConversationID, next: 1,
 		p:         &printer{out: o.Out, err: o.Err, st: o.Style, interactive: o.Interactive},
@@ -83,7 +89,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	c, err := dial(ctx, o.API.Base(), o.API.Key())
+	c, err := dial(ctx, o.API)
 	if err != nil {
 		return err
 	}
@@ -303,7 +309,7 @@ func rootCause(err error) error {
 // server stanza seen, and resends the recent envelopes (with their stanza
 // ids, so JetStream drops those that had arrived).
 func (s *session) redial(ctx context.Context) error {
-	c, err := dial(ctx, s.o.API.Base(), s.o.API.Key())
+	c, err := dial(ctx, s.o.API)
 	if err != nil {
 		return err
 	}

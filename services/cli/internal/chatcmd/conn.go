@@ -40,14 +40,14 @@ type permanentError struct{ err error }
 func (e permanentError) Error() string { return e.err.Error() }
 func (e permanentError) Unwrap() error { return e.err }
 
-// dial opens /v1/ws on the gateway at base with key. Errors never contain
-// the key (it travels in the URL's query).
-func dial(ctx context.Context, base, key string) (*conn, error) {
+// dial opens /v1/ws on the gateway of client. The key travels in the
+// upgrade's Authorization header, never in the URL (proxies log URLs), and
+// errors never contain it.
+func dial(ctx context.Context, client *api.Client) (*conn, error) {
+	base, key := client.Base(), client.Key()
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	ws, resp, err := websocket.Dial(dctx, api.WebSocketURL(base, key), &websocket.DialOptions{
-		HTTPHeader: http.Header{"User-Agent": []string{"alicia-cli"}},
-	})
+	ws, resp, err := websocket.Dial(dctx, api.WebSocketEndpoint(base), &websocket.DialOptions{HTTPHeader: client.Header()})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			body, _ := io.ReadAll(resp.Body)
@@ -62,7 +62,7 @@ func dial(ctx context.Context, base, key string) (*conn, error) {
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			err = ue.Err // the url.Error would print the URL, key included
+			err = ue.Err // the URL is said once, as base
 		}
 		return nil, fmt.Errorf("%w at %s (is `alicia up` running?): %v", api.ErrUnreachable, base, redact(err, key))
 	}

@@ -17,7 +17,8 @@ import (
 	"github.com/alicia-voice/alicia/services/cli/internal/apitest"
 )
 
-const key = "chat-key-0123456789"
+// key has characters a URL encodes, so a test can look for it in every form.
+const key = "chat-key+/=0123456789"
 
 // fakeGateway plays the gateway's side of /v1/ws as pkg/edge does: the first
 // envelope is a Configuration (a new conversation, or a known one resumed
@@ -44,6 +45,14 @@ type fakeGateway struct {
 	// arrives, as if it was lost on the way.
 	dropOn protocol.MessageType
 	dials  int
+	// requests is every HTTP request received (REST and WebSocket upgrades).
+	requests []seenRequest
+}
+
+// seenRequest is what a proxy in front of the gateway would log of a
+// request (its URL), and the credential it carried.
+type seenRequest struct {
+	uri, auth string
 }
 
 func newFakeGateway(t *testing.T) *fakeGateway {
@@ -51,13 +60,21 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/ws", g.serveWS)
 	mux.Handle("/", g.rest)
-	g.srv = httptest.NewServer(mux)
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.requests = append(g.requests, seenRequest{uri: r.RequestURI, auth: r.Header.Get("Authorization")})
+		g.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(g.srv.Close)
 	return g
 }
 
 func (g *fakeGateway) serveWS(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("token") != key {
+	if r.URL.Query().Has("token") {
+		g.t.Errorf("the client put a key in the WebSocket URL: %s", r.URL)
+	}
+	if r.Header.Get("Authorization") != "Bearer "+key {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": 401, "message": "missing or invalid API key"}})
@@ -112,6 +129,10 @@ func (g *fakeGateway) configure(ctx context.Context, c *websocket.Conn, cfg *pro
 	case *cfg.ConversationID == "ac_refused":
 		g.write(ctx, c, protocol.New(*cfg.ConversationID, &protocol.ErrorMessage{ID: "aerr_1", ConversationID: *cfg.ConversationID,
 			Code: protocol.CodeForbidden, Message: "conversation belongs to another user", Severity: 2, Recoverable: true}))
+		return
+	case *cfg.ConversationID == "ac_hostile":
+		g.write(ctx, c, protocol.New(*cfg.ConversationID, &protocol.ErrorMessage{ID: "aerr_1", ConversationID: *cfg.ConversationID,
+			Code: protocol.CodeForbidden, Message: hostileRefusal, Severity: 2, Recoverable: true}))
 		return
 	default:
 		g.cid = *cfg.ConversationID

@@ -112,7 +112,7 @@ func (s *session) handle(env protocol.Envelope) error {
 	case *protocol.Transcription:
 		if b.Final {
 			s.lastUser = b.ID
-			s.p.plain(s.o.Style.Bold("you (voice)>") + " " + b.Text)
+			s.p.said("you (voice)", b.Text)
 		}
 	case *protocol.MemoryConfirmation:
 		s.p.aside("memory", fmt.Sprintf("%s %s", b.Action, b.MemoryID))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/services/cli/internal/convcmd"
 )
 
 // readLines delivers the lines of in; the channel closes at EOF. It stops
@@ -149,9 +148,9 @@ func (s *session) resume(ctx context.Context) error {
 		if title == "" {
 			title = "(untitled)"
 		}
-		s.p.plain(s.o.Style.Dim(fmt.Sprintf("%s — %d messages; the last ones:", title, conv.MessageCount)))
+		s.p.plain(s.o.Style.Dim(fmt.Sprintf("%s — %d messages; the last ones:", printable(title), conv.MessageCount)))
 		for _, m := range conv.Messages[max(0, len(conv.Messages)-historyShown):] {
-			convcmd.PrintMessage(s.o.Out, s.o.Style, m)
+			s.p.message(m)
 		}
 	}
 	return nil

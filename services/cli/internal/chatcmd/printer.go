@@ -5,13 +5,17 @@ import (
 	"io"
 	"strings"
 
+	"github.com/alicia-voice/alicia/services/cli/internal/api"
+	"github.com/alicia-voice/alicia/services/cli/internal/convcmd"
 	"github.com/alicia-voice/alicia/services/cli/internal/style"
 )
 
 // printer writes the conversation: one line per answer, its sentences joined
 // by spaces as they arrive, with side lines (tools, memories, reasoning,
 // errors) between. It remembers what the current line holds so a side line
-// or a prompt never lands in the middle of an answer.
+// or a prompt never lands in the middle of an answer. Every text it is given
+// goes through printable before it is styled, plain's excepted (the CLI's
+// own words).
 type printer struct {
 	out, err    io.Writer
 	st          style.Style
@@ -66,11 +70,21 @@ func (p *printer) inputTaken() {
 // user echoes what was sent when input does not come from a terminal, so a
 // transcript shows both sides.
 func (p *printer) user(label, text string) {
-	if p.interactive {
-		return
+	if !p.interactive {
+		p.said(label, text)
 	}
+}
+
+// said prints what someone said on a line of its own: "label> text".
+func (p *printer) said(label, text string) {
 	p.endLine()
-	fmt.Fprintf(p.out, "%s %s\n", p.st.Bold(label+">"), text)
+	fmt.Fprintf(p.out, "%s %s\n", p.st.Bold(label+">"), printable(text))
+}
+
+// message prints a stored message of a resumed conversation.
+func (p *printer) message(m api.Message) {
+	p.endLine()
+	convcmd.PrintMessage(p.out, p.st, printableMessage(m))
 }
 
 // startAnswer opens an answer; its label waits for the first sentence so
@@ -101,7 +115,7 @@ func (p *printer) sentence(text string) {
 	if !p.answering {
 		p.startAnswer()
 	}
-	text = style.OneLine(text)
+	text = style.OneLine(printable(text))
 	if text == "" {
 		return
 	}
@@ -129,7 +143,7 @@ func (p *printer) endAnswer(note string) {
 // aside prints a side line: "[kind] text", dimmed on a terminal.
 func (p *printer) aside(kind, text string) {
 	p.endLine()
-	fmt.Fprintln(p.out, asideIndent+p.st.Aside(kind, text))
+	fmt.Fprintln(p.out, asideIndent+p.st.Aside(kind, printable(text)))
 }
 
 // errorLine prints an error in the conversation, red on a terminal.
@@ -139,10 +153,10 @@ func (p *printer) errorLine(code int32, text string) {
 	if code != 0 {
 		label = fmt.Sprintf("[error %d]", code)
 	}
-	fmt.Fprintln(p.out, p.st.Red(label+" "+style.OneLine(text)))
+	fmt.Fprintln(p.out, p.st.Red(label+" "+style.OneLine(printable(text))))
 }
 
-// plain prints lines as they are (help, history).
+// plain prints the CLI's own lines as they are (help, a history's heading).
 func (p *printer) plain(text string) {
 	p.endLine()
 	fmt.Fprint(p.out, text)
@@ -158,5 +172,5 @@ func (p *printer) note(format string, args ...any) {
 	if p.interactive {
 		p.endLine()
 	}
-	fmt.Fprintf(p.err, format+"\n", args...)
+	fmt.Fprintln(p.err, printable(fmt.Sprintf(format, args...)))
 }
