@@ -61,15 +61,6 @@ func WebSocketEndpoint(base string) string {
 	return "ws" + strings.TrimPrefix(base, "http") + "/v1/ws"
 }
 
-// WebSocketURL is the /v1/ws address for base with the key as ?token=.
-//
-// Deprecated: a key in a URL lands in proxies' access logs, so the CLI
-// sends it as a header (WebSocketEndpoint, Client.Header). Only convcmd's
-// TestBaseURL still calls this; delete it with that call.
-func WebSocketURL(base, key string) string {
-	return WebSocketEndpoint(base) + "?token=" + url.QueryEscape(key)
-}
-
 // Client calls the gateway with an API key.
 type Client struct {
 	base string

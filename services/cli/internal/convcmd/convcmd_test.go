@@ -276,11 +276,11 @@ func TestErrors(t *testing.T) {
 
 func TestBaseURL(t *testing.T) {
 	for _, tc := range []struct{ in, want, ws string }{
-		{"", "http://127.0.0.1:8080", "ws://127.0.0.1:8080/v1/ws?token=k%2By"},
-		{"127.0.0.1:9000", "http://127.0.0.1:9000", "ws://127.0.0.1:9000/v1/ws?token=k%2By"},
+		{"", "http://127.0.0.1:8080", "ws://127.0.0.1:8080/v1/ws"},
+		{"127.0.0.1:9000", "http://127.0.0.1:9000", "ws://127.0.0.1:9000/v1/ws"},
 		{":8080", "http://127.0.0.1:8080", ""},
 		{"0.0.0.0:8080", "http://127.0.0.1:8080", ""},
-		{"https://alicia.example.com/", "https://alicia.example.com", "wss://alicia.example.com/v1/ws?token=k%2By"},
+		{"https://alicia.example.com/", "https://alicia.example.com", "wss://alicia.example.com/v1/ws"},
 		{"ws://host:1", "http://host:1", ""},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
@@ -289,8 +289,8 @@ func TestBaseURL(t *testing.T) {
 				t.Fatalf("BaseURL(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 			}
 			if tc.ws != "" {
-				if ws := api.WebSocketURL(got, "k+y"); ws != tc.ws {
-					t.Fatalf("WebSocketURL = %q, want %q", ws, tc.ws)
+				if ws := api.WebSocketEndpoint(got); ws != tc.ws {
+					t.Fatalf("WebSocketEndpoint = %q, want %q", ws, tc.ws)
 				}
 			}
 		})
