@@ -17,6 +17,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 )
 
 // Config of the gateway. Defaults in code, overridden by ALICIA_* env vars.
@@ -40,14 +41,21 @@ type Config struct {
 	// (ALICIA_ADMIN_USERS + _FILE, comma-separated; default none). Only they
 	// change tools and MCP servers and see their internals.
 	AdminUsers string
-	// AuthFailuresPerMinute and AuthFailureBurst bound failed
-	// authentications per client address (ALICIA_AUTH_FAILURES_PER_MINUTE,
-	// default 10; ALICIA_AUTH_FAILURE_BURST, default 10): beyond, 429 with
-	// Retry-After. At most AuthFailureAddresses addresses are tracked
+	// AuthFailuresPerMinute and AuthFailureBurst bound the failures of one
+	// wrong key from one client address (ALICIA_AUTH_FAILURES_PER_MINUTE,
+	// default 10; ALICIA_AUTH_FAILURE_BURST, default 10): beyond, that key
+	// gets 429 with Retry-After. AuthAddressFailuresPerMinute and
+	// AuthAddressFailureBurst bound the failures of every key from one
+	// address (ALICIA_AUTH_ADDRESS_FAILURES_PER_MINUTE, default 30;
+	// ALICIA_AUTH_ADDRESS_FAILURE_BURST, default 100): beyond, wrong keys
+	// and keys not used from the address before get 429 (auth.FailureLimiter).
+	// At most AuthFailureAddresses entries are tracked in each table
 	// (ALICIA_AUTH_FAILURE_ADDRESSES, default 10000).
-	AuthFailuresPerMinute int
-	AuthFailureBurst      int
-	AuthFailureAddresses  int
+	AuthFailuresPerMinute        int
+	AuthFailureBurst             int
+	AuthAddressFailuresPerMinute int
+	AuthAddressFailureBurst      int
+	AuthFailureAddresses         int
 	// MCPAllowedHosts may be used by HTTP MCP servers though they are not
 	// public addresses (ALICIA_MCP_ALLOWED_HOSTS, comma-separated host names
 	// or IPs, as the llm reads it).
@@ -65,6 +73,10 @@ type Config struct {
 	// SessionTTL is how long a web client's session lasts
 	// (ALICIA_SESSION_TTL, default 168h; 1m..8760h).
 	SessionTTL time.Duration
+	// SessionsPerUser bounds the sessions a user holds at once
+	// (ALICIA_SESSIONS_PER_USER, default 20; 1..1000): signing in beyond
+	// ends the oldest.
+	SessionsPerUser int
 	// CookieSecure marks the session cookie Secure and makes the gateway's
 	// own origin https even for plain-HTTP requests: set it behind a TLS
 	// proxy (ALICIA_COOKIE_SECURE, default false; requests over TLS get a
@@ -233,6 +245,7 @@ func validateEngine(prefix string, e engines.Engine) error {
 func DefaultConfig() Config {
 	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
 		AuthFailuresPerMinute: 10, AuthFailureBurst: 10, AuthFailureAddresses: 10000,
+		AuthAddressFailuresPerMinute: 30, AuthAddressFailureBurst: 100, SessionsPerUser: 20,
 		HTTPReadTimeout: 30 * time.Second, HTTPIdleTimeout: 2 * time.Minute, WSPingInterval: 30 * time.Second,
 		SessionTTL: 7 * 24 * time.Hour,
 		LiveKit:    LiveKit{TokenTTL: time.Hour},
@@ -270,6 +283,8 @@ func ConfigFromEnv() (Config, error) {
 		config.Secret("ALICIA_ADMIN_USERS", &c.AdminUsers),
 		config.Int("ALICIA_AUTH_FAILURES_PER_MINUTE", &c.AuthFailuresPerMinute),
 		config.Int("ALICIA_AUTH_FAILURE_BURST", &c.AuthFailureBurst),
+		config.Int("ALICIA_AUTH_ADDRESS_FAILURES_PER_MINUTE", &c.AuthAddressFailuresPerMinute),
+		config.Int("ALICIA_AUTH_ADDRESS_FAILURE_BURST", &c.AuthAddressFailureBurst),
 		config.Int("ALICIA_AUTH_FAILURE_ADDRESSES", &c.AuthFailureAddresses),
 		config.Int("ALICIA_RATE_LIMIT", &c.RateLimit),
 		config.Int("ALICIA_WS_QUEUE", &c.QueueSize),
@@ -278,6 +293,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout),
 		config.Duration("ALICIA_WS_PING", &c.WSPingInterval),
 		config.Duration("ALICIA_SESSION_TTL", &c.SessionTTL),
+		config.Int("ALICIA_SESSIONS_PER_USER", &c.SessionsPerUser),
 		config.Bool("ALICIA_COOKIE_SECURE", &c.CookieSecure),
 		c.ModelsFromEnv(),
 		c.LiveKitFromEnv(),
@@ -348,8 +364,10 @@ func (c Config) Validate() error {
 	if _, err := auth.ParseKeys(c.APIKeys); err != nil {
 		errs = append(errs, fmt.Errorf("ALICIA_API_KEYS: %w", err))
 	}
-	if c.AuthFailuresPerMinute < 1 || c.AuthFailureBurst < 1 || c.AuthFailureAddresses < 1 {
-		errs = append(errs, errors.New("ALICIA_AUTH_FAILURES_PER_MINUTE, ALICIA_AUTH_FAILURE_BURST and ALICIA_AUTH_FAILURE_ADDRESSES must be at least 1"))
+	if c.AuthFailuresPerMinute < 1 || c.AuthFailureBurst < 1 || c.AuthFailureAddresses < 1 ||
+		c.AuthAddressFailuresPerMinute < 1 || c.AuthAddressFailureBurst < 1 {
+		errs = append(errs, errors.New("ALICIA_AUTH_FAILURES_PER_MINUTE, ALICIA_AUTH_FAILURE_BURST, ALICIA_AUTH_ADDRESS_FAILURES_PER_MINUTE, "+
+			"ALICIA_AUTH_ADDRESS_FAILURE_BURST and ALICIA_AUTH_FAILURE_ADDRESSES must be at least 1"))
 	}
 	if c.RateLimit < 1 {
 		errs = append(errs, fmt.Errorf("rate limit %d must be at least 1", c.RateLimit))
@@ -367,6 +385,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTTL < time.Minute || c.SessionTTL > 365*24*time.Hour {
 		errs = append(errs, fmt.Errorf("ALICIA_SESSION_TTL %s: want 1m..8760h", c.SessionTTL))
+	}
+	if c.SessionsPerUser < 1 || c.SessionsPerUser > session.MaxPerUser {
+		errs = append(errs, fmt.Errorf("ALICIA_SESSIONS_PER_USER %d: want 1..%d", c.SessionsPerUser, session.MaxPerUser))
 	}
 	if err := auth.ValidatePatterns(c.AllowedOrigins); err != nil {
 		errs = append(errs, fmt.Errorf("ALICIA_ALLOWED_ORIGINS: %w", err))

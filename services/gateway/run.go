@@ -104,15 +104,23 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		defer stop()
 	}
 
-	// Web client sessions, shared by the replicas through NATS.
-	sessions, err := session.Open(ctx, js, cfg.SessionTTL)
+	// Web client sessions, shared by the replicas through NATS; how full
+	// their bucket is goes to /metrics and, over 80 %, to the log.
+	sessions, err := session.Open(ctx, js, session.Config{TTL: cfg.SessionTTL, PerUser: cfg.SessionsPerUser, Log: log})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); sessions.Watch(watchCtx, time.Minute) }()
+	defer func() { stopWatch(); <-watched }()
 	cookie := session.Cookie{Secure: cfg.CookieSecure}
 	verifier := auth.NewKeys(keys, admins)
 	verifier.QueryTokenPath = "/v1/ws"
-	verifier.Failures = auth.NewFailureLimiter(cfg.AuthFailuresPerMinute, cfg.AuthFailureBurst, cfg.AuthFailureAddresses)
+	verifier.Failures = auth.NewFailureLimiter(auth.FailureLimits{
+		PerMinute: cfg.AuthFailuresPerMinute, Burst: cfg.AuthFailureBurst,
+		AddressPerMinute: cfg.AuthAddressFailuresPerMinute, AddressBurst: cfg.AuthAddressFailureBurst,
+		Tracked: cfg.AuthFailureAddresses})
 	verifier.Sessions, verifier.Cookie, verifier.Log = sessions, cookie, log
 	verifier.Origins = auth.Origins{Patterns: cfg.AllowedOrigins, Secure: cfg.CookieSecure}
 	rates := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{Rate: rate.Limit(cfg.RateLimit), Burst: 2 * cfg.RateLimit, ExpiresIn: 3 * time.Minute})
@@ -252,6 +260,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	}
 	return nil
 }
+
+// RegisterMetrics registers the gateway's metrics (the sessions bucket's
+// size) on the default registry, as Run does.
+func RegisterMetrics() { session.RegisterMetrics() }
 
 // serveWebClient serves the embedded build of the web client on GET and
 // HEAD of every path the API, the probes and the metrics do not own; an

@@ -4,7 +4,8 @@
 // parameter. A browser instead sends the session cookie it got for a key
 // (POST /v1/session); with it, what changes state and WebSocket upgrades
 // must come from an allowed Origin. Users named in ALICIA_ADMIN_USERS are
-// administrators; failed authentications are throttled per client address.
+// administrators; wrong keys are throttled per client address and key,
+// without locking anyone else out (FailureLimiter).
 package auth
 
 import (
@@ -150,38 +151,31 @@ const (
 )
 
 // Middleware rejects requests without a valid key or session (401) and
-// stores the user and whether it is an administrator. An address whose
-// failures have used up its budget gets 429 with Retry-After before its key
-// is even looked at, so guessing keys from one address is slow; successful
-// requests never use the budget. A request that carries a key
-// (Authorization, or ?token= on the WebSocket) is judged by it alone;
-// otherwise the session cookie, if any, authenticates it (withSession).
+// stores the user and whether it is an administrator. A request that
+// carries a key (Authorization, or ?token= on a WebSocket upgrade) is
+// judged by it alone (Authenticate); otherwise the session cookie, if
+// any, authenticates it (withSession). A request with neither, or with a
+// credential where none is read, is a 401 that counts as no failed
+// authentication: nothing was guessed, and any web page can make a
+// browser send one.
 func (k *Keys) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			addr := c.RealIP()
-			if k.Failures != nil {
-				if wait, ok := k.Failures.Blocked(addr); !ok {
-					return tooMany(c, wait)
-				}
+			secret, err := k.presented(c)
+			if err != nil {
+				return err
 			}
-			if k.Sessions != nil && c.Request().Header.Get(echo.HeaderAuthorization) == "" && !c.QueryParams().Has("token") {
-				if ck, err := c.Cookie(session.CookieName); err == nil {
-					return k.withSession(c, next, ck.Value)
+			if secret == "" {
+				if k.Sessions != nil {
+					if ck, err := c.Cookie(session.CookieName); err == nil {
+						return k.withSession(c, next, ck.Value)
+					}
 				}
+				return echo.NewHTTPError(http.StatusUnauthorized, "missing API key: send Authorization: Bearer <key>, or sign in (POST /v1/session)")
 			}
-			secret, problem := k.presented(c)
-			user, ok := "", false
-			if problem == "" {
-				if user, ok = k.User(secret); !ok || secret == "" {
-					problem = "missing or invalid API key"
-				}
-			}
-			if problem != "" {
-				if k.Failures != nil {
-					k.Failures.Fail(addr)
-				}
-				return echo.NewHTTPError(http.StatusUnauthorized, problem)
+			user, err := k.Authenticate(c, secret)
+			if err != nil {
+				return err
 			}
 			c.Set(userKey, user)
 			c.Set(adminKey, k.admins[user])
@@ -190,22 +184,71 @@ func (k *Keys) Middleware() echo.MiddlewareFunc {
 	}
 }
 
-// presented is the key the request carries, or why it is not acceptable.
-func (k *Keys) presented(c echo.Context) (secret, problem string) {
-	if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
-		s, ok := strings.CutPrefix(h, "Bearer ")
+// Authenticate returns the user of secret, a key presented by the request
+// (not empty), or the error to answer: 401 for a wrong key, which counts
+// as a failed authentication, and 429 with Retry-After when the failure
+// limiter refuses it (FailureLimiter: a wrong key over its budget, or any
+// key not used from the address before while the address is over its
+// ceiling).
+func (k *Keys) Authenticate(c echo.Context, secret string) (string, error) {
+	user, ok := k.User(secret)
+	if k.Failures == nil {
 		if !ok {
-			return "", "missing or invalid API key"
+			return "", echo.NewHTTPError(http.StatusUnauthorized, "invalid API key")
 		}
-		return strings.TrimSpace(s), ""
+		return user, nil
+	}
+	addr, fp := c.RealIP(), Fingerprint(secret)
+	if ok {
+		if wait, admitted := k.Failures.Admit(addr, fp); !admitted {
+			return "", tooMany(c, wait)
+		}
+		return user, nil
+	}
+	if wait, blocked := k.Failures.Fail(addr, fp); blocked {
+		return "", tooMany(c, wait)
+	}
+	return "", echo.NewHTTPError(http.StatusUnauthorized, "invalid API key")
+}
+
+// presented is the key the request carries ("" when none), or the error
+// to answer when it carries one where none is read: not a failed
+// authentication, since the key is not looked at.
+//
+// ?token= is read only on QueryTokenPath and only for a WebSocket upgrade
+// (the CLI's), from no Origin or an allowed one (as the WebSocket itself
+// checks it): what an <img> or another site's page can make a browser
+// send is neither judged nor counted, so no page can spend a visitor's
+// failure budget.
+func (k *Keys) presented(c echo.Context) (string, error) {
+	r := c.Request()
+	if h := r.Header.Get(echo.HeaderAuthorization); h != "" {
+		s, ok := strings.CutPrefix(h, "Bearer ")
+		if s = strings.TrimSpace(s); !ok || s == "" {
+			return "", echo.NewHTTPError(http.StatusUnauthorized, "missing API key: send Authorization: Bearer <key>")
+		}
+		return s, nil
 	}
 	if !c.QueryParams().Has("token") {
-		return "", "missing or invalid API key"
+		return "", nil
 	}
-	if k.QueryTokenPath == "" || c.Path() != k.QueryTokenPath {
-		return "", "the token query parameter is only accepted on /v1/ws; send the key as Authorization: Bearer <key>"
+	if k.QueryTokenPath == "" || c.Path() != k.QueryTokenPath || !c.IsWebSocket() {
+		where := "is not accepted"
+		if k.QueryTokenPath != "" {
+			where = "is only accepted to open the WebSocket (" + k.QueryTokenPath + ")"
+		}
+		return "", echo.NewHTTPError(http.StatusUnauthorized, "the token query parameter "+where+"; send the key as Authorization: Bearer <key>")
 	}
-	return c.QueryParam("token"), ""
+	if origin := r.Header.Get(echo.HeaderOrigin); origin != "" {
+		if err := k.Origins.CheckUpgrade(r, origin); err != nil {
+			return "", echo.NewHTTPError(http.StatusForbidden, err.Error())
+		}
+	}
+	token := c.QueryParam("token")
+	if token == "" {
+		return "", echo.NewHTTPError(http.StatusUnauthorized, "missing API key")
+	}
+	return token, nil
 }
 
 func tooMany(c echo.Context, wait int) error {

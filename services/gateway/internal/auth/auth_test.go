@@ -1,9 +1,11 @@
 package auth_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +75,10 @@ func TestMiddleware(t *testing.T) {
 			if c.header != "" {
 				req.Header.Set("Authorization", c.header)
 			}
+			if strings.HasPrefix(c.path, "/ws") { // ?token= is read on an upgrade only
+				req.Header.Set("Upgrade", "websocket")
+				req.Header.Set("Connection", "Upgrade")
+			}
 			rec := httptest.NewRecorder()
 			e.ServeHTTP(rec, req)
 			if rec.Code != c.status || (c.body != "" && rec.Body.String() != c.body) {
@@ -84,74 +90,139 @@ func TestMiddleware(t *testing.T) {
 
 func TestFailureLimiter(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := auth.NewFailureLimiter(6, 3, 2) // one failure back every 10 s
+	// A key: 3 at once, one back every 10 s; an address: 5 at once, one
+	// back every 20 s; 3 entries per table.
+	l := auth.NewFailureLimiter(auth.FailureLimits{PerMinute: 6, Burst: 3, AddressPerMinute: 3, AddressBurst: 5, Tracked: 3})
 	l.SetClock(func() time.Time { return now })
-	for range 3 {
-		if _, ok := l.Blocked("192.0.2.1"); !ok {
-			t.Fatal("blocked within the burst")
+	for i := range 3 {
+		if wait, blocked := l.Fail("192.0.2.1", "wrong-1"); blocked {
+			t.Fatalf("failure %d blocked (%d s)", i, wait)
 		}
-		l.Fail("192.0.2.1")
 	}
-	wait, ok := l.Blocked("192.0.2.1")
-	if ok || wait != 10 {
-		t.Fatalf("after the burst: ok=%v wait=%d, want blocked for 10 s", ok, wait)
+	if wait, blocked := l.Fail("192.0.2.1", "wrong-1"); !blocked || wait != 10 {
+		t.Fatalf("after the key's burst: blocked %v, wait %d, want 10 s", blocked, wait)
 	}
-	if _, ok := l.Blocked("192.0.2.2"); !ok {
+	// Another key from the address, and the same key from another address,
+	// have budgets of their own.
+	if _, blocked := l.Fail("192.0.2.1", "wrong-2"); blocked {
+		t.Fatal("another key is blocked")
+	}
+	if _, blocked := l.Fail("192.0.2.2", "wrong-1"); blocked {
 		t.Fatal("another address is blocked")
 	}
-	// One IPv6 /64 is one client.
-	for range 3 {
-		l.Fail("2001:db8::1")
+	// A valid key is admitted, and remembered.
+	if _, ok := l.Admit("192.0.2.1", "alice"); !ok {
+		t.Fatal("a valid key refused")
 	}
-	if _, ok := l.Blocked("2001:db8::2"); ok {
+	l.Remember("192.0.2.1", "bob")
+	// The address's ceiling: 5 failures of any keys (4 so far; the refused
+	// one did not count).
+	if _, blocked := l.Fail("192.0.2.1", "wrong-3"); blocked {
+		t.Fatal("blocked below the ceiling")
+	}
+	if wait, blocked := l.Fail("192.0.2.1", "wrong-4"); !blocked || wait != 20 {
+		t.Fatalf("over the ceiling: blocked %v, wait %d, want 20 s", blocked, wait)
+	}
+	// Keys used from the address still act; a key never used from it waits
+	// (a right guess answered apart from wrong ones would make the ceiling
+	// useless); elsewhere it is welcome.
+	for _, fp := range []string{"alice", "bob"} {
+		if _, ok := l.Admit("192.0.2.1", fp); !ok {
+			t.Fatalf("%s, used from the address, refused over its ceiling", fp)
+		}
+	}
+	if wait, ok := l.Admit("192.0.2.1", "carol"); ok || wait != 20 {
+		t.Fatalf("a key new to the address over its ceiling: ok %v, wait %d", ok, wait)
+	}
+	if _, ok := l.Admit("192.0.2.2", "carol"); !ok {
+		t.Fatal("a valid key refused at another address")
+	}
+	now = now.Add(20 * time.Second)
+	if _, ok := l.Admit("192.0.2.1", "carol"); !ok {
+		t.Fatal("still refused once the ceiling has a token again")
+	}
+
+	// One IPv6 /64 is one address.
+	v6 := auth.NewFailureLimiter(auth.FailureLimits{PerMinute: 6, Burst: 1, AddressPerMinute: 6, AddressBurst: 1, Tracked: 10})
+	v6.Fail("2001:db8::1", "wrong")
+	if _, blocked := v6.Fail("2001:db8::2", "other"); !blocked {
 		t.Fatal("another address of the same /64 is not blocked")
 	}
-	now = now.Add(10 * time.Second)
-	if _, ok := l.Blocked("192.0.2.1"); !ok {
-		t.Fatal("still blocked after a refill")
+	if _, blocked := v6.Fail("2001:db8:1::1", "other"); blocked {
+		t.Fatal("another /64 is blocked")
 	}
-	// Bounded: at most 2 addresses are tracked.
-	l.Fail("192.0.2.3")
-	l.Fail("192.0.2.4")
-	if n := l.Len(); n > 2 {
-		t.Fatalf("%d addresses tracked, want at most 2", n)
+
+	// Bounded: at most 3 entries per table.
+	for i := range 10 {
+		l.Fail(fmt.Sprintf("198.51.100.%d", i), "wrong")
+		l.Remember(fmt.Sprintf("198.51.100.%d", i), "alice")
+	}
+	if keys, addrs := l.Len(); keys > 3 || addrs > 3 {
+		t.Fatalf("%d keys and %d addresses tracked, want at most 3", keys, addrs)
 	}
 }
 
 func TestMiddlewareThrottlesFailures(t *testing.T) {
-	keys, _ := auth.ParseKeys("alice:aaaaaaaaaaaaaaaaaaaa")
+	keys, _ := auth.ParseKeys("alice:aaaaaaaaaaaaaaaaaaaa,bob:bbbbbbbbbbbbbbbbbbbb")
 	k := auth.NewKeys(keys, nil)
-	k.Failures = auth.NewFailureLimiter(1, 2, 100)
+	k.QueryTokenPath = "/ws"
+	k.Failures = auth.NewFailureLimiter(auth.FailureLimits{PerMinute: 1, Burst: 2, AddressPerMinute: 1, AddressBurst: 4, Tracked: 100})
+	k.Origins = auth.Origins{Patterns: []string{"app.example.com"}}
 	e := echo.New()
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.GET("/x", func(c echo.Context) error { return c.String(http.StatusOK, "ok") }, k.Middleware())
-	do := func(remote, key string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("GET", "/x", nil)
+	ok := func(c echo.Context) error { return c.String(http.StatusOK, "ok") }
+	e.GET("/x", ok, k.Middleware())
+	e.GET("/ws", ok, k.Middleware())
+	do := func(remote, path, key string, header ...string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", path, nil)
 		req.RemoteAddr = remote + ":1234"
 		req.Header.Set("X-Forwarded-For", "198.51.100.7") // not trusted
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, req)
 		return rec
 	}
-	// Successful requests use no budget.
-	for range 5 {
-		if rec := do("192.0.2.1", "aaaaaaaaaaaaaaaaaaaa"); rec.Code != 200 {
-			t.Fatalf("valid key: %d", rec.Code)
+	want := func(rec *httptest.ResponseRecorder, status int, what string) {
+		t.Helper()
+		if rec.Code != status {
+			t.Fatalf("%s: %d %s, want %d", what, rec.Code, rec.Body, status)
+		}
+		if status == http.StatusTooManyRequests && rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("%s: 429 without Retry-After", what)
 		}
 	}
-	for i := range 2 {
-		if rec := do("192.0.2.1", "wrong-key-0123456789"); rec.Code != 401 {
-			t.Fatalf("failure %d: %d, want 401", i, rec.Code)
-		}
+	upgrade := []string{"Upgrade", "websocket", "Connection", "Upgrade"}
+	// Nothing a page can make a browser send counts: no credential, a
+	// query token on no upgrade, an upgrade from a foreign origin; nor does
+	// a malformed Authorization. Successful requests use no budget.
+	for i := range 20 {
+		want(do("192.0.2.1", "/x", ""), 401, "no credential")
+		want(do("192.0.2.1", fmt.Sprintf("/ws?token=guess-%d-0123456789", i), ""), 401, "a query token, no upgrade")
+		want(do("192.0.2.1", "/x?token=aaaaaaaaaaaaaaaaaaaa", ""), 401, "a query token off the WebSocket")
+		want(do("192.0.2.1", fmt.Sprintf("/ws?token=guess-%d-0123456789", i), "", append(upgrade, "Origin", "http://evil.example")...), 403, "an upgrade from a foreign page")
+		want(do("192.0.2.1", "/x", "", "Authorization", "Basic YTpi"), 401, "not Bearer")
+		want(do("192.0.2.1", "/x", "aaaaaaaaaaaaaaaaaaaa"), 200, "valid key")
 	}
-	rec := do("192.0.2.1", "wrong-key-0123456789")
-	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
-		t.Fatalf("after the burst: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	want(do("192.0.2.1", "/ws?token=bbbbbbbbbbbbbbbbbbbb", "", append(upgrade, "Origin", "https://app.example.com")...), 200, "an upgrade from an allowed page")
+	want(do("192.0.2.1", "/ws?token=bbbbbbbbbbbbbbbbbbbb", "", upgrade...), 200, "an upgrade without Origin (the CLI)")
+
+	// A wrong key's own budget.
+	for range 2 {
+		want(do("192.0.2.1", "/x", "wrong-key-0123456789"), 401, "wrong key")
 	}
-	if rec := do("192.0.2.2", "aaaaaaaaaaaaaaaaaaaa"); rec.Code != 200 {
-		t.Fatalf("another address: %d", rec.Code)
-	}
+	want(do("192.0.2.1", "/x", "wrong-key-0123456789"), 429, "wrong key over its budget")
+	want(do("192.0.2.1", "/ws?token=wrong-key-0123456789", "", upgrade...), 429, "the same key in ?token=")
+	want(do("192.0.2.1", "/x", "aaaaaaaaaaaaaaaaaaaa"), 200, "a valid key after another's failures")
+	// The address's ceiling: 4 failures of any keys.
+	want(do("192.0.2.1", "/x", "other-wrong-key-0123"), 401, "another wrong key")
+	want(do("192.0.2.1", "/ws?token=third-wrong-key-0123", "", upgrade...), 401, "a third wrong key in ?token=")
+	want(do("192.0.2.1", "/x", "fourth-wrong-key-012"), 429, "a wrong key over the address's ceiling")
+	want(do("192.0.2.1", "/x", "aaaaaaaaaaaaaaaaaaaa"), 200, "a key used from the address, over its ceiling")
+	want(do("192.0.2.1", "/x", "bbbbbbbbbbbbbbbbbbbb"), 200, "bob's key, used from the address in ?token=")
+	want(do("192.0.2.2", "/x", "fourth-wrong-key-012"), 401, "another address")
 }

@@ -48,19 +48,36 @@ func (o Origins) Check(r *http.Request, origin string) error {
 		scheme = "https"
 	}
 	own := normalize(scheme, r.Host)
-	if normalize(u.Scheme, u.Host) == own {
+	if normalize(u.Scheme, u.Host) == own || o.matches(u) {
 		return nil
 	}
+	return fmt.Errorf("origin %s is neither this gateway's (%s) nor in ALICIA_ALLOWED_ORIGINS", u.Scheme+"://"+u.Host, own)
+}
+
+// CheckUpgrade returns nil when origin may open a WebSocket with a key in
+// ?token=: the rule the WebSocket's own check applies later (its host is
+// the request's Host, or it matches Patterns), applied before the key is
+// looked at, so another site's page cannot spend the failure budget.
+func (o Origins) CheckUpgrade(r *http.Request, origin string) error {
+	u, err := url.Parse(origin)
+	if err == nil && u.Host != "" && (strings.EqualFold(u.Host, r.Host) || o.matches(u)) {
+		return nil
+	}
+	return fmt.Errorf("origin %q may not open the WebSocket: it is neither this gateway's host nor in ALICIA_ALLOWED_ORIGINS", origin)
+}
+
+// matches reports whether the origin u matches one of Patterns.
+func (o Origins) matches(u *url.URL) bool {
 	for _, p := range o.Patterns {
 		target := strings.ToLower(u.Host)
 		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + target
+			target = strings.ToLower(u.Scheme) + "://" + target
 		}
 		if ok, _ := path.Match(strings.ToLower(p), target); ok {
-			return nil
+			return true
 		}
 	}
-	return fmt.Errorf("origin %s is neither this gateway's (%s) nor in ALICIA_ALLOWED_ORIGINS", u.Scheme+"://"+u.Host, own)
+	return false
 }
 
 // normalize is scheme://host in lower case, without the scheme's default port.

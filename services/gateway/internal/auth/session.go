@@ -12,9 +12,10 @@ import (
 // withSession authenticates a request by its session cookie. The session
 // must exist (not signed out nor expired) and its API key must still be
 // configured for the same user; a stale cookie is cleared with the 401. A
-// cookie that names no session does not count as a failed authentication:
-// a session id is 256 random bits, guessing one is hopeless, and a browser
-// whose session expired would otherwise lock its address out.
+// cookie that names no session does not count as a failed authentication,
+// and no failure budget refuses a valid one: a session id is 256 random
+// bits, guessing one is hopeless, and a browser whose session expired
+// would otherwise lock its address out.
 //
 // Then the Origin: a browser sends the cookie with any request to this
 // host, so what a page of another origin could make it send must not act.
@@ -38,6 +39,11 @@ func (k *Keys) withSession(c echo.Context, next echo.HandlerFunc, id string) err
 	}
 	if err := k.checkOrigin(c); err != nil {
 		return err
+	}
+	if k.Failures != nil {
+		// Its key may sign in again from here even while someone else
+		// behind the address is guessing keys.
+		k.Failures.Remember(c.RealIP(), rec.KeyFingerprint)
 	}
 	c.Set(userKey, rec.User)
 	c.Set(adminKey, k.admins[rec.User])

@@ -94,7 +94,7 @@ func TestMiddlewareSessions(t *testing.T) {
 	keys, _ := auth.ParseKeys("alice:aaaaaaaaaaaaaaaaaaaa,bob:bbbbbbbbbbbbbbbbbbbb")
 	k := auth.NewKeys(keys, map[string]bool{"alice": true})
 	k.QueryTokenPath = "/ws"
-	k.Failures = auth.NewFailureLimiter(1, 1, 10)
+	k.Failures = auth.NewFailureLimiter(auth.FailureLimits{PerMinute: 1, Burst: 1, AddressPerMinute: 1, AddressBurst: 1, Tracked: 10})
 	fp := auth.Fingerprint("aaaaaaaaaaaaaaaaaaaa")
 	if u, ok := k.KeyUser(fp); !ok || u != "alice" || fp == auth.Fingerprint("bbbbbbbbbbbbbbbbbbbb") || strings.Contains(fp, "aaaa") {
 		t.Fatalf("fingerprint %s: %q %v", fp, u, ok)
@@ -125,7 +125,7 @@ func TestMiddlewareSessions(t *testing.T) {
 		{"cookie, upgrade without Origin", "GET", "/ws", map[string]string{"Cookie": "alicia_session=s-alice", "Upgrade": "websocket", "Connection": "Upgrade"}, 403, "", false},
 		{"cookie, upgrade from own origin", "GET", "/ws", map[string]string{"Cookie": "alicia_session=s-alice", "Upgrade": "websocket", "Connection": "Upgrade", "Origin": "http://example.com"}, 200, "alice session=s-alice ok", false},
 		{"key wins over cookie", "GET", "/x", map[string]string{"Cookie": "alicia_session=s-alice", "Authorization": "Bearer bbbbbbbbbbbbbbbbbbbb"}, 200, "bob session=", false},
-		{"query token wins over cookie", "GET", "/ws?token=bbbbbbbbbbbbbbbbbbbb", map[string]string{"Cookie": "alicia_session=s-alice"}, 200, "bob session=", false},
+		{"query token wins over cookie", "GET", "/ws?token=bbbbbbbbbbbbbbbbbbbb", map[string]string{"Cookie": "alicia_session=s-alice", "Upgrade": "websocket", "Connection": "Upgrade"}, 200, "bob session=", false},
 		{"unknown session", "GET", "/x", map[string]string{"Cookie": "alicia_session=s-nobody"}, 401, "", true},
 		{"key removed", "GET", "/x", map[string]string{"Cookie": "alicia_session=s-removed"}, 401, "", true},
 		{"key of another user now", "GET", "/x", map[string]string{"Cookie": "alicia_session=s-moved"}, 401, "", true},

@@ -3,7 +3,6 @@ package rest
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,20 +44,14 @@ func (s *Sessions) Register(e *echo.Echo, g *echo.Group, mw ...echo.MiddlewareFu
 	g.DELETE("/session", s.delete)
 }
 
-// create checks the key like the authentication middleware does (the
-// address's failure budget first, a wrong key uses it) and, when it is
-// valid, opens a session and sets its cookie. A browser's request must
-// come from an allowed origin; one without Origin (a script) may.
+// create checks the key as the authentication middleware does
+// (auth.Keys.Authenticate: a wrong key counts as a failed authentication,
+// an empty one does not) and, when it is valid, opens a session and sets
+// its cookie. A browser's request must come from an allowed origin; one
+// without Origin (a script) may.
 func (s *Sessions) create(c echo.Context) error {
 	r := c.Request()
 	c.Response().Header().Set("Cache-Control", "no-store")
-	addr := c.RealIP()
-	if s.Keys.Failures != nil {
-		if wait, ok := s.Keys.Failures.Blocked(addr); !ok {
-			c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-			return fail(http.StatusTooManyRequests, "too many failed authentications from this address; retry later")
-		}
-	}
 	if origin := r.Header.Get(echo.HeaderOrigin); origin != "" {
 		if err := s.Keys.Origins.Check(r, origin); err != nil {
 			return fail(http.StatusForbidden, "%s", err.Error())
@@ -70,12 +63,12 @@ func (s *Sessions) create(c echo.Context) error {
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
-	user, ok := s.Keys.User(in.APIKey)
-	if !ok || in.APIKey == "" {
-		if s.Keys.Failures != nil {
-			s.Keys.Failures.Fail(addr)
-		}
-		return fail(http.StatusUnauthorized, "invalid API key")
+	if in.APIKey == "" {
+		return fail(http.StatusUnauthorized, "apiKey is empty")
+	}
+	user, err := s.Keys.Authenticate(c, in.APIKey)
+	if err != nil {
+		return err
 	}
 	ctx := r.Context()
 	// Signing in again ends the session the browser had.

@@ -15,7 +15,12 @@ import (
 
 func open(t *testing.T, js jetstream.JetStream, ttl time.Duration) *session.Store {
 	t.Helper()
-	st, err := session.Open(context.Background(), js, ttl)
+	return openWith(t, js, session.Config{TTL: ttl, PerUser: 20})
+}
+
+func openWith(t *testing.T, js jetstream.JetStream, cfg session.Config) *session.Store {
+	t.Helper()
+	st, err := session.Open(context.Background(), js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +53,8 @@ func TestSessions(t *testing.T) {
 	}
 
 	// The bucket: history 1, entries kept as long as a session, on file,
-	// keyed by the id's hash; neither keys nor values hold the id.
+	// 64 MiB, keyed by the id's hash; neither keys nor values hold the id.
+	// Besides the two sessions, alice's index of them.
 	kv, err := js.KeyValue(ctx, session.Bucket)
 	if err != nil {
 		t.Fatal(err)
@@ -58,26 +64,20 @@ func TestSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := status.(*jetstream.KeyValueBucketStatus).StreamInfo()
-	if status.History() != 1 || status.TTL() != 7*24*time.Hour || info.Config.Storage != jetstream.FileStorage || info.Config.Name != "KV_SESSIONS" {
-		t.Fatalf("bucket history %d, ttl %s, storage %s, stream %s", status.History(), status.TTL(), info.Config.Storage, info.Config.Name)
+	if status.History() != 1 || status.TTL() != 7*24*time.Hour || info.Config.Storage != jetstream.FileStorage || info.Config.Name != "KV_SESSIONS" ||
+		info.Config.MaxBytes != 64<<20 || !info.Config.AllowMsgTTL {
+		t.Fatalf("bucket history %d, ttl %s, storage %s, stream %s, max bytes %d, message TTLs %v", status.History(), status.TTL(),
+			info.Config.Storage, info.Config.Name, info.Config.MaxBytes, info.Config.AllowMsgTTL)
 	}
-	keys, err := kv.ListKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
+	entries := bucketEntries(t, js)
+	if len(entries) != 3 {
+		t.Fatalf("%d entries (%v), want 2 sessions and an index", len(entries), entries)
 	}
-	n := 0
-	for k := range keys.Keys() {
-		n++
-		e, err := kv.Get(ctx, k)
-		if err != nil {
-			t.Fatal(err)
+	for k, v := range entries {
+		if (len(k) != 64 && !strings.HasPrefix(k, "u.")) || strings.Contains(k, id) || strings.Contains(v, id) || strings.Contains(v, other) ||
+			strings.Contains(k, "alice") {
+			t.Fatalf("bucket entry %s = %s shows a session id or a user name in a key", k, v)
 		}
-		if len(k) != 64 || strings.Contains(k, id) || strings.Contains(string(e.Value()), id) || strings.Contains(string(e.Value()), other) {
-			t.Fatalf("bucket entry %s = %s shows a session id", k, e.Value())
-		}
-	}
-	if n != 2 {
-		t.Fatalf("%d keys, want 2", n)
 	}
 
 	for _, bad := range []string{"", "x", strings.Repeat("A", 43), id + "A", strings.Repeat("*", 43)} {
@@ -130,4 +130,33 @@ func TestSessionsSurviveRestart(t *testing.T) {
 	if got, err := st.Lookup(ctx, id); err != nil || got.User != "bob" {
 		t.Fatalf("after restart: %+v, %v", got, err)
 	}
+}
+
+// bucketEntries is every key the bucket holds a value for, with the value.
+// The keys come from the stream's subjects: a key lister's watcher waits
+// for markers that expire while it lists.
+func bucketEntries(t *testing.T, js jetstream.JetStream) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, session.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_"+session.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter("$KV."+session.Bucket+".>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for subject := range info.State.Subjects {
+		k := strings.TrimPrefix(subject, "$KV."+session.Bucket+".")
+		if e, err := kv.Get(ctx, k); err == nil {
+			out[k] = string(e.Value())
+		}
+	}
+	return out
 }
