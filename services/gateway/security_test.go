@@ -189,8 +189,9 @@ func TestTokenQueryOnlyOnWebSocket(t *testing.T) {
 	}
 }
 
-// TestFailedAuthenticationsAreThrottled: failures from one address use up
-// its budget (429 with Retry-After); successes never do.
+// TestFailedAuthenticationsAreThrottled: failures of a key from one
+// address use up that key's budget there (429 with Retry-After);
+// successes never do, and other keys are judged as usual.
 func TestFailedAuthenticationsAreThrottled(t *testing.T) {
 	s := newStack(t, func(o *stackOptions) {
 		o.gateway = func(c *gateway.Config) { c.AuthFailureBurst, c.AuthFailuresPerMinute = 3, 1 }
@@ -206,7 +207,9 @@ func TestFailedAuthenticationsAreThrottled(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Fatalf("429 without Retry-After: %v", r.header)
 	}
-	s.call(t, "", "GET", "/v1/ws?token=another-wrong-key-0123", nil).wantError(http.StatusTooManyRequests)
+	s.call(t, "", "GET", "/v1/ws?token=wrong-key-0123456789", nil).wantError(http.StatusUnauthorized) // ?token= only on an upgrade
+	s.call(t, "another-wrong-key-0123", "GET", "/v1/tools", nil).wantError(http.StatusUnauthorized)
+	s.call(t, aliceKey, "GET", "/v1/tools", nil).want(http.StatusOK, nil)
 }
 
 // TestReadyzHidesInternals: /readyz names what is down, not why.

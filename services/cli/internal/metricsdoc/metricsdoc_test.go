@@ -19,6 +19,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/asr"
+	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/memory"
 	"github.com/alicia-voice/alicia/services/persistence"
@@ -113,11 +114,11 @@ func collect(t *testing.T) []metric {
 }
 
 func collectOnce(t *testing.T) []metric {
-	services := []string{"asr", "llm", "tts", "room-agent", "persistence", "memory"}
+	services := []string{"gateway", "asr", "llm", "tts", "room-agent", "persistence", "memory"}
 	registerers := map[string]func(){
 		"asr": asr.RegisterMetrics, "llm": llm.RegisterMetrics, "tts": tts.RegisterMetrics,
 		"room-agent": roomagent.RegisterMetrics, "persistence": persistence.RegisterMetrics,
-		"memory": memory.RegisterMetrics,
+		"memory": memory.RegisterMetrics, "gateway": gateway.RegisterMetrics,
 	}
 	var out []metric
 	add := func(service string, cs []prometheus.Collector) {
@@ -162,7 +163,7 @@ func table(ms []metric) []byte {
 
 Every service serves Prometheus metrics on ` + "`GET /metrics`" + ` at its private metrics
 address (` + "`ALICIA_<SERVICE>_METRICS_ADDR`" + `, see each service's README), with
-` + "`GET /healthz`" + ` beside it. The gateway exports no metric of its own; the memory
+` + "`GET /healthz`" + ` and ` + "`GET /livez`" + ` beside it. The gateway exports its sessions bucket's size; the memory
 service exports the consumer-lag metrics of its consumers besides its own.
 
 This table is generated from the metrics the services register
