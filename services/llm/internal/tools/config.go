@@ -58,13 +58,14 @@ type Config struct {
 	// MCPServersPoll (ALICIA_MCP_SERVERS_POLL, default 5s).
 	MCPServersFile string
 	MCPServersPoll time.Duration
-	// MCPAllowedHosts may be reached by HTTP MCP servers though they are
-	// not public addresses (ALICIA_MCP_ALLOWED_HOSTS, comma-separated host
-	// names or IPs). Every other destination must resolve, when it is
-	// dialled, to public addresses only.
+	// MCPAllowedHosts may be reached by HTTP MCP servers, and by web_search's
+	// redirects, though they are not public addresses
+	// (ALICIA_MCP_ALLOWED_HOSTS, comma-separated host names or IPs). Every
+	// other destination must resolve, when it is dialled, to public
+	// addresses only.
 	MCPAllowedHosts []string
 	// MCPResolver and MCPDial replace the system's resolver and dialer of
-	// HTTP MCP sessions (tests); nil: the system's.
+	// HTTP MCP sessions and web searches (tests); nil: the system's.
 	MCPResolver netguard.Resolver
 	MCPDial     netguard.DialFunc
 }

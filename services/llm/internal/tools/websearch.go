@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/alicia-voice/alicia/pkg/netguard"
 )
 
 // WebSearchName is the web_search tool's name.
@@ -42,7 +44,7 @@ func NewWebSearch(cfg Config) (Tool, error) {
 		region:    cfg.WebSearchRegion,
 		userAgent: cfg.WebSearchUserAgent,
 		maxBytes:  int64(cfg.WebSearchMaxBytes),
-		client:    &http.Client{Timeout: cfg.WebSearchTimeout},
+		client:    newSearchClient(cfg, base),
 	}, nil
 }
 
@@ -112,6 +114,9 @@ func (w *webSearch) search(ctx context.Context, query string, limit int) (search
 		if ctx.Err() != nil {
 			return searchPage{}, ctx.Err()
 		}
+		if errors.Is(err, errRedirectRefused) || errors.Is(err, netguard.ErrRefused) {
+			return searchPage{}, fmt.Errorf("%w: DuckDuckGo's redirect was not followed (%w)", ErrSearchFailed, netCause(err))
+		}
 		return searchPage{}, fmt.Errorf("%w: DuckDuckGo could not be reached (%s)", ErrSearchFailed, shortNetError(err))
 	}
 	defer resp.Body.Close()
@@ -134,6 +139,15 @@ func (w *webSearch) search(ctx context.Context, query string, limit int) (search
 		return searchPage{}, fmt.Errorf("%w: DuckDuckGo asked for a CAPTCHA instead of answering; it limits automated searches, try again later", ErrSearchFailed)
 	}
 	return page, nil
+}
+
+// netCause is a transport error without the URL (which repeats the query).
+func netCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // shortNetError keeps the cause of a transport error without the URL
