@@ -64,7 +64,8 @@ func (s *stack) replica(t *testing.T, log io.Writer, mod func(*gateway.Config)) 
 }
 
 // browserCall sends a request as the web client's page would: the session
-// cookie (when not empty), an Origin (when not empty), no Authorization.
+// cookie (when not empty: its value, or "name=value" for another name than
+// alicia_session), an Origin (when not empty), no Authorization.
 func browserCall(t *testing.T, base, cookie, origin, method, path string, body any) reply {
 	t.Helper()
 	var rd io.Reader
@@ -84,7 +85,10 @@ func browserCall(t *testing.T, base, cookie, origin, method, path string, body a
 		t.Fatal(err)
 	}
 	if cookie != "" {
-		req.Header.Set("Cookie", "alicia_session="+cookie)
+		if !strings.Contains(cookie, "alicia_session=") {
+			cookie = "alicia_session=" + cookie
+		}
+		req.Header.Set("Cookie", cookie)
 	}
 	if origin != "" {
 		req.Header.Set("Origin", origin)
@@ -119,7 +123,7 @@ func signIn(t *testing.T, base, key string) (string, sessionJSON) {
 func sessionCookie(t *testing.T, r reply) *http.Cookie {
 	t.Helper()
 	for _, c := range (&http.Response{Header: r.header}).Cookies() {
-		if c.Name == "alicia_session" {
+		if c.Name == "alicia_session" || c.Name == "__Host-alicia_session" {
 			return c
 		}
 	}
@@ -352,19 +356,26 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	browserCall(t, s.base, second.Value, "", "GET", "/v1/session", nil).want(http.StatusOK, nil)
 }
 
-// TestSessionBehindTLSProxy: ALICIA_COOKIE_SECURE marks the cookie Secure
-// and makes the gateway's own origin https.
+// TestSessionBehindTLSProxy: ALICIA_COOKIE_SECURE marks the cookie Secure,
+// names it __Host-alicia_session (the plain name is not read then) and
+// makes the gateway's own origin https.
 func TestSessionBehindTLSProxy(t *testing.T) {
 	s := newStack(t, func(o *stackOptions) { o.gateway = func(c *gateway.Config) { c.CookieSecure = true } })
 	public := strings.Replace(s.base, "http://", "https://", 1)
 	r := browserCall(t, s.base, "", public, "POST", "/v1/session", map[string]string{"apiKey": aliceKey}).want(http.StatusCreated, nil)
 	c := sessionCookie(t, r)
-	if c == nil || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+	if c == nil || c.Name != "__Host-alicia_session" || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Domain != "" {
 		t.Fatalf("Set-Cookie %q", r.header.Values("Set-Cookie"))
 	}
 	browserCall(t, s.base, "", s.base, "POST", "/v1/session", map[string]string{"apiKey": aliceKey}).wantError(http.StatusForbidden)
-	browserCall(t, s.base, c.Value, public, "POST", "/v1/conversations", nil).want(http.StatusCreated, nil)
-	browserCall(t, s.base, c.Value, s.base, "POST", "/v1/conversations", nil).wantError(http.StatusForbidden)
+	hostCookie := "__Host-alicia_session=" + c.Value
+	browserCall(t, s.base, hostCookie, public, "POST", "/v1/conversations", nil).want(http.StatusCreated, nil)
+	browserCall(t, s.base, hostCookie, s.base, "POST", "/v1/conversations", nil).wantError(http.StatusForbidden)
+	// The plain name could have been planted by a sibling host: not read.
+	browserCall(t, s.base, c.Value, public, "POST", "/v1/conversations", nil).wantError(http.StatusUnauthorized)
+	out := browserCall(t, s.base, hostCookie, public, "DELETE", "/v1/session", nil).want(http.StatusNoContent, nil)
+	wantBothCleared(t, out.header)
+	browserCall(t, s.base, hostCookie, public, "GET", "/v1/session", nil).wantError(http.StatusUnauthorized)
 }
 
 // TestSecretsStayOutOfLogs: neither an API key nor a session id appears in

@@ -167,8 +167,8 @@ func (k *Keys) Middleware() echo.MiddlewareFunc {
 			}
 			if secret == "" {
 				if k.Sessions != nil {
-					if ck, err := c.Cookie(session.CookieName); err == nil {
-						return k.withSession(c, next, ck.Value)
+					if id, ok := k.Cookie.Read(c.Request()); ok {
+						return k.withSession(c, next, id)
 					}
 				}
 				return echo.NewHTTPError(http.StatusUnauthorized, "missing API key: send Authorization: Bearer <key>, or sign in (POST /v1/session)")
