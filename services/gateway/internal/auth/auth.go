@@ -82,8 +82,11 @@ func ParseAdmins(s string, keys []Key) (admins map[string]bool, unknown []string
 
 // Keys verifies presented keys in constant time.
 type Keys struct {
-	keys   []Key
-	admins map[string]bool
+	keys []Key
+	// digests are the keys' SHA-256, in keys' order: what a presented
+	// key's digest is compared with.
+	digests [][sha256.Size]byte
+	admins  map[string]bool
 	// byFingerprint is each key's user by Fingerprint.
 	byFingerprint map[string]string
 	// QueryTokenPath is the one route (an echo path, "/v1/ws") where the key
@@ -111,6 +114,7 @@ func NewKeys(keys []Key, admins map[string]bool) *Keys {
 	k := &Keys{keys: keys, admins: admins, byFingerprint: map[string]string{}}
 	for _, key := range keys {
 		k.byFingerprint[Fingerprint(key.Secret)] = key.User
+		k.digests = append(k.digests, sha256.Sum256([]byte(key.Secret)))
 	}
 	return k
 }
@@ -133,16 +137,25 @@ func (k *Keys) KeyUser(fingerprint string) (string, bool) {
 // IsAdminUser reports whether user is an administrator.
 func (k *Keys) IsAdminUser(user string) bool { return k.admins[user] }
 
-// User returns the user of secret, or false.
+// User returns the user of secret, or false. The SHA-256 digests of the
+// presented and every configured key are compared, all of them, in
+// constant time: ConstantTimeCompare answers at once when the lengths
+// differ, so comparing the keys themselves would tell a guesser their
+// lengths; digests are all 32 bytes.
 func (k *Keys) User(secret string) (string, bool) {
+	presented := sha256.Sum256([]byte(secret))
 	user, found := "", 0
-	for _, key := range k.keys {
-		if subtle.ConstantTimeCompare([]byte(key.Secret), []byte(secret)) == 1 {
+	for i, key := range k.keys {
+		if constantTimeCompare(k.digests[i][:], presented[:]) == 1 {
 			user, found = key.User, 1
 		}
 	}
 	return user, found == 1
 }
+
+// constantTimeCompare is subtle.ConstantTimeCompare; a test sees what it
+// is given.
+var constantTimeCompare = subtle.ConstantTimeCompare
 
 const (
 	userKey    = "alicia.user"
