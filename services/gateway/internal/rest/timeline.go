@@ -45,7 +45,8 @@ type timelinePage struct {
 }
 
 // conversationTimeline answers a page of the conversation's timeline: the
-// steps after ?after=, at most ?limit=.
+// steps after ?after=, at most ?limit=; a bounded number at once
+// (timelineReads).
 func (a *API) conversationTimeline(c echo.Context) error {
 	after, err := sequenceParam("after", c.QueryParam("after"))
 	if err != nil {
@@ -55,6 +56,11 @@ func (a *API) conversationTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	release, err := a.startTimelineRead(c, auth.UserOf(c))
+	if err != nil {
+		return err
+	}
+	defer release()
 	conv, err := a.conversation(c)
 	if err != nil {
 		return err
