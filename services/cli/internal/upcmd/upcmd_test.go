@@ -79,7 +79,8 @@ func TestUpRunsTheStack(t *testing.T) {
 		}
 	}()
 	go func() { done <- upcmd.Run(ctx, cfg, out, logs) }()
-	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "Alicia is up") }, "stack did not come up")
+	// The banner comes in parts: its last line says it is all there.
+	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), uptest.BannerEnd) }, "stack did not come up")
 	if strings.Contains(out.String(), pgURL) {
 		t.Fatal("the Postgres password was printed")
 	}

@@ -55,12 +55,16 @@ func Field(out, label string) string {
 	return f[0]
 }
 
+// BannerEnd is the last line of up's banner.
+const BannerEnd = "Ctrl-C stops."
+
 // Up is a running `alicia up`.
 type Up struct {
 	// Out is its standard output (the banner), Log its standard error.
 	Out, Log *testkit.SyncBuffer
-	// Started is when it was started; UpAfter how long until it printed
-	// "Alicia is up", and HTTPSAfter until its HTTPS line.
+	// Started is when it was started; UpAfter how long until its whole
+	// banner was printed (up to "Ctrl-C stops."), and HTTPSAfter until its
+	// HTTPS line.
 	Started             time.Time
 	UpAfter, HTTPSAfter time.Duration
 	cmd                 *exec.Cmd
@@ -69,7 +73,9 @@ type Up struct {
 }
 
 // Start runs bin with args (["up"], ["up", "--traces"]) in env and waits up
-// to 3 minutes for "Alicia is up". A test that ends with it still running
+// to 3 minutes for its whole banner: "Alicia is up" opens it, and it is
+// written in several parts, so the test waits for its last line, "Ctrl-C
+// stops.". A test that ends with it still running
 // kills it; a failed one logs its output.
 func Start(t *testing.T, bin string, env []string, args ...string) *Up {
 	t.Helper()
@@ -102,13 +108,13 @@ func Start(t *testing.T, bin string, env []string, args ...string) *Up {
 		if u.HTTPSAfter == 0 && strings.Contains(out, "HTTPS:") {
 			u.HTTPSAfter = time.Since(u.Started)
 		}
-		if !strings.Contains(out, "Alicia is up") {
+		if !strings.Contains(out, "Alicia is up") || !strings.Contains(out, BannerEnd) {
 			return context.DeadlineExceeded
 		}
 		return nil
 	})
 	if err != nil {
-		t.Fatal("alicia up did not print \"Alicia is up\"")
+		t.Fatal("alicia up did not print its banner (\"Alicia is up\" … \"Ctrl-C stops.\")")
 	}
 	u.UpAfter = time.Since(u.Started)
 	return u
