@@ -118,6 +118,8 @@ type Config struct {
 
 	// Quotas bound envelopes, connections and voice rooms per user (quotas.go).
 	Quotas Quotas
+	// TimelineReads bound the timeline pages read at once (timeline_config.go).
+	TimelineReads TimelineReads
 }
 
 // LiveKit is the LiveKit server the gateway hands out tokens for.
@@ -249,7 +251,7 @@ func DefaultConfig() Config {
 		HTTPReadTimeout: 30 * time.Second, HTTPIdleTimeout: 2 * time.Minute, WSPingInterval: 30 * time.Second,
 		SessionTTL: 7 * 24 * time.Hour,
 		LiveKit:    LiveKit{TokenTTL: time.Hour},
-		Quotas:     DefaultQuotas(),
+		Quotas:     DefaultQuotas(), TimelineReads: DefaultTimelineReads(),
 		LLM:        engines.Engine{Kind: engines.OpenAI, URL: engines.DefaultLLMURL, Model: engines.DefaultLLMModel},
 		ASR:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultASRURL), Model: engines.DefaultASRModel},
 		TTS:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultTTSURL), Model: engines.DefaultTTSModel, Voice: engines.DefaultVoice(engines.OpenAI), Path: engines.DefaultEspeakPath},
@@ -298,6 +300,7 @@ func ConfigFromEnv() (Config, error) {
 		c.ModelsFromEnv(),
 		c.LiveKitFromEnv(),
 		c.QuotasFromEnv(),
+		c.TimelineReads.FromEnv(),
 	)
 	c.TLSFromEnv()
 	if err != nil {
@@ -396,6 +399,6 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("write timeout %s must be at least 1s (ALICIA_WRITE_TIMEOUT)", c.WriteTimeout))
 	}
 	errs = append(errs, validateEngine("LLM", c.LLM), validateEngine("ASR", c.ASR), validateEngine("TTS", c.TTS),
-		validateEngine("EMBEDDING", c.Embeddings), c.LiveKit.validate(), c.Quotas.validate(), c.TLS.validate())
+		validateEngine("EMBEDDING", c.Embeddings), c.LiveKit.validate(), c.Quotas.validate(), c.TLS.validate(), c.TimelineReads.Validate())
 	return errors.Join(errs...)
 }

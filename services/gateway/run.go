@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	// authentications are throttled by it. Behind a trusted proxy, the
 	// client address the proxy appended to X-Forwarded-For.
 	e.IPExtractor = ClientIP(cfg.TrustedProxies)
-	e.Use(middleware.Recover(), securityHeaders)
+	e.Use(middleware.Recover(), securityHeadersFor(cfg.CookieSecure))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/livez", echo.WrapHandler(http.HandlerFunc(telemetry.Live)))
 	e.GET("/readyz", func(c echo.Context) error {
@@ -163,6 +163,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		return err
 	}
 	ca.Register(e)
+	cfg.TimelineReads.Limit(api)
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 	wsh.ServerInfo = api.ServerInfo
 	if err := serveWebClient(e, cfg); err != nil {

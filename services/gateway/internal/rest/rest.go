@@ -5,6 +5,7 @@
 package rest
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -32,6 +33,9 @@ type API struct {
 	WriteTimeout time.Duration
 	// LiveKit issues room tokens; nil when LiveKit is not configured.
 	LiveKit *livekit.Tokens
+	// readBounds bound the timeline pages read at once
+	// (LimitTimelineReads; the defaults until it is called).
+	readBounds atomic.Pointer[timelineReads]
 	// LiveKitSameOrigin: a token's URL is the page's own WebSocket
 	// origin, the gateway forwarding the signalling (ALICIA_LIVEKIT_SAME_ORIGIN).
 	LiveKitSameOrigin bool

@@ -72,8 +72,8 @@ func (s *Sessions) create(c echo.Context) error {
 	}
 	ctx := r.Context()
 	// Signing in again ends the session the browser had.
-	if old, err := c.Cookie(session.CookieName); err == nil {
-		if err := s.Store.Revoke(ctx, old.Value); err != nil {
+	if old, ok := s.Cookie.Read(r); ok {
+		if err := s.Store.Revoke(ctx, old); err != nil {
 			s.Log.Warn().Err(err).Msg("revoke the previous session")
 		}
 	}

@@ -59,10 +59,6 @@ func (g *timelineReads) acquire(user string) (release func(), ok bool, perUser b
 	}, true, false
 }
 
-// The bounds of each API. A field of API would hold them (rest.go is not
-// this change's); until then they are kept here, by API.
-var timelineReadBounds sync.Map // *API → *timelineReads
-
 // LimitTimelineReads sets how many timeline pages a user (perUser) and all
 // users (total) may be reading at once on this replica
 // (ALICIA_TIMELINE_READS_PER_USER, ALICIA_TIMELINE_READS); 0 keeps the
@@ -74,12 +70,15 @@ func (a *API) LimitTimelineReads(perUser, total int) {
 	if total <= 0 {
 		total = DefaultTimelineReads
 	}
-	timelineReadBounds.Store(a, &timelineReads{perUser: perUser, total: total})
+	a.readBounds.Store(&timelineReads{perUser: perUser, total: total})
 }
 
 func (a *API) timelineReads() *timelineReads {
-	g, _ := timelineReadBounds.LoadOrStore(a, &timelineReads{perUser: DefaultTimelineReadsPerUser, total: DefaultTimelineReads})
-	return g.(*timelineReads)
+	if g := a.readBounds.Load(); g != nil {
+		return g
+	}
+	a.readBounds.CompareAndSwap(nil, &timelineReads{perUser: DefaultTimelineReadsPerUser, total: DefaultTimelineReads})
+	return a.readBounds.Load()
 }
 
 // startTimelineRead takes a timeline read slot for the request's user, or
