@@ -52,16 +52,7 @@ func (s *stack) call(t *testing.T, key, method, path string, body any) reply {
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{t: t, method: method, path: path, status: resp.StatusCode, header: resp.Header, body: b}
+	return send(t, req, method, path)
 }
 
 // want fails the test unless the status is status, and decodes the body into v (when not nil).
@@ -148,4 +139,20 @@ func (s *stack) turn(t *testing.T, user, cid, userID, previous, text string) str
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// send does req and reads its whole answer into a reply labelled method
+// and path.
+func send(t *testing.T, req *http.Request, method, path string) reply {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{t: t, method: method, path: path, status: resp.StatusCode, header: resp.Header, body: b}
 }

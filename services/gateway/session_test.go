@@ -96,16 +96,7 @@ func browserCall(t *testing.T, base, cookie, origin, method, path string, body a
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{t: t, method: method, path: path, status: resp.StatusCode, header: resp.Header, body: b}
+	return send(t, req, method, path)
 }
 
 // signIn opens a session with key and returns the cookie's value and the answer.

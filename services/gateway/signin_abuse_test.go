@@ -102,16 +102,7 @@ func callFrom(t *testing.T, base, addr, key, cookie, method, path string, body a
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{t: t, method: method, path: path + " from " + addr, status: resp.StatusCode, header: resp.Header, body: b}
+	return send(t, req, method, path+" from "+addr)
 }
 
 // TestAddressCeiling: many different wrong keys from one address (a NAT)
