@@ -103,7 +103,10 @@ func TestFloodIsThrottledOthersUnaffected(t *testing.T) {
 	t.Logf("bob's turn: idle %s before and %s after, during alice's flood %s; alice sent %d envelopes in %s: %d refused, disconnected %d times",
 		idle, after, during, sent.Load(), flooded.Round(time.Millisecond), refused.Load(), dropped.Load())
 	idle = max(idle, after)
-	if during > 2*idle {
+	// Twice idle, and beyond the scheduling noise of a loaded two-core
+	// machine (a turn of ~17 ms idle measured 60 ms once in CI with the
+	// flood held back and nothing refused).
+	if during > 2*idle && during-idle > 50*time.Millisecond {
 		t.Errorf("bob's turn took %s during the flood, more than twice idle (%s)", during, idle)
 	}
 	st, err := s.js.Stream(context.Background(), bus.StreamConversations)
