@@ -62,7 +62,7 @@ func stub(t *testing.T, path, body string) {
 func needCurl(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed (the vLLM and speaches images have it): apt-get install curl")
+		testkit.Missing(t, "curl is not installed (the vLLM and speaches images have it): the test task's deps step installs it")
 	}
 }
 
