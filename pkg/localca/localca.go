@@ -211,7 +211,7 @@ func newServer(f Files, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names []s
 
 // loadPair reads a certificate (the first of the file) and its ECDSA key.
 func loadPair(certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	cb, err := os.ReadFile(certPath)
+	cert, err := ReadCA(certPath)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -219,14 +219,9 @@ func loadPair(certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, e
 	if err != nil {
 		return nil, nil, err
 	}
-	cblock, _ := pem.Decode(cb)
 	kblock, _ := pem.Decode(kb)
-	if cblock == nil || kblock == nil {
-		return nil, nil, fmt.Errorf("localca: %s or %s is not PEM", certPath, keyPath)
-	}
-	cert, err := x509.ParseCertificate(cblock.Bytes)
-	if err != nil {
-		return nil, nil, fmt.Errorf("localca: %s: %w", certPath, err)
+	if kblock == nil {
+		return nil, nil, fmt.Errorf("localca: %s is not PEM", keyPath)
 	}
 	key, err := x509.ParseECPrivateKey(kblock.Bytes)
 	if err != nil {
@@ -270,7 +265,8 @@ func serial() *big.Int {
 	return n.Add(n, big.NewInt(1))
 }
 
-// ReadCA returns the CA certificate at path (PEM).
+// ReadCA returns the certificate at path (PEM; the first of a chain): the
+// CA's, or a server certificate.
 func ReadCA(path string) (*x509.Certificate, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -6,7 +6,7 @@ import "github.com/labstack/echo/v4"
 // no includeSubDomains, since the gateway does not own its sibling names.
 const hsts = "max-age=31536000"
 
-// securityHeaders are on every answer of the gateway, API and web client
+// securityHeadersFor sets the headers on every answer of the gateway, API and web client
 // alike: no MIME sniffing (a JSON error is never run as a script), no
 // Referer to other sites (a client route names a conversation), and no
 // framing (clickjacking). The client's HTML also gets a
@@ -32,7 +32,3 @@ func securityHeadersFor(behindTLS bool) echo.MiddlewareFunc {
 		}
 	}
 }
-
-// securityHeaders is securityHeadersFor without a TLS proxy in front:
-// Strict-Transport-Security only over the gateway's own TLS.
-var securityHeaders = securityHeadersFor(false)
