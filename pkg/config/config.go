@@ -69,3 +69,40 @@ func parse[T any](name string, dst *T, f func(string) (T, error)) error {
 	*dst = x
 	return nil
 }
+
+// Bytes sets *dst from name: a number of bytes, optionally with a binary
+// unit (KiB, MiB, GiB, TiB) or a decimal one (kB, MB, GB, TB), e.g. 2GiB.
+func Bytes(name string, dst *int64) error {
+	return parse(name, dst, ParseBytes)
+}
+
+// ParseBytes reads a size as Bytes takes it.
+func ParseBytes(v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	units := []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(num), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a size such as 512KiB, 2GiB or 1048576: %w", err)
+	}
+	if n < 0 && n != -1 {
+		return 0, fmt.Errorf("want a size ≥ 0 (or -1)")
+	}
+	if f := n * float64(mult); f > 1<<62 {
+		return 0, fmt.Errorf("size too large")
+	}
+	if n == -1 {
+		return -1, nil
+	}
+	return int64(n * float64(mult)), nil
+}

@@ -66,3 +66,17 @@ func TestSecretFromFile(t *testing.T) {
 		t.Fatal("missing secret file accepted")
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"1048576": 1 << 20, "512KiB": 512 << 10, "2 GiB": 2 << 30, "1.5MiB": 3 << 19, "10MB": 10e6, "-1": -1, "0": 0} {
+		got, err := config.ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "GiB", "2 GB/s", "-5", "1e30TiB"} {
+		if _, err := config.ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q): no error", bad)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -50,6 +51,10 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		s.sendError(protocol.CodeInvalidBody, why, nil)
 		return
 	}
+	if o := s.budgets.checkTexts(&env, len(frame)); o != nil {
+		s.overBudget(o, &env)
+		return
+	}
 	if env.Type == protocol.TypeConfiguration {
 		s.configure(ctx, env)
 		return
@@ -68,7 +73,36 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		return
 	}
 	env.ConversationID = cid
+	if s.opts.Accounts != nil {
+		var audio int64
+		if ac, ok := env.Body.(*protocol.AudioChunk); ok {
+			audio = int64(len(ac.Data))
+		}
+		if o := s.opts.Accounts.Envelope(s.opts.User, int64(len(frame)), audio, stores(&env)); o != nil {
+			s.overBudget(o, &env)
+			return
+		}
+	}
 	s.publish(ctx, env)
+}
+
+// overBudget answers an envelope refused for a budget: ErrorMessage 505
+// naming the budget and when it frees (also in meta alicia.budget and
+// alicia.retry_after_ms), the connection kept and nothing published.
+func (s *Session) overBudget(o *OverBudget, env *protocol.Envelope) {
+	now := time.Now()
+	cid := s.ConversationID()
+	em := &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid, Code: protocol.CodeOverBudget,
+		Message: o.Message(now), Severity: 2, Recoverable: true, OriginatingID: bodyID(env)}
+	out := protocol.New(cid, em)
+	out.Meta = map[string]any{MetaBudget: o.Budget, MetaRetryAfterMs: o.RetryAfter(now).Milliseconds()}
+	frame, err := protocol.Encode(out)
+	if err != nil {
+		s.opts.Log.Error().Err(err).Msg("encode ErrorMessage")
+		return
+	}
+	s.logger().Info().Str("user", s.opts.User).Str("budget", o.Budget).Str("type", env.Type.String()).Msg("input over budget refused")
+	s.enqueue(frame)
 }
 
 // overLimit answers an envelope refused for the rate (nothing published) and
@@ -132,6 +166,12 @@ func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 		if env.StanzaID <= 0 {
 			s.sendError(protocol.CodeMalformed, "a Configuration that starts a conversation needs a positive stanzaId", nil)
 			return
+		}
+		if s.opts.Accounts != nil {
+			if o := s.opts.Accounts.Conversation(s.opts.User); o != nil {
+				s.overBudget(o, &env)
+				return
+			}
 		}
 		cid = protocol.NewID("ac")
 	} else {

@@ -76,6 +76,9 @@ type Options struct {
 	// Users, when set, holds the per-user rates shared by the sessions of
 	// the process; without it only the per-session rate applies.
 	Users *UserRates
+	// Accounts, when set, enforce the user's budgets in bytes and work
+	// (Budgets); without it the default text and size budgets apply.
+	Accounts *Accounts
 	Log   zerolog.Logger
 }
 
@@ -86,8 +89,9 @@ type Session struct {
 	auth   Authorizer
 	tr     Transport
 	opts   Options
-	limits Limits
-	queue  chan []byte
+	limits  Limits
+	budgets Budgets
+	queue   chan []byte
 
 	mu        sync.Mutex
 	cid       string
@@ -106,7 +110,12 @@ func NewSession(js jetstream.JetStream, auth Authorizer, tr Transport, opts Opti
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 256
 	}
-	return &Session{js: js, pub: bus.NewPublisher(js), auth: auth, tr: tr, opts: opts, limits: opts.Limits.withDefaults(),
+	budgets := DefaultBudgets()
+	if opts.Accounts != nil {
+		budgets = opts.Accounts.Budgets()
+		opts.Accounts.Warm(opts.User)
+	}
+	return &Session{js: js, pub: bus.NewPublisher(js), auth: auth, tr: tr, opts: opts, limits: opts.Limits.withDefaults(), budgets: budgets,
 		queue: make(chan []byte, opts.QueueSize), done: make(chan struct{})}
 }
 

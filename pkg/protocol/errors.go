@@ -20,6 +20,7 @@ const (
 	CodeInternal           int32 = 501
 	CodeBackendUnavailable int32 = 503 // model backend unavailable
 	CodeOverloaded         int32 = 504
+	CodeOverBudget         int32 = 505 // input over one of the user's budgets
 )
 
 // MaxEnvelopeSize is the largest encoded envelope Decode and DecodeJSON accept.

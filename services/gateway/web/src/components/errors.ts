@@ -18,6 +18,8 @@ export function errorMeaning(code: number): string {
       return 'The model is not answering right now. Try again once it is back.'
     case 504:
       return 'The page fell behind; it reconnects by itself.'
+    case 505:
+      return 'Over your allowance: the message says which one, and when it frees.'
     default:
       return code >= 300 && code < 400 ? 'A tool failed.' : 'An error occurred.'
   }
