@@ -161,6 +161,10 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll, subjects.Conversation("*"))...)
 		// The web client's sessions.
 		p.Publish = append(p.Publish, keyValue(SessionsBucket)...)
+		// Revocations among the replicas: each ends its own connections
+		// to a deleted conversation.
+		p.Publish = append(p.Publish, subjects.GatewayRevocations)
+		p.Subscribe = []string{subjects.GatewayRevocations}
 	case RoomAgent:
 		// The LiveKit edge: client envelopes from the data channel and on
 		// the user's behalf (ControlStop, AudioChunk, Configuration),

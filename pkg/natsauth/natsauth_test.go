@@ -790,3 +790,56 @@ func TestLLMSourceWatch(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayRevocations: the gateway replicas tell each other what was
+// revoked on subjects.GatewayRevocations (core NATS); no other service may
+// hear or forge it.
+func TestGatewayRevocations(t *testing.T) {
+	url := startServer(t)
+	g1, _ := connect(t, url, natsauth.Gateway, violations{make(chan error, 1)})
+	g2, _ := connect(t, url, natsauth.Gateway, violations{make(chan error, 1)})
+	heard := make(chan string, 4)
+	if _, err := g2.Subscribe(subjects.GatewayRevocations, func(m *nats.Msg) { heard <- string(m.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := g2.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g1.Publish(subjects.GatewayRevocations, []byte("from the gateway")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-heard:
+		if got != "from the gateway" {
+			t.Fatalf("heard %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other gateway did not hear the revocation")
+	}
+	for _, user := range []string{natsauth.RoomAgent, natsauth.ASR, natsauth.LLM, natsauth.TTS, natsauth.Memory, natsauth.Persistence} {
+		v := violations{make(chan error, 2)}
+		nc, _ := connect(t, url, user, v)
+		if err := nc.Publish(subjects.GatewayRevocations, []byte("forged by "+user)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Subscribe(subjects.GatewayRevocations, func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		for range 2 {
+			select {
+			case <-v.ch:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: publishing or subscribing to %s raised no permissions violation", user, subjects.GatewayRevocations)
+			}
+		}
+	}
+	if err := g1.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-heard:
+		t.Fatalf("a revocation from another service reached the gateway: %q", got)
+	default:
+	}
+}

@@ -56,6 +56,10 @@ const (
 	// AllPersistenceProgress: the persistence instances' announcements of
 	// how far they applied their partitions (core NATS).
 	AllPersistenceProgress = "alicia.persistence.progress.>"
+	// GatewayRevocations: the gateway replicas tell each other, on core
+	// NATS, what was revoked (a deleted conversation), so that each ends
+	// its own connections to it.
+	GatewayRevocations = "alicia.gateway.revocations"
 )
 
 // ErrInvalid is returned by Parse and Validate for subjects or tokens that do not fit the layout.
