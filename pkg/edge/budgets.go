@@ -99,8 +99,10 @@ func (b *Budgets) FromEnv() error {
 	)
 }
 
-// Validate reports budgets that refuse everything.
+// Validate reports budgets that refuse everything (zero fields take their
+// defaults).
 func (b Budgets) Validate() error {
+	b = b.withDefaults()
 	var errs []error
 	if b.AudioBytesPerSecond == 0 || b.AudioBytesPerSecond < -1 || b.AudioBurstBytes < 0 ||
 		(b.AudioBytesPerSecond > 0 && b.AudioBurstBytes > 0 && b.AudioBurstBytes < 64<<10) {

@@ -242,3 +242,27 @@ func TestConversationBudget(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestBudgetTableDefaults: the documented defaults, set as the variables,
+// read back as DefaultBudgets; and a budget that refuses everything is
+// reported naming its variable.
+func TestBudgetTableDefaults(t *testing.T) {
+	for _, r := range edge.BudgetTable() {
+		t.Setenv(r.Variable, r.Default)
+	}
+	var b edge.Budgets
+	if err := b.FromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if b != edge.DefaultBudgets() {
+		t.Fatalf("documented defaults read as %+v, want %+v", b, edge.DefaultBudgets())
+	}
+	t.Setenv("ALICIA_BUDGET_STORED_BYTES", "-2")
+	if err := b.FromEnv(); err == nil {
+		t.Fatal("a negative size taken")
+	}
+	b.StoredBytes, b.ConversationsPerHour = -1, -5
+	if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "ALICIA_BUDGET_CONVERSATIONS_PER_HOUR") || strings.Contains(err.Error(), "STORED") {
+		t.Fatalf("Validate = %v: want only the conversations budget named", err)
+	}
+}

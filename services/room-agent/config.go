@@ -76,6 +76,9 @@ type Config struct {
 	// user (over the rooms of this agent) and the client meta, as the
 	// gateway's WebSocket (ALICIA_EDGE_*, ALICIA_CLIENT_META_*; edge.Limits).
 	Edge edge.Limits
+	// Budgets bound a participant's data channel in bytes (ALICIA_BUDGET_*:
+	// audio per second, text lengths, envelope size; edge.Budgets).
+	Budgets edge.Budgets
 }
 
 // maxUtteranceCap is the longest ALICIA_VAD_MAX_UTTERANCE: an utterance's
@@ -92,7 +95,7 @@ func DefaultConfig() Config {
 		AdaptiveEnd: true, EndSilenceMin: 300 * time.Millisecond, EndSilenceMax: time.Second,
 		Speculation: true, PauseAfter: 100 * time.Millisecond,
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
-		Edge: edge.DefaultLimits(),
+		Edge: edge.DefaultLimits(), Budgets: edge.DefaultBudgets(),
 	}
 }
 
@@ -128,6 +131,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Duration("ALICIA_AGENT_JOIN_TIMEOUT", &c.JoinTimeout),
 		config.Duration("ALICIA_AGENT_EMPTY_TIMEOUT", &c.EmptyTimeout),
 		c.Edge.FromEnv(),
+		c.Budgets.FromEnv(),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
@@ -148,6 +152,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("ALICIA_VAD_MAX_UTTERANCE %s: at most %s (an utterance's audio is one envelope of at most 1 MiB)", c.MaxUtterance, maxUtteranceCap))
 	}
 	if err := c.Edge.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Budgets.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.BargeInMin < 0 {
@@ -182,7 +189,7 @@ func (c Config) agent() agent.Config {
 		NoSpeculation: !c.Speculation,
 		BargeInMin:    c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
-		OnVoiceToVoice: c.OnVoiceToVoice, Edge: c.Edge,
+		OnVoiceToVoice: c.OnVoiceToVoice, Edge: c.Edge, Budgets: c.Budgets,
 		BargeInWordsWait: c.BargeInWordsWait,
 	}
 }

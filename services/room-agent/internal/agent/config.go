@@ -54,6 +54,11 @@ type Config struct {
 	OnVoiceToVoice func(time.Duration)
 	// Edge bounds each participant's data channel (zero fields: edge defaults).
 	Edge edge.Limits
+	// Budgets bound what a participant sends on the data channel in bytes
+	// (audio per second, text lengths, envelope size: edge.Budgets; zero
+	// fields: defaults). The stored and daily budgets are the gateway's,
+	// which reads them from Postgres.
+	Budgets edge.Budgets
 }
 
 // WithDefaults fills zero values.

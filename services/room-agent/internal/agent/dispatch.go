@@ -40,6 +40,9 @@ func New(cfg Config, d Deps) *Agent {
 	if d.Users == nil {
 		d.Users = edge.NewUserRates()
 	}
+	if d.Accounts == nil {
+		d.Accounts = edge.NewAccounts(cfg.Budgets, nil, d.Log)
+	}
 	return &Agent{cfg: cfg.WithDefaults(), d: d, rooms: map[string]*Room{}}
 }
 

@@ -29,6 +29,9 @@ type Deps struct {
 	// Users holds the per-user envelope rates shared by the rooms of the
 	// agent (New makes one when nil).
 	Users *edge.UserRates
+	// Accounts enforce the per-user budgets over the rooms of the agent
+	// (New makes one from Config.Budgets when nil).
+	Accounts *edge.Accounts
 }
 
 // Room is the agent's presence in one conversation's room.
@@ -254,7 +257,7 @@ func (r *Room) onParticipantConnected(p *lksdk.RemoteParticipant) {
 		user = r.user // the room's token was issued to the conversation's owner
 	}
 	s := edge.NewSession(r.d.JS, roomAuth{}, dataTransport{r: r, identity: id}, edge.Options{User: user, Conversation: r.cid,
-		Limits: r.cfg.Edge, Users: r.d.Users, Log: r.log, OnConfigured: func(_ string, cfg *protocol.Configuration) { r.onConfigured(id, cfg) }})
+		Limits: r.cfg.Edge, Users: r.d.Users, Accounts: r.d.Accounts, Log: r.log, OnConfigured: func(_ string, cfg *protocol.Configuration) { r.onConfigured(id, cfg) }})
 	ctx, stop := context.WithCancel(r.ctx)
 	r.sessions[id] = participantSession{s: s, sid: p.SID(), stop: stop}
 	r.wg.Add(1)
