@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,8 +15,15 @@ import (
 type Usage struct {
 	StoredBytes        int64     // the user's conversations and memories
 	AudioBytes         int64     // input audio stored since the day began (UTC)
-	Conversations      int64     // conversations created in the last hour
-	OldestConversation time.Time // the first of them (zero: none)
+	// Created are the conversations created since the hour began, by id:
+	// one created here and already stored is counted once.
+	Created []Creation
+}
+
+// Creation is a conversation created at a time.
+type Creation struct {
+	ID string
+	At time.Time
 }
 
 // UsageSource reads a user's usage: the bytes stored, input audio since
@@ -55,14 +63,14 @@ type account struct {
 	during     Usage     // taken while a read runs (moves to since after it)
 	reading    bool
 	audio      bucket      // bytes per second
-	created    []time.Time // conversations created here in the last hour
+	created    []Creation // conversations created here in the last hour
 	lastActive time.Time
 }
 
 // NewAccounts enforces b with usage from src (nil: only the per-second and
 // size budgets apply, as in an edge without a database).
 func NewAccounts(b Budgets, src UsageSource, log zerolog.Logger) *Accounts {
-	return &Accounts{b: b.withDefaults(), src: src, log: log, now: time.Now, MaxUsers: 10000, users: map[string]*account{}}
+	return &Accounts{b: b.WithDefaults(), src: src, log: log, now: time.Now, MaxUsers: 10000, users: map[string]*account{}}
 }
 
 // Budgets are the budgets enforced.
@@ -133,13 +141,12 @@ func (a *Accounts) startRead(user string, acc *account, now time.Time) {
 }
 
 func add(x, y Usage) Usage {
-	return Usage{StoredBytes: x.StoredBytes + y.StoredBytes, AudioBytes: x.AudioBytes + y.AudioBytes, Conversations: x.Conversations + y.Conversations}
+	return Usage{StoredBytes: x.StoredBytes + y.StoredBytes, AudioBytes: x.AudioBytes + y.AudioBytes}
 }
 
-// take records n bytes stored (audio: of input audio) and conv
-// conversations created for acc; under a.mu.
-func (acc *account) take(stored, audio, conv int64) {
-	d := Usage{StoredBytes: stored, AudioBytes: audio, Conversations: conv}
+// take records bytes stored (audio: of input audio) for acc; under a.mu.
+func (acc *account) take(stored, audio int64) {
+	d := Usage{StoredBytes: stored, AudioBytes: audio}
 	if acc.reading {
 		acc.during = add(acc.during, d)
 	} else {
@@ -178,37 +185,43 @@ func (a *Accounts) Envelope(user string, size, audio int64, storing bool) *OverB
 		}
 	}
 	if storing {
-		acc.take(size, audio, 0)
+		acc.take(size, audio)
 	}
 	return nil
 }
 
-// Conversation checks that user may create a conversation, and records it.
-func (a *Accounts) Conversation(user string) *OverBudget {
+// Conversation checks that user may create conversation cid, and records
+// it: the conversations created in the last hour are those the database
+// had at the last read and those created here since, counted once each.
+func (a *Accounts) Conversation(user, cid string) *OverBudget {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	acc := a.get(user, now)
-	tot := acc.total()
-	if a.b.ConversationsPerHour > 0 && tot.Conversations >= int64(a.b.ConversationsPerHour) {
-		// The oldest creation in the hour frees first: the database's,
-		// or one made here.
-		oldest := acc.read.OldestConversation
-		if len(acc.created) > 0 && (oldest.IsZero() || acc.created[0].Before(oldest)) {
-			oldest = acc.created[0]
+	hourAgo := now.Add(-time.Hour)
+	recent := acc.created[:0]
+	for _, c := range acc.created {
+		if c.At.After(hourAgo) {
+			recent = append(recent, c)
 		}
-		free := now.Add(a.b.UsageRefresh)
-		if !oldest.IsZero() {
-			free = oldest.Add(time.Hour)
+	}
+	acc.created = recent
+	seen := make(map[string]struct{}, len(acc.read.Created)+len(recent))
+	var oldest time.Time
+	for _, c := range append(slices.Clone(acc.read.Created), recent...) {
+		if !c.At.After(hourAgo) {
+			continue
 		}
+		seen[c.ID] = struct{}{}
+		if oldest.IsZero() || c.At.Before(oldest) {
+			oldest = c.At
+		}
+	}
+	if a.b.ConversationsPerHour > 0 && len(seen) >= a.b.ConversationsPerHour {
 		return &OverBudget{Budget: BudgetConversations, Reason: fmt.Sprintf("%d conversations created in the last hour, at most %d",
-			tot.Conversations, a.b.ConversationsPerHour), FreeAt: free}
+			len(seen), a.b.ConversationsPerHour), FreeAt: oldest.Add(time.Hour)}
 	}
-	acc.take(0, 0, 1)
-	for len(acc.created) > 0 && now.Sub(acc.created[0]) >= time.Hour {
-		acc.created = acc.created[1:]
-	}
-	acc.created = append(acc.created, now)
+	acc.created = append(acc.created, Creation{ID: cid, At: now})
 	return nil
 }
 

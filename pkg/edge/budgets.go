@@ -102,7 +102,7 @@ func (b *Budgets) FromEnv() error {
 // Validate reports budgets that refuse everything (zero fields take their
 // defaults).
 func (b Budgets) Validate() error {
-	b = b.withDefaults()
+	b = b.WithDefaults()
 	var errs []error
 	if b.AudioBytesPerSecond == 0 || b.AudioBytesPerSecond < -1 || b.AudioBurstBytes < 0 ||
 		(b.AudioBytesPerSecond > 0 && b.AudioBurstBytes > 0 && b.AudioBurstBytes < 64<<10) {
@@ -128,8 +128,8 @@ func (b Budgets) Validate() error {
 	return errors.Join(errs...)
 }
 
-// withDefaults fills the zero fields.
-func (b Budgets) withDefaults() Budgets {
+// WithDefaults fills the zero fields.
+func (b Budgets) WithDefaults() Budgets {
 	d := DefaultBudgets()
 	fill := func(v *int64, def int64) {
 		if *v == 0 {
@@ -154,6 +154,13 @@ func (b Budgets) withDefaults() Budgets {
 		b.UsageRefresh = d.UsageRefresh
 	}
 	return b
+}
+
+// Off reports whether every budget is turned off (-1): an edge then keeps
+// no accounts.
+func (b Budgets) Off() bool {
+	return b.AudioBytesPerSecond == -1 && b.AudioBytesPerDay == -1 && b.StoredBytes == -1 && b.MessageChars == -1 &&
+		b.NoteChars == -1 && b.MemoryChars == -1 && b.EnvelopeBytes == -1 && b.ConversationsPerHour == -1
 }
 
 // OverBudget is why input was refused for a budget: its name, what it

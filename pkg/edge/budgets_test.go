@@ -215,7 +215,7 @@ func TestTextBudgets(t *testing.T) {
 // resuming an existing conversation is not creating one.
 func TestConversationBudget(t *testing.T) {
 	js, _ := setup(t)
-	src := &usageSource{u: edge.Usage{Conversations: 2, OldestConversation: time.Now().Add(-50 * time.Minute)}}
+	src := &usageSource{u: edge.Usage{Created: []edge.Creation{{ID: "ac_a", At: time.Now().Add(-50 * time.Minute)}, {ID: "ac_b", At: time.Now().Add(-time.Minute)}}}}
 	acc := edge.NewAccounts(edge.Budgets{ConversationsPerHour: 3}, src, zerolog.Nop())
 	first := &client{}
 	s := startBudgeted(t, js, first, "maker", acc)

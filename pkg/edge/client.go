@@ -167,13 +167,13 @@ func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 			s.sendError(protocol.CodeMalformed, "a Configuration that starts a conversation needs a positive stanzaId", nil)
 			return
 		}
+		cid = protocol.NewID("ac")
 		if s.opts.Accounts != nil {
-			if o := s.opts.Accounts.Conversation(s.opts.User); o != nil {
+			if o := s.opts.Accounts.Conversation(s.opts.User, cid); o != nil {
 				s.overBudget(o, &env)
 				return
 			}
 		}
-		cid = protocol.NewID("ac")
 	} else {
 		cid = *cfg.ConversationID
 		if !validConversation(cid) {

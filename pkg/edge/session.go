@@ -77,8 +77,10 @@ type Options struct {
 	// the process; without it only the per-session rate applies.
 	Users *UserRates
 	// Accounts, when set, enforce the user's budgets in bytes and work
-	// (Budgets); without it the default text and size budgets apply.
+	// (Budgets); without it only the text and size budgets of Budgets
+	// apply (zero fields: defaults).
 	Accounts *Accounts
+	Budgets  Budgets
 	Log   zerolog.Logger
 }
 
@@ -110,7 +112,7 @@ func NewSession(js jetstream.JetStream, auth Authorizer, tr Transport, opts Opti
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 256
 	}
-	budgets := DefaultBudgets()
+	budgets := opts.Budgets.WithDefaults()
 	if opts.Accounts != nil {
 		budgets = opts.Accounts.Budgets()
 		opts.Accounts.Warm(opts.User)

@@ -133,7 +133,9 @@ type LiveKit struct {
 	// APIKey and APISecret sign the tokens (ALICIA_LIVEKIT_API_KEY,
 	// ALICIA_LIVEKIT_API_SECRET, + _FILE).
 	APIKey, APISecret string
-	// TokenTTL is how long a token lets a client join (ALICIA_LIVEKIT_TOKEN_TTL, default 1h).
+	// TokenTTL is how long a token lets a client join (ALICIA_LIVEKIT_TOKEN_TTL,
+	// default 5m): a client asks for a new one to join again, which a
+	// revoked session cannot get; once in the room LiveKit renews it.
 	TokenTTL time.Duration
 	// SameOrigin: the gateway forwards LiveKit's signalling (/rtc, /rtc/…)
 	// to URL, and gives each client the WebSocket origin of the page it
@@ -250,7 +252,7 @@ func DefaultConfig() Config {
 		AuthAddressFailuresPerMinute: 30, AuthAddressFailureBurst: 100, SessionsPerUser: 20,
 		HTTPReadTimeout: 30 * time.Second, HTTPIdleTimeout: 2 * time.Minute, WSPingInterval: 30 * time.Second,
 		SessionTTL: 7 * 24 * time.Hour,
-		LiveKit:    LiveKit{TokenTTL: time.Hour},
+		LiveKit:    LiveKit{TokenTTL: 5 * time.Minute},
 		Quotas:     DefaultQuotas(), TimelineReads: DefaultTimelineReads(),
 		LLM:        engines.Engine{Kind: engines.OpenAI, URL: engines.DefaultLLMURL, Model: engines.DefaultLLMModel},
 		ASR:        engines.Engine{Kind: engines.OpenAI, URL: engines.V1(engines.DefaultASRURL), Model: engines.DefaultASRModel},

@@ -25,11 +25,14 @@ type Quotas struct {
 	// an agent holds, over all replicas (ALICIA_ROOMS_PER_USER, default 3;
 	// GET /v1/conversations/{id}/token answers 429 beyond).
 	RoomsPerUser int
+	// Budgets bound what a user may send and keep in bytes and work
+	// (ALICIA_BUDGET_*; see edge.Budgets and the table in the README).
+	Budgets edge.Budgets
 }
 
 // DefaultQuotas returns the defaults.
 func DefaultQuotas() Quotas {
-	return Quotas{Edge: edge.DefaultLimits(), ConnectionsPerUser: 8, RoomsPerUser: 3}
+	return Quotas{Edge: edge.DefaultLimits(), ConnectionsPerUser: 8, RoomsPerUser: 3, Budgets: edge.DefaultBudgets()}
 }
 
 // QuotasFromEnv overrides c.Quotas from the environment; a launcher that
@@ -37,6 +40,7 @@ func DefaultQuotas() Quotas {
 func (c *Config) QuotasFromEnv() error {
 	return errors.Join(
 		c.Quotas.Edge.FromEnv(),
+		c.Quotas.Budgets.FromEnv(),
 		config.Int("ALICIA_WS_CONNECTIONS_PER_USER", &c.Quotas.ConnectionsPerUser),
 		config.Int("ALICIA_ROOMS_PER_USER", &c.Quotas.RoomsPerUser),
 	)
@@ -45,6 +49,9 @@ func (c *Config) QuotasFromEnv() error {
 func (q Quotas) validate() error {
 	var errs []error
 	if err := q.Edge.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := q.Budgets.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if q.ConnectionsPerUser < 1 {

@@ -52,7 +52,7 @@ func TestRoomsPerUser(t *testing.T) {
 	for i := range convs {
 		s.call(t, aliceKey, "POST", "/v1/conversations", nil).want(http.StatusCreated, &convs[i])
 	}
-	token := func(key, cid string) reply { return s.call(t, key, "GET", "/v1/conversations/"+cid+"/token", nil) }
+	token := func(key, cid string) reply { return s.call(t, key, "POST", "/v1/conversations/"+cid+"/token", nil) }
 	token(aliceKey, convs[0].ID).want(http.StatusOK, nil)
 	token(aliceKey, convs[1].ID).want(http.StatusOK, nil)
 	if msg := token(aliceKey, convs[2].ID).wantError(http.StatusTooManyRequests); !strings.Contains(msg, "at most 2") {

@@ -76,7 +76,7 @@ func TestConversationToken(t *testing.T) {
 
 	before := time.Now()
 	var g roomGrant
-	s.call(t, aliceKey, "GET", path, nil).want(http.StatusOK, &g)
+	s.call(t, aliceKey, "POST", path, nil).want(http.StatusOK, &g)
 	if g.URL != "wss://voice.example" || g.Room != "conv_"+c.ID || g.Identity != "alice" {
 		t.Fatalf("grant %+v", g)
 	}
@@ -114,7 +114,7 @@ func TestConversationToken(t *testing.T) {
 	})
 
 	t.Run("asks for an agent once while one is pending", func(t *testing.T) {
-		s.call(t, aliceKey, "GET", path, nil).want(http.StatusOK, nil) // a second call: already dispatched, still 200
+		s.call(t, aliceKey, "POST", path, nil).want(http.StatusOK, nil) // a second call: already dispatched, still 200
 		n, d := dispatchQueue(t, s, c.ID)
 		if n != 1 {
 			t.Fatalf("%d dispatch requests for %s, want 1", n, c.ID)
@@ -142,9 +142,20 @@ func TestConversationToken(t *testing.T) {
 		if n, _ := dispatchQueue(t, s, c.ID); n != 0 {
 			t.Fatalf("%d requests left after the agent acknowledged", n)
 		}
-		s.call(t, aliceKey, "GET", path, nil).want(http.StatusOK, nil)
+		s.call(t, aliceKey, "POST", path, nil).want(http.StatusOK, nil)
 		if n, _ := dispatchQueue(t, s, c.ID); n != 1 {
 			t.Fatalf("%d dispatch requests after the room emptied, want 1", n)
+		}
+	})
+
+	t.Run("a GET changes nothing", func(t *testing.T) {
+		// A GET must not change state: requesting an agent is a POST. The
+		// GET is gone (405) and asks for no agent.
+		var fresh conversation
+		s.call(t, aliceKey, "POST", "/v1/conversations", map[string]any{"title": "no voice"}).want(http.StatusCreated, &fresh)
+		s.call(t, aliceKey, "GET", "/v1/conversations/"+fresh.ID+"/token", nil).wantError(http.StatusMethodNotAllowed)
+		if n, _ := dispatchQueue(t, s, fresh.ID); n != 0 {
+			t.Fatalf("a GET of the token asked for an agent (%d requests)", n)
 		}
 	})
 
@@ -158,7 +169,7 @@ func TestConversationToken(t *testing.T) {
 			{"no key", "", path, http.StatusUnauthorized},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				s.call(t, tt.key, "GET", tt.path, nil).wantError(tt.status)
+				s.call(t, tt.key, "POST", tt.path, nil).wantError(tt.status)
 			})
 		}
 		if n, _ := dispatchQueue(t, s, "ac_nope"); n != 0 {
@@ -171,7 +182,7 @@ func TestConversationTokenWithoutLiveKit(t *testing.T) {
 	s := newStack(t)
 	var c conversation
 	s.call(t, aliceKey, "POST", "/v1/conversations", nil).want(http.StatusCreated, &c)
-	msg := s.call(t, aliceKey, "GET", "/v1/conversations/"+c.ID+"/token", nil).wantError(http.StatusServiceUnavailable)
+	msg := s.call(t, aliceKey, "POST", "/v1/conversations/"+c.ID+"/token", nil).wantError(http.StatusServiceUnavailable)
 	if !strings.Contains(msg, "ALICIA_LIVEKIT_URL") {
 		t.Fatalf("503 message %q does not say what to configure", msg)
 	}
@@ -194,7 +205,7 @@ func TestLiveKitConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.LiveKit != (gateway.LiveKit{URL: "ws://127.0.0.1:7880", APIKey: lkKey, APISecret: lkSecret, TokenTTL: time.Hour}) ||
+	if c.LiveKit != (gateway.LiveKit{URL: "ws://127.0.0.1:7880", APIKey: lkKey, APISecret: lkSecret, TokenTTL: 5 * time.Minute}) ||
 		c.LiveKit.ClientURL() != "ws://127.0.0.1:7880" {
 		t.Fatalf("LiveKit config %+v", c.LiveKit)
 	}

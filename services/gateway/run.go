@@ -134,11 +134,18 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 			Store:               rates,
 			IdentifierExtractor: func(c echo.Context) (string, error) { return "address " + c.RealIP(), nil },
 		}))
+	// Budgets in bytes and work, one account per user for the WebSocket and
+	// the REST API, their usage over every replica read from Postgres.
+	var accounts *edge.Accounts
+	if !cfg.Quotas.Budgets.Off() {
+		accounts = edge.NewAccounts(cfg.Quotas.Budgets, st, log)
+		defer accounts.Wait()
+	}
 	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins,
-		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
+		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), Accounts: accounts, Budgets: cfg.Quotas.Budgets, ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
 	v1.GET("/ws", wsh.Serve)
 	api := &rest.API{Store: st, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
-		MCPAllowedHosts: cfg.MCPAllowedHosts, StreamsPerUser: cfg.Quotas.ConnectionsPerUser,
+		MCPAllowedHosts: cfg.MCPAllowedHosts, StreamsPerUser: cfg.Quotas.ConnectionsPerUser, Accounts: accounts, Budgets: cfg.Quotas.Budgets,
 		Probe: probe.New(map[string]probe.Backend{
 			"llm":        probe.Backend(cfg.LLM),
 			"asr":        probe.Backend(cfg.ASR),
@@ -148,6 +155,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	if cfg.LiveKit.Enabled() {
 		api.LiveKit = &livekit.Tokens{URL: cfg.LiveKit.ClientURL(), APIKey: cfg.LiveKit.APIKey, APISecret: cfg.LiveKit.APISecret, TTL: cfg.LiveKit.TokenTTL}
 		api.Agents = livekit.Dispatcher{JS: js, RoomsPerUser: cfg.Quotas.RoomsPerUser}
+		api.Rooms = livekit.NewRooms(cfg.LiveKit.URL, cfg.LiveKit.APIKey, cfg.LiveKit.APISecret)
 		if cfg.LiveKit.SameOrigin {
 			proxy, err := livekit.SignalProxy(cfg.LiveKit.URL)
 			if err != nil {
@@ -166,6 +174,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	cfg.TimelineReads.Limit(api)
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 	wsh.ServerInfo = api.ServerInfo
+	stopRevocations, err := revocations(watchCtx, nc, sessions, wsh, api, log)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	defer stopRevocations()
 	if err := serveWebClient(e, cfg); err != nil {
 		return err
 	}

@@ -66,19 +66,23 @@ func TestHTTPSAndOneOriginForVoice(t *testing.T) {
 	secure := "https://" + <-httpsAddr
 	hc := httpsClient(t, files.CACert)
 
-	get := func(client *http.Client, u string, header http.Header) (*http.Response, string) {
+	do := func(method string, client *http.Client, u string, header http.Header) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		req, _ := http.NewRequest(method, u, nil)
 		for k, v := range header {
 			req.Header[k] = v
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("GET %s: %v", u, err)
+			t.Fatalf("%s %s: %v", method, u, err)
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b)
+	}
+	get := func(client *http.Client, u string, header http.Header) (*http.Response, string) {
+		t.Helper()
+		return do(http.MethodGet, client, u, header)
 	}
 	bearer := http.Header{"Authorization": {"Bearer " + aliceKey}}
 
@@ -90,7 +94,7 @@ func TestHTTPSAndOneOriginForVoice(t *testing.T) {
 	tokenPath := "/v1/conversations/" + c.ID + "/token"
 
 	// Over HTTPS: wss:// on the page's own origin.
-	resp, body := get(hc, secure+tokenPath, bearer)
+	resp, body := do(http.MethodPost, hc, secure+tokenPath, bearer)
 	var g roomGrant
 	decode(t, resp, body, &g)
 	if want := "wss://" + strings.TrimPrefix(secure, "https://"); g.URL != want {
@@ -98,7 +102,7 @@ func TestHTTPSAndOneOriginForVoice(t *testing.T) {
 	}
 	// Over plain HTTP: ws:// on that origin.
 	var plain roomGrant
-	s.call(t, aliceKey, "GET", tokenPath, nil).want(http.StatusOK, &plain)
+	s.call(t, aliceKey, "POST", tokenPath, nil).want(http.StatusOK, &plain)
 	if want := "ws://" + strings.TrimPrefix(s.base, "http://"); plain.URL != want {
 		t.Fatalf("grant URL over HTTP %q, want %q", plain.URL, want)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
@@ -120,7 +121,15 @@ func manyConnections(n int) func(*gateway.Config) {
 	return func(c *gateway.Config) {
 		c.Quotas.ConnectionsPerUser = n
 		c.Quotas.Edge.UserRate, c.Quotas.Edge.UserBurst = float64(n), float64(2*n)
+		c.Quotas.Budgets.ConversationsPerHour = max(c.Quotas.Budgets.ConversationsPerHour, 2*n)
 	}
+}
+
+// budgetsOff turns every budget in bytes and work off (edge.Budgets): the
+// gateway then keeps no accounts, the cost of the checks is gone.
+func budgetsOff(c *gateway.Config) {
+	c.Quotas.Budgets = edge.Budgets{AudioBytesPerSecond: -1, AudioBytesPerDay: -1, StoredBytes: -1, MessageChars: -1,
+		NoteChars: -1, MemoryChars: -1, EnvelopeBytes: -1, ConversationsPerHour: -1}
 }
 
 // unpaced lifts the edge's envelope rates (20/s per connection, 50/s per
@@ -405,7 +414,14 @@ func report(b *testing.B, recs []turnRecord, p probes, w writeCount) {
 // After each turn one synced write (and one memory write) is timed on the
 // same server: the floor is measured in the same run as the turns.
 func BenchmarkTextTurnOverhead(b *testing.B) {
-	s := newStack(b, options{gateway: unpaced})
+	b.Run("budgets=on", func(b *testing.B) { textTurnOverhead(b, unpaced) })
+	b.Run("budgets=off", func(b *testing.B) { textTurnOverhead(b, func(c *gateway.Config) { unpaced(c); budgetsOff(c) }) })
+}
+
+// textTurnOverhead is BenchmarkTextTurnOverhead with the gateway's
+// configuration changed by gw.
+func textTurnOverhead(b *testing.B, gw func(*gateway.Config)) {
+	s := newStack(b, options{gateway: gw})
 	c := s.open(b, aliceKey, "", 0)
 	p := newProbes(b, s)
 	for range 20 { // warm up connections, caches and the turn consumers

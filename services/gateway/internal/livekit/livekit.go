@@ -42,8 +42,15 @@ type Grant struct {
 // Issue returns a token letting identity join the room of cid — that room
 // only — publish its microphone and data (no camera, no screen share: each
 // published track costs the agent a listener and ASR jobs) and subscribe,
-// valid for TTL from now.
-func (t Tokens) Issue(cid, identity string, now time.Time) (Grant, error) {
+// valid for TTL from now. The participant carries PrincipalTag(principal)
+// (PrincipalAttribute): ending that session removes it (Rooms.EndPrincipal).
+//
+// TTL is short (ALICIA_LIVEKIT_TOKEN_TTL, 5 minutes): the token only has
+// to last until the client joins. Once in the room, LiveKit's server sends
+// the client a refreshed token every 5 minutes, which the client SDK
+// reconnects with; a client that joins again later asks for a new one,
+// which a revoked session cannot get.
+func (t Tokens) Issue(cid, identity, principal string, now time.Time) (Grant, error) {
 	room := protocol.RoomName(cid)
 	yes := true
 	grant := &auth.VideoGrant{RoomJoin: true, Room: room, CanPublish: &yes, CanSubscribe: &yes, CanPublishData: &yes}
@@ -52,6 +59,7 @@ func (t Tokens) Issue(cid, identity string, now time.Time) (Grant, error) {
 		SetIdentity(identity).
 		SetName(identity).
 		SetValidFor(t.TTL).
+		SetAttributes(map[string]string{PrincipalAttribute: PrincipalTag(principal)}).
 		SetVideoGrant(grant)
 	jwt, err := at.ToJWT()
 	if err != nil {

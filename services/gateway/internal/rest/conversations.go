@@ -16,6 +16,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
+	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
 
@@ -49,6 +50,9 @@ func (a *API) createConversation(c echo.Context) error {
 		}
 	}
 	user, cid := auth.UserOf(c), protocol.NewID("ac")
+	if err := a.admitConversation(c, cid); err != nil {
+		return err
+	}
 	pubs := []publication{asClient(user, protocol.New(cid, &protocol.Configuration{ConversationID: &cid}))}
 	if in.Title != nil && *in.Title != "" {
 		pubs = append(pubs, asServer(protocol.New(cid, &protocol.ConversationUpdate{
@@ -216,7 +220,11 @@ func (a *API) patchConversation(c echo.Context) error {
 	return c.JSON(http.StatusOK, conv)
 }
 
-// deleteConversation soft-deletes: status deleted (persistence sets deleted_at).
+// deleteConversation soft-deletes: status deleted (persistence sets
+// deleted_at). Once applied, every replica closes its connections to the
+// conversation (WebSockets bound to it, its timeline streams) and its
+// LiveKit room is deleted, the room-agent's participation with it: a
+// deleted conversation is no longer found, so none opens again.
 func (a *API) deleteConversation(c echo.Context) error {
 	conv, err := a.conversation(c)
 	if err != nil {
@@ -225,6 +233,19 @@ func (a *API) deleteConversation(c echo.Context) error {
 	upd := &protocol.ConversationUpdate{ConversationID: conv.ID, Status: protocol.Ptr("deleted"), UpdatedAt: time.Now().UnixMilli()}
 	if err := a.write(c, asServer(protocol.New(conv.ID, upd))); err != nil {
 		return err
+	}
+	log := a.Log.With().Str("conversation_id", conv.ID).Logger()
+	if err := conns.Publish(a.NC, conns.Revocation{Conversation: conv.ID}); err != nil {
+		// This replica's own connections end all the same.
+		log.Warn().Err(err).Msg("tell the other replicas of a deleted conversation; their connections to it stay open until they close")
+		a.EndConversation(conv.ID)
+	}
+	if a.Rooms != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), a.WriteTimeout)
+		defer cancel()
+		if err := a.Rooms.EndConversation(ctx, conv.ID); err != nil {
+			log.Warn().Err(err).Msg("delete the LiveKit room of a deleted conversation; its participants stay until they leave")
+		}
 	}
 	return c.NoContent(http.StatusNoContent)
 }

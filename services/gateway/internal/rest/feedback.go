@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
@@ -54,7 +55,7 @@ func (a *API) vote(c echo.Context) error {
 		}
 	}
 	if in.Note != nil {
-		if err := text("note", *in.Note, maxNote, false); err != nil {
+		if err := budgetText(edge.BudgetNote, "note", *in.Note, a.budgets().NoteChars, false); err != nil {
 			return err
 		}
 	}
@@ -113,7 +114,10 @@ func (a *API) createNote(c echo.Context) error {
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
-	if err := text("content", in.Content, maxNote, true); err != nil {
+	if err := budgetText(edge.BudgetNote, "content", in.Content, a.budgets().NoteChars, true); err != nil {
+		return err
+	}
+	if err := a.admitStored(c, len(in.Content)); err != nil {
 		return err
 	}
 	if in.Category == "" {

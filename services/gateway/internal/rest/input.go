@@ -18,10 +18,8 @@ import (
 const (
 	maxIDLen       = 128
 	maxTitle       = 200
-	maxMemory      = 4000
 	maxTags        = 20
 	maxTag         = 50
-	maxNote        = 4000
 	maxQuick       = 200
 	maxQuery       = 1000
 	defaultLimit   = 50

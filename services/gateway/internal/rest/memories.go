@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
@@ -84,13 +85,13 @@ type memoryInput struct {
 	Pinned     *bool    `json:"pinned"`
 }
 
-func (in memoryInput) validate(create bool) error {
+func (in memoryInput) validate(create bool, maxChars int) error {
 	if create || in.Content != nil {
 		s := ""
 		if in.Content != nil {
 			s = *in.Content
 		}
-		if err := text("content", s, maxMemory, true); err != nil {
+		if err := budgetText(edge.BudgetMemory, "content", s, maxChars, true); err != nil {
 			return err
 		}
 	}
@@ -140,7 +141,10 @@ func (a *API) createMemory(c echo.Context) error {
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
-	if err := in.validate(true); err != nil {
+	if err := in.validate(true, a.budgets().MemoryChars); err != nil {
+		return err
+	}
+	if err := a.admitStored(c, len(*in.Content)); err != nil {
 		return err
 	}
 	tags := in.Tags
@@ -178,7 +182,7 @@ func (a *API) patchMemory(c echo.Context) error {
 	if in.Content == nil && in.Tags == nil && in.Importance == nil {
 		return fail(http.StatusBadRequest, "give content, tags or importance")
 	}
-	if err := in.validate(false); err != nil {
+	if err := in.validate(false, a.budgets().MemoryChars); err != nil {
 		return err
 	}
 	m, err := a.memory(c)

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/netguard"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
@@ -41,6 +42,13 @@ type API struct {
 	LiveKitSameOrigin bool
 	// Agents asks for a room-agent when a token is handed out.
 	Agents AgentRequester
+	// Rooms ends LiveKit participation in a deleted conversation's room;
+	// nil when LiveKit is not configured.
+	Rooms RoomEnder
+	// Sessions, when set, is asked again once a timeline stream opened
+	// with a session cookie is counted (a sign-out in between would
+	// otherwise go unheard).
+	Sessions auth.SessionFinder
 	// MCPAllowedHosts may be HTTP MCP servers though not public
 	// (ALICIA_MCP_ALLOWED_HOSTS); other hosts must resolve to public
 	// addresses.
@@ -51,6 +59,10 @@ type API struct {
 	// (GET /v1/conversations/{id}/timeline/stream; 0: no limit, 429
 	// beyond); Shutdown ends them.
 	StreamsPerUser int
+	// Accounts enforce the users' budgets (edge.Budgets), shared with the
+	// WebSocket; nil: only the text budgets of Budgets apply.
+	Accounts *edge.Accounts
+	Budgets  edge.Budgets
 
 	streams conns.Tracker
 }
@@ -62,7 +74,8 @@ func (a *API) Register(g *echo.Group) {
 	g.GET("/conversations/:id", a.getConversation)
 	g.PATCH("/conversations/:id", a.patchConversation)
 	g.DELETE("/conversations/:id", a.deleteConversation)
-	g.GET("/conversations/:id/token", a.conversationToken)
+	g.POST("/conversations/:id/token", a.conversationToken)
+	g.GET("/conversations/:id/token", a.conversationTokenByGet)
 	g.GET("/conversations/:id/timeline", a.conversationTimeline)
 	g.GET("/conversations/:id/timeline/stream", a.conversationTimelineStream)
 	g.GET("/messages/:id/siblings", a.siblings)

@@ -18,6 +18,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/timeline"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
+	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 )
 
 // Timeline limits (API.md).
@@ -110,20 +111,31 @@ func (a *API) conversationTimelineStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	release, err := a.streams.Open(auth.UserOf(c), a.StreamsPerUser)
+	p := conns.Principal{User: auth.UserOf(c)}
+	sid, _, bySession := auth.SessionOf(c)
+	if bySession {
+		p.Session = session.KeyOf(sid)
+	}
+	tracked, err := a.streams.Open(p, a.StreamsPerUser)
 	switch {
 	case errors.Is(err, conns.ErrTooMany):
 		return fail(http.StatusTooManyRequests, "too many timeline streams for this user (at most %d); close one first", a.StreamsPerUser)
 	case err != nil:
 		return fail(http.StatusServiceUnavailable, "the server is shutting down; reconnect")
 	}
-	defer release()
+	defer tracked.Release()
+	tracked.Bind(conv.ID)
 	ctx := c.Request().Context()
+	if bySession && a.Sessions != nil {
+		if _, err := a.Sessions.Lookup(ctx, sid); errors.Is(err, session.ErrNotFound) {
+			return fail(http.StatusUnauthorized, "the session expired or was signed out; sign in again (POST /v1/session)")
+		}
+	}
 	r, first, err := a.openTimeline(ctx, conv.ID, after)
 	if err != nil {
 		return err
 	}
-	s := &timelineStream{api: a, reader: r, after: after, first: first, w: c.Response()}
+	s := &timelineStream{api: a, conn: tracked, reader: r, after: after, first: first, w: c.Response()}
 	if err := s.open(ctx); err != nil {
 		return a.busDown(err, conv.ID)
 	}
@@ -139,6 +151,7 @@ func (a *API) conversationTimelineStream(c echo.Context) error {
 // conversation's subjects and the response its steps are written to.
 type timelineStream struct {
 	api    *API
+	conn   *conns.Conn
 	reader timelineReader
 	after  uint64
 	first  time.Time
@@ -252,6 +265,15 @@ func (s *timelineStream) run(ctx context.Context) error {
 			// EventSource reconnects with Last-Event-ID, to this gateway
 			// once it is back or to another one.
 			return s.write([]byte(": server restarting; reconnect\n\n"))
+		case <-s.conn.Ended():
+			// Revoked: the client is told why (event "revoked"), then the
+			// stream ends. An EventSource that reconnects anyway is
+			// refused (401 or 404), which ends it for good.
+			data, err := json.Marshal(map[string]string{"reason": s.conn.Reason().String()})
+			if err != nil {
+				return err
+			}
+			return s.write(fmt.Appendf(nil, "event: revoked\ndata: %s\n\n", data))
 		case err := <-s.errc:
 			return err
 		case <-ctx.Done():
@@ -310,6 +332,14 @@ func sequenceParam(name, s string) (uint64, error) {
 	}
 	return n, nil
 }
+
+// EndSession ends the timeline streams opened with the session of bucket
+// key key (session.KeyOf); each is told why (event "revoked").
+func (a *API) EndSession(key string) int { return a.streams.EndSession(key) }
+
+// EndConversation ends the timeline streams of conversation cid; each is
+// told why (event "revoked").
+func (a *API) EndConversation(cid string) int { return a.streams.EndConversation(cid) }
 
 // Shutdown ends the open timeline streams (each is told to reconnect) and
 // waits until they are over or ctx ends; streams asked for afterwards get

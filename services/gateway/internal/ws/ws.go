@@ -19,6 +19,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
+	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 )
 
 // Handler accepts WebSocket connections.
@@ -40,11 +41,42 @@ type Handler struct {
 	// per-user rates shared by a user's connections (edge.Options).
 	Limits edge.Limits
 	Users  *edge.UserRates
+	// Accounts enforce the users' budgets in bytes and work (edge.Budgets);
+	// without them (every budget off) Budgets' text and size budgets apply.
+	Accounts *edge.Accounts
+	Budgets  edge.Budgets
 	// ConnectionsPerUser bounds a user's open connections (0: no limit);
 	// beyond, the upgrade is refused with 429.
 	ConnectionsPerUser int
+	// Sessions, when set, is asked again once a connection opened with a
+	// session cookie is counted: a sign-out between the request's check
+	// and then would otherwise go unheard.
+	Sessions auth.SessionFinder
 
-	conns conns.Tracker // open connections per user; ended by Shutdown
+	conns conns.Tracker // open connections per user; ended by Shutdown and revocations
+}
+
+// Close codes of a revoked connection: the client must not reconnect
+// (the web client goes to sign-in after CloseSignedOut).
+const (
+	CloseSignedOut           websocket.StatusCode = 4401
+	CloseConversationDeleted websocket.StatusCode = 4404
+)
+
+// EndSession closes the connections opened with the session of bucket
+// key key (session.KeyOf) with CloseSignedOut.
+func (h *Handler) EndSession(key string) int { return h.conns.EndSession(key) }
+
+// EndConversation closes the connections bound to conversation cid with
+// CloseConversationDeleted.
+func (h *Handler) EndConversation(cid string) int { return h.conns.EndConversation(cid) }
+
+// closeCode is the close code of a connection ended for r.
+func closeCode(r conns.Reason) websocket.StatusCode {
+	if r == conns.ConversationDeleted {
+		return CloseConversationDeleted
+	}
+	return CloseSignedOut
 }
 
 // Shutdown ends every open connection with close code 1012 (service
@@ -76,7 +108,12 @@ func (t transport) Send(ctx context.Context, frame []byte) error {
 // Serve is the echo handler of /v1/ws (behind auth.Middleware).
 func (h *Handler) Serve(c echo.Context) error {
 	user := auth.UserOf(c)
-	release, err := h.conns.Open(user, h.ConnectionsPerUser)
+	p := conns.Principal{User: user}
+	sid, _, bySession := auth.SessionOf(c)
+	if bySession {
+		p.Session = session.KeyOf(sid)
+	}
+	tracked, err := h.conns.Open(p, h.ConnectionsPerUser)
 	switch {
 	case errors.Is(err, conns.ErrTooMany):
 		return echo.NewHTTPError(http.StatusTooManyRequests,
@@ -84,7 +121,12 @@ func (h *Handler) Serve(c echo.Context) error {
 	case err != nil:
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "the server is shutting down; reconnect")
 	}
-	defer release()
+	defer tracked.Release()
+	if bySession && h.Sessions != nil {
+		if _, err := h.Sessions.Lookup(c.Request().Context(), sid); errors.Is(err, session.ErrNotFound) {
+			return echo.NewHTTPError(http.StatusUnauthorized, "the session expired or was signed out; sign in again (POST /v1/session)")
+		}
+	}
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: h.OriginPatterns})
 	if err != nil {
 		return nil // Accept already answered the request
@@ -101,17 +143,26 @@ func (h *Handler) Serve(c echo.Context) error {
 		h.sendServerInfo(ctx, conn, auth.IsAdmin(c), log)
 	}()
 	s := edge.NewSession(h.JS, h.Auth, transport{c: conn, ready: ready}, edge.Options{User: user, QueueSize: h.QueueSize,
-		Limits: h.Limits, Users: h.Users, Log: log})
+		Limits: h.Limits, Users: h.Users, Accounts: h.Accounts, Budgets: h.Budgets, Log: log,
+		OnConfigured: func(cid string, _ *protocol.Configuration) { tracked.Bind(cid) }})
 	runErr := make(chan error, 1)
 	go func() { runErr <- s.Run(ctx) }()
 	go h.keepAlive(ctx, cancel, conn, log)
-	// On Shutdown the client is told first (a cancelled read would drop the
-	// connection without a close frame), then the session ends.
+	// On Shutdown or a revocation the client is told first (a cancelled
+	// read would drop the connection without a close frame), then the
+	// session ends.
 	go func() {
 		select {
 		case <-h.conns.Stopping():
 			conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect")
 			cancel()
+		case <-tracked.Ended():
+			r := tracked.Reason()
+			log.Info().Str("conversation_id", s.ConversationID()).Stringer("reason", r).Msg("connection revoked")
+			// Cancelled first: nothing more is forwarded while the client
+			// takes its time to answer the close.
+			cancel()
+			conn.Close(closeCode(r), r.String())
 		case <-ctx.Done():
 		}
 	}()
