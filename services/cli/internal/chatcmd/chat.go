@@ -258,6 +258,9 @@ func (s *session) send(ctx context.Context, body protocol.Body) {
 // the last server stanza seen and resends what may not have arrived.
 func (s *session) reconnect(ctx context.Context, cause error) error {
 	s.conn.close(false)
+	if err := revoked(cause); err != nil {
+		return err
+	}
 	s.p.note("connection to the gateway lost (%v); reconnecting…", rootCause(cause))
 	start, delay, said := time.Now(), s.o.Backoff.Min, ""
 	for {

@@ -189,6 +189,18 @@ func (g *fakeGateway) send(body protocol.Body) {
 	}
 }
 
+// closeWith closes the connection with code and reason, as the gateway
+// does when it revokes one.
+func (g *fakeGateway) closeWith(code websocket.StatusCode, reason string) {
+	g.mu.Lock()
+	c := g.live
+	g.live = nil
+	g.mu.Unlock()
+	if c != nil {
+		_ = c.Close(code, reason)
+	}
+}
+
 // drop cuts the connection without a close handshake.
 func (g *fakeGateway) drop() {
 	g.mu.Lock()

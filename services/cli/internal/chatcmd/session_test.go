@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/cli/internal/api"
@@ -195,5 +197,38 @@ func TestResumeWithoutStoredStanzaStartsAboveOldSessions(t *testing.T) {
 	since := int32(time.Since(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) / time.Second)
 	if cfg.StanzaID < since-5 || cfg.StanzaID > since+5 {
 		t.Fatalf("stanza id %d, want about %d", cfg.StanzaID, since)
+	}
+}
+
+// TestRevokedCloseEndsTheChat: a connection the gateway closes for good
+// (key revoked, conversation deleted) ends the chat with the gateway's
+// reason, without dialling again.
+func TestRevokedCloseEndsTheChat(t *testing.T) {
+	for _, tc := range []struct {
+		code   websocket.StatusCode
+		reason string
+	}{{4401, "signed out: the session ended; sign in again"}, {4404, "conversation deleted"}} {
+		t.Run(tc.reason, func(t *testing.T) {
+			g := newFakeGateway(t)
+			c := startChat(t, g, nil)
+			g.expect(protocol.TypeConfiguration)
+			testkit.Eventually(t, 5*time.Second, func() bool { return strings.Contains(c.err.String(), "New conversation") }, "configured")
+			g.closeWith(tc.code, tc.reason)
+			select {
+			case err := <-c.done:
+				c.done <- err
+				if !errors.Is(err, chatcmd.ErrRevoked) || !strings.Contains(err.Error(), tc.reason) {
+					t.Fatalf("ended with %v, want ErrRevoked with %q", err, tc.reason)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the chat did not end")
+			}
+			g.mu.Lock()
+			dials := g.dials
+			g.mu.Unlock()
+			if dials != 1 {
+				t.Fatalf("%d dials, want 1: the chat reconnected after a revocation", dials)
+			}
+		})
 	}
 }

@@ -211,7 +211,7 @@ func checkLiveKit(t *testing.T, out, httpBase, key, dataDir string) {
 		}
 		return json.NewDecoder(resp.Body).Decode(&conv)
 	})
-	resp := call(http.MethodGet, "/v1/conversations/"+conv.ID+"/token")
+	resp := call(http.MethodPost, "/v1/conversations/"+conv.ID+"/token")
 	var grant struct{ URL, Token, Room string }
 	if err := json.NewDecoder(resp.Body).Decode(&grant); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("token: %d %v", resp.StatusCode, err)

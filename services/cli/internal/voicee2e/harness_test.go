@@ -219,7 +219,7 @@ func (s *stack) token(cid string) string {
 	var tok struct {
 		URL, Token, Room, Identity string
 	}
-	s.api(http.MethodGet, "/v1/conversations/"+cid+"/token", &tok)
+	s.api(http.MethodPost, "/v1/conversations/"+cid+"/token", &tok)
 	if tok.Room != "conv_"+cid || tok.URL == "" {
 		s.t.Fatalf("token answer %+v", tok)
 	}

@@ -201,6 +201,6 @@ func voiceRoom(b *testing.B, s *stack) (string, roomToken) {
 	}
 	call(http.MethodPost, "/v1/conversations", &c)
 	var tok roomToken
-	call(http.MethodGet, "/v1/conversations/"+c.ID+"/token", &tok)
+	call(http.MethodPost, "/v1/conversations/"+c.ID+"/token", &tok)
 	return c.ID, tok
 }
