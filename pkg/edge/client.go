@@ -101,6 +101,7 @@ func (s *Session) overBudget(o *OverBudget, env *protocol.Envelope) {
 		s.opts.Log.Error().Err(err).Msg("encode ErrorMessage")
 		return
 	}
+	refused(o.Budget)
 	s.logger().Info().Str("user", s.opts.User).Str("budget", o.Budget).Str("type", env.Type.String()).Msg("input over budget refused")
 	s.enqueue(frame)
 }
@@ -113,10 +114,12 @@ func (s *Session) overLimit(why string) {
 	flooding := s.refused >= s.limits.FloodLimit
 	s.mu.Unlock()
 	if flooding {
+		refused(RefusedFlooding)
 		s.logger().Warn().Str("user", s.opts.User).Msg("client flooding beyond its envelope rate; disconnecting")
 		s.fail(ErrFlooding)
 		return
 	}
+	refused(RefusedEnvelopeRate)
 	s.sendError(protocol.CodeOverloaded, why, nil)
 }
 

@@ -136,6 +136,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		}))
 	// Budgets in bytes and work, one account per user for the WebSocket and
 	// the REST API, their usage over every replica read from Postgres.
+	edge.RefusalMetrics()
 	var accounts *edge.Accounts
 	if !cfg.Quotas.Budgets.Off() {
 		accounts = edge.NewAccounts(cfg.Quotas.Budgets, st, log)

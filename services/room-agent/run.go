@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
@@ -22,6 +23,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	edge.RefusalMetrics()
 	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "room-agent", cfg.NATSAuth.Option())
 	if err != nil {
 		return err

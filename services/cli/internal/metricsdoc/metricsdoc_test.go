@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/gateway"
@@ -153,6 +154,7 @@ func collectOnce(t *testing.T) []metric {
 	prometheus.DefaultRegisterer = saved
 	add("every service reading JetStream", []prometheus.Collector{telemetry.ConsumerLagMetrics()})
 	add("the service that gave up on the envelope", []prometheus.Collector{bus.DeadLetterMetrics()})
+	add("the edges: gateway, room-agent", []prometheus.Collector{edge.RefusalMetrics()})
 	slices.SortFunc(out, func(a, b metric) int { return strings.Compare(a.name, b.name) })
 	return out
 }

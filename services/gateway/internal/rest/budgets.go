@@ -24,6 +24,7 @@ func (a *API) budgets() edge.Budgets {
 // overBudget answers a request refused for a budget: 429 naming it, with
 // Retry-After when it frees at a known time.
 func overBudget(c echo.Context, o *edge.OverBudget) error {
+	edge.RefusalMetrics().WithLabelValues(o.Budget).Inc()
 	now := time.Now()
 	if d := o.RetryAfter(now); d > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
@@ -35,6 +36,7 @@ func overBudget(c echo.Context, o *edge.OverBudget) error {
 // as text does.
 func budgetText(budget, field, s string, limit int, required bool) error {
 	if o := edge.CheckText(budget, field, s, limit); o != nil {
+		edge.RefusalMetrics().WithLabelValues(o.Budget).Inc()
 		return fail(http.StatusBadRequest, "%s", o.Message(time.Now()))
 	}
 	return text(field, s, math.MaxInt, required)
