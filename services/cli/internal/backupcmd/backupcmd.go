@@ -54,12 +54,22 @@ const ManifestFile = "manifest.json"
 
 // Streams are the streams a backup keeps, in the order it snapshots them:
 // the record (CONVERSATIONS, then SYSTEM, where the memory service publishes
-// what it makes of CONVERSATIONS), the dead letters and the web client's
-// sessions. The work queues are not kept: their work is stale by the time
-// a backup is restored (ASR_JOBS, AGENT_DISPATCH), and LLM_TURNS sources
-// CONVERSATIONS from where it stood, so a restored one would skip or
-// repeat turns: the llm creates it anew, sourcing from its start.
-var Streams = []string{bus.StreamConversations, bus.StreamSystem, bus.StreamDeadLetter, "KV_" + natsauth.SessionsBucket}
+// what it makes of CONVERSATIONS) and the dead letters. The work queues are
+// not kept: their work is stale by the time a backup is restored (ASR_JOBS,
+// AGENT_DISPATCH), and LLM_TURNS sources CONVERSATIONS from where it stood,
+// so a restored one would skip or repeat turns: the llm creates it anew,
+// sourcing from its start.
+//
+// Nor are the web client's sessions (SessionsStream): a restored backup
+// would bring back every session signed out or ended since it was made.
+// A restore leaves the sessions bucket as it is: onto a new server, people
+// sign in again; onto the running one, the sessions valid now stay and
+// the revoked ones stay revoked.
+var Streams = []string{bus.StreamConversations, bus.StreamSystem, bus.StreamDeadLetter}
+
+// SessionsStream is the web client sessions' bucket, which backups made
+// before it was left out hold: a restore skips it.
+const SessionsStream = "KV_" + natsauth.SessionsBucket
 
 // required are the streams a backup cannot do without.
 var required = []string{bus.StreamConversations, bus.StreamSystem}
@@ -491,6 +501,10 @@ func restore(ctx context.Context, o RestoreOptions, dir string) error {
 			}
 		}
 		for _, s := range m.Streams {
+			if s.Name == SessionsStream {
+				o.Log.Info().Str("stream", s.Name).Msg("sessions not restored: they would revive sessions signed out since the backup; people sign in again")
+				continue
+			}
 			created, err := restoreOne(ctx, o, dir, s)
 			if err != nil {
 				return err

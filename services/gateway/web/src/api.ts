@@ -111,7 +111,8 @@ export const api = {
   setMCPServer: (name: string, enabled: boolean) => request<MCPServer>('PATCH', `/v1/mcp-servers/${enc(name)}`, { enabled }),
   deleteMCPServer: (name: string) => request<void>('DELETE', `/v1/mcp-servers/${enc(name)}`),
   serverInfo: () => request<ServerInfoJSON>('GET', '/v1/server-info'),
-  roomToken: (id: string) => request<RoomToken>('GET', `/v1/conversations/${enc(id)}/token`),
+  // A new token (short-lived) and an agent asked for: a POST, it changes state.
+  roomToken: (id: string) => request<RoomToken>('POST', `/v1/conversations/${enc(id)}/token`),
   timeline: (id: string, after: number, limit: number, signal?: AbortSignal) =>
     request<TimelinePage>('GET', `/v1/conversations/${enc(id)}/timeline?after=${after}&limit=${limit}`, undefined, signal),
 }

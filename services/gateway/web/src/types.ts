@@ -86,7 +86,8 @@ export interface SpokenSentence {
   playedMs: number
 }
 
-// GET /v1/conversations/{id}/token: a LiveKit token for the conversation's room.
+// POST /v1/conversations/{id}/token: a LiveKit token for the conversation's
+// room, valid for a few minutes (the join); LiveKit renews it in the room.
 export interface RoomToken {
   url: string
   token: string

@@ -155,4 +155,33 @@ describe('connection', () => {
     expect(sockets).toHaveLength(1)
     expect(statuses.at(-1)).toBe('closed')
   })
+
+  it.each([
+    [4401, 'signed out: the session ended; sign in again'],
+    [4404, 'conversation deleted'],
+  ])('a revoked connection (%i) says why and does not reconnect', (code, reason) => {
+    const revoked: [number, string][] = []
+    const c = new Connection(
+      {
+        conversationId: cid, stanzaBase: 7, lastSeq: () => lastSeq, url: 'ws://test/v1/ws', minDelay: 10, maxDelay: 40,
+        socketFactory: () => {
+          const s = new FakeSocket()
+          sockets.push(s)
+          return s as unknown as WebSocket
+        },
+      },
+      { status: (s) => statuses.push(s), envelope: () => {}, revoked: (code, reason) => revoked.push([code, reason]) },
+    )
+    c.start()
+    configure(sockets[0]!, 1)
+    const s = sockets[0]!
+    s.readyState = FakeSocket.CLOSED
+    s.onclose?.({ code, reason })
+    vi.advanceTimersByTime(60_000)
+    c.reconnectNow()
+    vi.advanceTimersByTime(60_000)
+    expect(sockets).toHaveLength(1)
+    expect(statuses.at(-1)).toBe('closed')
+    expect(revoked).toEqual([[code, reason]])
+  })
 })

@@ -13,7 +13,14 @@ export interface ConnectionEvents {
   serverInfo?(info: ServerInfo): void
   // The conversation the server bound the connection to (a new one's id).
   bound?(conversationId: string): void
+  // The server closed the connection for good (revoked): 4401 the session
+  // ended (signed out, elsewhere too), 4404 the conversation was deleted.
+  revoked?(code: number, reason: string): void
 }
+
+// Close codes after which reconnecting cannot help: a policy violation,
+// the session ended, refused, the conversation deleted.
+const FINAL_CLOSES = new Set([1008, 4401, 4403, 4404])
 
 export interface ConnectionOptions {
   conversationId?: string
@@ -166,8 +173,10 @@ export class Connection {
       this.ws = undefined
       this.configured = false
       if (this.closed) return
-      if (e.code === 1008 || e.code === 4401 || e.code === 4403) {
+      if (FINAL_CLOSES.has(e.code)) {
+        this.closed = true
         this.ev.status('closed', e.reason || 'refused')
+        this.ev.revoked?.(e.code, e.reason)
         return
       }
       this.scheduleReconnect(e.reason)

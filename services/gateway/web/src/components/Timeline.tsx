@@ -50,6 +50,12 @@ export function Timeline({ id }: { id: string }) {
       const st = JSON.parse((e as MessageEvent<string>).data) as Step
       setSteps((s) => (s.length > 0 && s[s.length - 1]!.seq >= st.seq ? s : [...s, st]))
     })
+    // Revoked (signed out, the conversation deleted): the server says why
+    // and ends the stream; reconnecting would only be refused.
+    es.addEventListener('revoked', () => {
+      es.close()
+      setLive('off')
+    })
     es.onopen = () => setLive('on')
     es.onerror = () => setLive('lost')
     return () => {

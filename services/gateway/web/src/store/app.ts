@@ -305,6 +305,16 @@ function connect(id: string, stanzaBase: number) {
         }
       },
       serverInfo: (info) => useApp.setState({ serverInfo: info }),
+      revoked: (code) => {
+        if (conn !== c) return
+        // Signed out (here or elsewhere) or its key removed: the sign-in.
+        if (code === 4401) useApp.getState().expired()
+        else if (code === 4404) {
+          useApp.setState((s) => ({ conversations: s.conversations.filter((x) => x.id !== id) }))
+          useApp.getState().closeConversation()
+          navigate('/', true)
+        }
+      },
     },
   )
   conn = c

@@ -272,6 +272,12 @@ export function disconnectProblem(reason: string | undefined): VoiceProblem | un
       return undefined
     case 'MEDIA_FAILURE':
       return problem('media-blocked', { detail: 'the media connection failed' })
+    // Revoked: the session ended or the conversation was deleted; pressing
+    // Voice again asks for a new token, which only a valid session gets.
+    case 'PARTICIPANT_REMOVED':
+      return { kind: 'other', message: 'Voice ended: the session was signed out or ended. Sign in again to talk.' }
+    case 'ROOM_DELETED':
+      return { kind: 'other', message: 'Voice ended: this conversation was deleted.' }
     default: {
       const why = reason && reason !== 'UNKNOWN_REASON' ? ` (${reason.toLowerCase().replaceAll('_', ' ')})` : ''
       return { kind: 'other', message: `The voice connection was lost${why}: press Voice to connect again.` }
