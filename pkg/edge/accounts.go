@@ -225,6 +225,32 @@ func (a *Accounts) Conversation(user, cid string) *OverBudget {
 	return nil
 }
 
+// Voice reports whether user may start or keep speaking (nil), or is over
+// the day's audio or the stored budget (the gateway's room tokens: voice
+// audio reaches the room-agent, not the gateway's edge).
+func (a *Accounts) Voice(user string) *OverBudget {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acc := a.get(user, now)
+	if acc.readAt.IsZero() {
+		return nil
+	}
+	tot := acc.total()
+	// Room for at least two seconds of speech (16 kHz PCM): less than that
+	// left and the next utterance would pass the budget.
+	const utterance = 64 << 10
+	if a.b.StoredBytes > 0 && tot.StoredBytes+utterance > a.b.StoredBytes {
+		return &OverBudget{Budget: BudgetStored, Reason: fmt.Sprintf("you store %s of %s; delete conversations or memories to free space",
+			Size(tot.StoredBytes), Size(a.b.StoredBytes))}
+	}
+	if a.b.AudioBytesPerDay > 0 && dayOf(now).Equal(acc.day) && tot.AudioBytes+utterance > a.b.AudioBytesPerDay {
+		return &OverBudget{Budget: BudgetAudioDay, Reason: fmt.Sprintf("%s of audio sent today (UTC), at most %s a day",
+			Size(tot.AudioBytes), Size(a.b.AudioBytesPerDay)), FreeAt: dayOf(now).Add(24 * time.Hour)}
+	}
+	return nil
+}
+
 // Stored reports whether user may store more (nil) or is over its stored
 // budget (the REST API's writes).
 func (a *Accounts) Stored(user string, size int64) *OverBudget {

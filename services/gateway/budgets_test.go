@@ -65,13 +65,14 @@ func errorWithin(frames <-chan protocol.Envelope, d time.Duration) *protocol.Env
 
 // TestStoredBytesBudget: a user whose conversations hold the stored budget
 // (read from Postgres, over every replica) has further audio and messages
-// refused with 505 stored_bytes, on a connection that stays open; what was
-// accepted is all in Postgres; another user is not affected; deleting the
-// conversation frees the budget.
+// refused with 505 stored_bytes, on a connection that stays open, and a
+// voice room with 429; what was accepted is all in Postgres; another user
+// is not affected; deleting the conversation frees the budget.
 func TestStoredBytesBudget(t *testing.T) {
 	const budget = 100 << 10
 	s := newStack(t, func(o *stackOptions) {
 		o.gateway = func(c *gateway.Config) {
+			withLiveKit(c)
 			c.Quotas.Budgets.StoredBytes = budget
 			c.Quotas.Budgets.UsageRefresh = time.Second
 		}
@@ -108,6 +109,10 @@ func TestStoredBytesBudget(t *testing.T) {
 	if e := errorWithin(aliceFrames, 2*time.Second); e == nil || e.Meta[edge.MetaBudget] != edge.BudgetStored {
 		t.Fatalf("audio over the stored budget: %+v", e)
 	}
+	// Voice stores audio too: no room for a user over the budget.
+	if msg := s.call(t, aliceKey, "POST", "/v1/conversations/"+cid+"/token", nil).wantError(http.StatusTooManyRequests); !strings.Contains(msg, "over budget stored_bytes") {
+		t.Fatalf("a room token over the stored budget: %q", msg)
+	}
 	bob := s.dial(t, bobKey)
 	bob.send("", &protocol.Configuration{})
 	bcid := *bob.recv().Body.(*protocol.Configuration).ConversationID
@@ -117,6 +122,7 @@ func TestStoredBytesBudget(t *testing.T) {
 		t.Fatalf("another user refused: %+v", e.Body)
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool { return s.storedAudio(t, bcid) == 16<<10 }, "bob's audio")
+	s.call(t, bobKey, "POST", "/v1/conversations/"+bcid+"/token", nil).want(http.StatusOK, nil)
 
 	// Deleting the conversation frees the budget (after a refresh).
 	s.call(t, aliceKey, "DELETE", "/v1/conversations/"+cid, nil).want(http.StatusNoContent, nil)

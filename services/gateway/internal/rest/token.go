@@ -52,6 +52,14 @@ func (a *API) conversationToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if a.Accounts != nil {
+		// Voice stores input audio: a user over the day's audio or the
+		// stored budget is not let into a room (nor back in, as the
+		// short-lived token is renewed).
+		if o := a.Accounts.Voice(auth.UserOf(c)); o != nil {
+			return overBudget(c, o)
+		}
+	}
 	user, now := auth.UserOf(c), time.Now()
 	grant, err := a.LiveKit.Issue(conv.ID, user, Principal(c), now)
 	if err != nil {
