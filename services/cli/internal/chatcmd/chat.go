@@ -75,7 +75,7 @@ func (o *Options) defaults() {
 // printable: a server's words in it cannot drive the terminal.
 func Run(ctx context.Context, o Options) (err error) {
 	defer func() {
-		if err != nil && printable(err.Error()) != err.Error() {
+		if err != nil && style.Printable(err.Error()) != err.Error() {
 			err = printableError{err}
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/services/cli/internal/style"
 )
 
 // readLines delivers the lines of in; the channel closes at EOF. It stops
@@ -148,7 +149,7 @@ func (s *session) resume(ctx context.Context) error {
 		if title == "" {
 			title = "(untitled)"
 		}
-		s.p.plain(s.o.Style.Dim(fmt.Sprintf("%s — %d messages; the last ones:", printable(title), conv.MessageCount)))
+		s.p.plain(s.o.Style.Dim(fmt.Sprintf("%s — %d messages; the last ones:", style.Printable(title), conv.MessageCount)))
 		for _, m := range conv.Messages[max(0, len(conv.Messages)-historyShown):] {
 			s.p.message(m)
 		}

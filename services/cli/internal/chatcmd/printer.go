@@ -78,13 +78,13 @@ func (p *printer) user(label, text string) {
 // said prints what someone said on a line of its own: "label> text".
 func (p *printer) said(label, text string) {
 	p.endLine()
-	fmt.Fprintf(p.out, "%s %s\n", p.st.Bold(label+">"), printable(text))
+	fmt.Fprintf(p.out, "%s %s\n", p.st.Bold(label+">"), style.Printable(text))
 }
 
 // message prints a stored message of a resumed conversation.
 func (p *printer) message(m api.Message) {
 	p.endLine()
-	convcmd.PrintMessage(p.out, p.st, printableMessage(m))
+	convcmd.PrintMessage(p.out, p.st, m)
 }
 
 // startAnswer opens an answer; its label waits for the first sentence so
@@ -115,7 +115,7 @@ func (p *printer) sentence(text string) {
 	if !p.answering {
 		p.startAnswer()
 	}
-	text = style.OneLine(printable(text))
+	text = style.OneLine(style.Printable(text))
 	if text == "" {
 		return
 	}
@@ -143,7 +143,7 @@ func (p *printer) endAnswer(note string) {
 // aside prints a side line: "[kind] text", dimmed on a terminal.
 func (p *printer) aside(kind, text string) {
 	p.endLine()
-	fmt.Fprintln(p.out, asideIndent+p.st.Aside(kind, printable(text)))
+	fmt.Fprintln(p.out, asideIndent+p.st.Aside(kind, style.Printable(text)))
 }
 
 // errorLine prints an error in the conversation, red on a terminal.
@@ -153,7 +153,7 @@ func (p *printer) errorLine(code int32, text string) {
 	if code != 0 {
 		label = fmt.Sprintf("[error %d]", code)
 	}
-	fmt.Fprintln(p.out, p.st.Red(label+" "+style.OneLine(printable(text))))
+	fmt.Fprintln(p.out, p.st.Red(label+" "+style.OneLine(style.Printable(text))))
 }
 
 // plain prints the CLI's own lines as they are (help, a history's heading).
@@ -172,5 +172,5 @@ func (p *printer) note(format string, args ...any) {
 	if p.interactive {
 		p.endLine()
 	}
-	fmt.Fprintln(p.err, printable(fmt.Sprintf(format, args...)))
+	fmt.Fprintln(p.err, style.Printable(fmt.Sprintf(format, args...)))
 }

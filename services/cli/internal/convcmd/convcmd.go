@@ -69,7 +69,7 @@ func List(ctx context.Context, c *api.Client, o ListOptions, out io.Writer) erro
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTITLE\tSTATUS\tUPDATED\tMESSAGES")
 	for _, cv := range convs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", cv.ID, clip(titleOf(cv), 40), cv.Status, cv.Updated().Format(TimeFormat), cv.MessageCount)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", cv.ID, clip(style.Printable(titleOf(cv)), 40), style.Printable(cv.Status), cv.Updated().Format(TimeFormat), cv.MessageCount)
 	}
 	return tw.Flush()
 }
@@ -91,7 +91,7 @@ func Show(ctx context.Context, c *api.Client, o ShowOptions, out io.Writer) erro
 		return writeJSON(out, raw)
 	}
 	s := o.Style
-	fmt.Fprintf(out, "%s  %s  (%s, %d messages, updated %s)\n", s.Bold(conv.ID), titleOf(conv.Conversation), conv.Status,
+	fmt.Fprintf(out, "%s  %s  (%s, %d messages, updated %s)\n", s.Bold(conv.ID), style.Printable(titleOf(conv.Conversation)), style.Printable(conv.Status),
 		conv.MessageCount, conv.Updated().Format(TimeFormat))
 	for _, m := range conv.Messages {
 		fmt.Fprintln(out)
@@ -103,6 +103,7 @@ func Show(ctx context.Context, c *api.Client, o ShowOptions, out io.Writer) erro
 // PrintMessage prints one stored message: what the answer used (memories,
 // reasoning, tools) dimmed, then who said what.
 func PrintMessage(out io.Writer, s style.Style, m api.Message) {
+	m = printableMessage(m)
 	const indent = "        "
 	for _, mu := range m.MemoriesUsed {
 		fmt.Fprintln(out, indent+s.Aside("memory", fmt.Sprintf("%s (%.2f)", clip(style.OneLine(mu.Content), 120), mu.Similarity)))

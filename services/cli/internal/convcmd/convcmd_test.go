@@ -301,3 +301,32 @@ func TestBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileTextIsPrintable: a title, a message and a tool result that
+// came from the server reach the terminal of `alicia list` and `alicia
+// show` with their escape sequences shown, never run.
+func TestHostileTextIsPrintable(t *testing.T) {
+	srv := apitest.New(t, key)
+	srv.Add(api.ConversationDetail{Conversation: api.Conversation{ID: "ac_hostile", Title: "Trip\x1b]0;pwned\x07", Status: "active", UpdatedAt: ms(9, 0), MessageCount: 1},
+		Messages: []api.Message{{ID: "am_1", Role: "assistant", Content: "sure\x1b[2J\u202eevil", CreatedAt: ms(9, 0),
+			ToolUses: []api.ToolUse{{ToolName: "web_search", Status: "success", Result: map[string]any{"text": "\x9b31m"}}}}}})
+	c := client(t, srv.URL, key)
+	var out bytes.Buffer
+	if err := convcmd.List(context.Background(), c, convcmd.ListOptions{}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := convcmd.Show(context.Background(), c, convcmd.ShowOptions{ID: "ac_hostile"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, raw := range []string{"\x1b", "\x07", "\u202e", "\u009b"} {
+		if strings.Contains(got, raw) {
+			t.Fatalf("output holds %q:\n%q", raw, got)
+		}
+	}
+	for _, shown := range []string{`Trip\x1b]0;pwned\x07`, `sure\x1b[2J\u202eevil`} {
+		if !strings.Contains(got, shown) {
+			t.Fatalf("output lacks %s:\n%s", shown, got)
+		}
+	}
+}

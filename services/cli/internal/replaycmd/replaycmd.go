@@ -16,6 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/timeline"
+	"github.com/alicia-voice/alicia/services/cli/internal/style"
 )
 
 // Options of a replay.
@@ -75,7 +76,7 @@ func (p *printer) print(seq uint64, subject string, at time.Time, data []byte) e
 	if st.Error != "" {
 		summary = st.Error
 	}
-	_, err := fmt.Fprintf(p.out, "%9.3fs  %6dms  %-6s  %-20s  %s\n", float64(st.OffsetMs)/1000, st.GapMs, st.Origin, st.Type, summary)
+	_, err := fmt.Fprintf(p.out, "%9.3fs  %6dms  %-6s  %-20s  %s\n", float64(st.OffsetMs)/1000, st.GapMs, st.Origin, style.Printable(st.Type), style.Printable(summary))
 	return err
 }
 

@@ -150,3 +150,25 @@ func TestTimelineOfAVoiceTurn(t *testing.T) {
 		t.Fatalf("voice records:\n%s", out.String())
 	}
 }
+
+// TestHostileTextIsPrintable: what a conversation holds reaches the
+// terminal of `alicia replay` with its escape sequences shown, never run.
+func TestHostileTextIsPrintable(t *testing.T) {
+	s := natstest.Run(t)
+	nc := natstest.Connect(t, s)
+	js := natstest.JetStream(t, nc)
+	if err := bus.EnsureStreams(context.Background(), js, bus.StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.NewPublisher(js).PublishClient(context.Background(), protocol.Envelope{StanzaID: 1, ConversationID: "ac_evil", Type: protocol.TypeUserMessage,
+		Body: &protocol.UserMessage{ID: "am_u", ConversationID: "ac_evil", Content: "hi\x1b]0;pwned\x07\u202e"}}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := replaycmd.Run(context.Background(), nc, replaycmd.Options{ConversationID: "ac_evil"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); strings.ContainsAny(got, "\x1b\x07\u202e") || !strings.Contains(got, `pwned`) {
+		t.Fatalf("replay printed %q", got)
+	}
+}
