@@ -330,7 +330,7 @@ func (f *flooder) conversation(kind string) error {
 			return nil
 		}
 		cfg.ConversationID = &cid
-		if err := w.send(context.Background(), cfg); err != nil {
+		if err := write(cfg, "ws-resume", 0); err != nil {
 			return err
 		}
 	} else if err := write(cfg, "ws-conversation", 0); err != nil {
