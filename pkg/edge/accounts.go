@@ -167,22 +167,33 @@ func (a *Accounts) Envelope(user string, size, audio int64, storing bool) *OverB
 	acc := a.get(user, now)
 	tot := acc.total()
 	if storing && a.b.StoredBytes > 0 && !acc.readAt.IsZero() && tot.StoredBytes+size > a.b.StoredBytes {
+		if audio > 0 && a.b.AudioBytesPerSecond > 0 {
+			acc.audio.charge(now, float64(a.b.AudioBytesPerSecond), float64(max(a.b.AudioBurstBytes, audio)), float64(audio))
+		}
 		return &OverBudget{Budget: BudgetStored, Reason: fmt.Sprintf("you store %s of %s; delete conversations or memories to free space",
 			Size(tot.StoredBytes), Size(a.b.StoredBytes))}
 	}
-	if audio > 0 {
-		if a.b.AudioBytesPerDay > 0 && !acc.readAt.IsZero() && dayOf(now).Equal(acc.day) && tot.AudioBytes+audio > a.b.AudioBytesPerDay {
-			return &OverBudget{Budget: BudgetAudioDay, Reason: fmt.Sprintf("%s of audio sent today (UTC), at most %s a day",
-				Size(tot.AudioBytes), Size(a.b.AudioBytesPerDay)), FreeAt: dayOf(now).Add(24 * time.Hour)}
+	var over *OverBudget
+	if audio > 0 && a.b.AudioBytesPerDay > 0 && !acc.readAt.IsZero() && dayOf(now).Equal(acc.day) && tot.AudioBytes+audio > a.b.AudioBytesPerDay {
+		over = &OverBudget{Budget: BudgetAudioDay, Reason: fmt.Sprintf("%s of audio sent today (UTC), at most %s a day",
+			Size(tot.AudioBytes), Size(a.b.AudioBytesPerDay)), FreeAt: dayOf(now).Add(24 * time.Hour)}
+	}
+	if audio > 0 && a.b.AudioBytesPerSecond > 0 {
+		// Every chunk read costs its bytes of the rate, taken or refused
+		// (Pace then holds the connection's reads while the rate is in
+		// debt): a client sending refused audio gets read no faster than
+		// the rate.
+		rate, burst := float64(a.b.AudioBytesPerSecond), float64(max(a.b.AudioBurstBytes, audio))
+		fits := acc.audio.waitN(now, rate, burst, float64(audio)) == 0
+		acc.audio.charge(now, rate, burst, float64(audio))
+		if !fits && over == nil {
+			over = &OverBudget{Budget: BudgetAudioRate, Reason: fmt.Sprintf("a chunk of %s beyond %s of audio per second per user (burst %s)",
+				Size(audio), Size(a.b.AudioBytesPerSecond), Size(a.b.AudioBurstBytes)),
+				FreeAt: now.Add(acc.audio.waitN(now, rate, burst, float64(audio)))}
 		}
-		if a.b.AudioBytesPerSecond > 0 {
-			rate, burst := float64(a.b.AudioBytesPerSecond), float64(max(a.b.AudioBurstBytes, audio))
-			if w := acc.audio.waitN(now, rate, burst, float64(audio)); w > 0 {
-				return &OverBudget{Budget: BudgetAudioRate, Reason: fmt.Sprintf("a chunk of %s beyond %s of audio per second per user (burst %s)",
-					Size(audio), Size(a.b.AudioBytesPerSecond), Size(a.b.AudioBurstBytes)), FreeAt: now.Add(w)}
-			}
-			acc.audio.takeN(now, rate, burst, float64(audio))
-		}
+	}
+	if over != nil {
+		return over
 	}
 	if storing {
 		acc.take(size, audio)
@@ -282,6 +293,38 @@ func (b *bucket) waitN(now time.Time, rate, burst, n float64) time.Duration {
 		return 0
 	}
 	return time.Duration((n - tokens) / rate * float64(time.Second))
+}
+
+// charge spends n tokens whether or not the bucket holds them: the debt
+// (at most burst) is paid back at the rate before anything else fits.
+func (b *bucket) charge(now time.Time, rate, burst, n float64) {
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else {
+		b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
+	}
+	b.last = now
+	b.tokens = max(-burst, b.tokens-n)
+}
+
+// AudioWait is how long user's audio rate is in debt (0: none): an edge
+// that reads one frame at a time waits it out before the next read.
+func (a *Accounts) AudioWait(user string) time.Duration {
+	if a.b.AudioBytesPerSecond <= 0 {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acc, ok := a.users[user]
+	if !ok || acc.audio.last.IsZero() {
+		return 0
+	}
+	rate := float64(a.b.AudioBytesPerSecond)
+	tokens := acc.audio.tokens + a.now().Sub(acc.audio.last).Seconds()*rate
+	if tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-tokens / rate * float64(time.Second))
 }
 
 // takeN spends n tokens (the caller checked waitN).

@@ -83,7 +83,8 @@ func overBudget(t *testing.T, envs []protocol.Envelope) []string {
 
 // TestAudioBudgets: a user's audio beyond its bytes per second is refused
 // with 505 audio_bytes_per_second saying when it frees, the connection
-// stays open, and other users are not touched; beyond its day (as the
+// stays open, refused audio costs the rate too (reads are paced until it
+// is paid back), and other users are not touched; beyond its day (as the
 // database says, plus what the process took since) with
 // audio_bytes_per_day freeing at midnight UTC.
 func TestAudioBudgets(t *testing.T) {
@@ -118,7 +119,16 @@ func TestAudioBudgets(t *testing.T) {
 			t.Fatalf("session ended: %v", s.Err())
 		default:
 		}
-		clock = clock.Add(time.Second) // 100 KiB back: one more chunk
+		// The refused chunks were read too: they cost the rate, down to a
+		// debt of one burst (256 KiB), which Pace waits out before the
+		// next read.
+		if w := acc.AudioWait("flood"); w < 2500*time.Millisecond || w > 2600*time.Millisecond {
+			t.Fatalf("audio debt %s, want 2.56s (256 KiB at 100 KiB/s)", w)
+		}
+		if acc.AudioWait("calm") != 0 {
+			t.Fatal("another user in debt")
+		}
+		clock = clock.Add(3200 * time.Millisecond) // the debt and one chunk paid back
 		s.HandleClient(ctx, audioChunk(t, cid, 12, 64<<10))
 		s.HandleClient(ctx, audioChunk(t, cid, 13, 64<<10))
 		testkit.Eventually(t, 5*time.Second, func() bool { return storedOf(t, js, cid, protocol.TypeAudioChunk) == 5 }, "a chunk after a second")

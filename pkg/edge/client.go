@@ -73,6 +73,9 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		return
 	}
 	env.ConversationID = cid
+	if s.refuseForBacklog(&env) {
+		return
+	}
 	if s.opts.Accounts != nil {
 		var audio int64
 		if ac, ok := env.Body.(*protocol.AudioChunk); ok {
@@ -84,6 +87,29 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		}
 	}
 	s.publish(ctx, env)
+}
+
+// refuseForBacklog answers input refused because the stream is too far
+// ahead of persistence (Options.Backlog). Stopping an answer is always
+// taken: it adds nothing to wait for.
+func (s *Session) refuseForBacklog(env *protocol.Envelope) bool {
+	if s.opts.Backlog == nil || env.Type == protocol.TypeControlStop {
+		return false
+	}
+	why, retry, refuse := s.opts.Backlog.Refuse()
+	if !refuse {
+		return false
+	}
+	refused(RefusedBacklog)
+	msg := fmt.Sprintf("the server is storing what it already took (%s): send this again in %s", why, roundUp(retry))
+	cid := s.ConversationID()
+	out := protocol.New(cid, &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid, Code: protocol.CodeOverloaded,
+		Message: msg, Severity: 2, Recoverable: true, OriginatingID: bodyID(env)})
+	out.Meta = map[string]any{MetaRetryAfterMs: retry.Milliseconds()}
+	if frame, err := protocol.Encode(out); err == nil {
+		s.enqueue(frame)
+	}
+	return true
 }
 
 // overBudget answers an envelope refused for a budget: ErrorMessage 505

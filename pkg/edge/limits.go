@@ -261,8 +261,11 @@ func (u *UserRates) wait(user string, rate, burst float64) time.Duration {
 // spare, without spending it. A transport that reads one frame at a time
 // calls it before each read, so a flood stays in the client's socket: TCP
 // flow control then slows the sender, and none of the flood costs the
-// server a read, a decode or an answer. HandleClient still checks the
-// rates (a transport that cannot pace, like the data channel, refuses).
+// server a read, a decode or an answer. It also waits while the user's
+// audio rate is in debt (Accounts.AudioWait: audio read beyond it, taken
+// or refused), so refused audio is read no faster than the rate.
+// HandleClient still checks the rates (a transport that cannot pace, like
+// the data channel, refuses).
 func (s *Session) Pace(ctx context.Context) error {
 	l := s.limits
 	for {
@@ -271,6 +274,9 @@ func (s *Session) Pace(ctx context.Context) error {
 		s.mu.Unlock()
 		if s.opts.Users != nil {
 			d = max(d, s.opts.Users.wait(s.opts.User, l.UserRate, l.UserBurst))
+		}
+		if s.opts.Accounts != nil {
+			d = max(d, s.opts.Accounts.AudioWait(s.opts.User))
 		}
 		if d <= 0 {
 			return nil

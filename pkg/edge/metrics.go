@@ -15,6 +15,7 @@ var (
 const (
 	RefusedEnvelopeRate = "envelope_rate" // Limits: envelopes per second (504)
 	RefusedFlooding     = "flooding"      // a client disconnected for flooding
+	RefusedBacklog      = "backlog"       // the stream too far ahead of persistence
 )
 
 // RefusalMetrics registers (once) and returns the counter of client input
@@ -23,7 +24,7 @@ const (
 func RefusalMetrics() *prometheus.CounterVec {
 	refusalsOnce.Do(func() {
 		refusalsVec = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "edge", Name: "refusals_total",
-			Help: "Client input an edge (WebSocket, data channel, REST writes) refused, by reason: envelope_rate, flooding, or the budget it was over."},
+			Help: "Client input an edge (WebSocket, data channel, REST writes) refused, by reason: envelope_rate, flooding, backlog (the stream too far ahead of persistence), or the budget it was over."},
 			[]string{"reason"})
 		prometheus.DefaultRegisterer.MustRegister(refusalsVec)
 	})

@@ -81,7 +81,19 @@ type Options struct {
 	// apply (zero fields: defaults).
 	Accounts *Accounts
 	Budgets  Budgets
+	// Backlog, when set, says when the stream is too far ahead of
+	// persistence to take more client input (pkg/backlog): the input is
+	// refused (504, recoverable, saying when to retry) rather than the
+	// stream dropping envelopes persistence has not applied.
+	Backlog Backlog
 	Log   zerolog.Logger
+}
+
+// Backlog says whether client input must be refused because the stream
+// holds too much that persistence has not applied yet, why, and when to
+// try again. It is read on every envelope: it must not block.
+type Backlog interface {
+	Refuse() (reason string, retryAfter time.Duration, refuse bool)
 }
 
 // Session is one client connection.
