@@ -276,3 +276,22 @@ func TestBudgetTableDefaults(t *testing.T) {
 		t.Fatalf("Validate = %v: want only the conversations budget named", err)
 	}
 }
+
+// BenchmarkBudgetCheck: the cost of the budget checks on one client
+// envelope (a UserMessage): the text budgets and the account's stored
+// budget, as the edge runs them before publishing.
+func BenchmarkBudgetCheck(b *testing.B) {
+	acc := edge.NewAccounts(edge.Budgets{}, &usageSource{u: edge.Usage{StoredBytes: 1 << 20}}, zerolog.Nop())
+	acc.Warm("u")
+	acc.Wait()
+	msg := &protocol.UserMessage{ID: "am_1", ConversationID: "ac_1", Content: strings.Repeat("Hello there, how are you? ", 4)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if o := edge.CheckText(edge.BudgetMessage, "content", msg.Content, 32000); o != nil {
+			b.Fatal(o)
+		}
+		if o := acc.Envelope("u", 160, 0, true); o != nil {
+			b.Fatal(o)
+		}
+	}
+}
