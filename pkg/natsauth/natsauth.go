@@ -129,6 +129,10 @@ const SessionsBucket = "SESSIONS"
 // created by the llm.
 const llmTurns = "LLM_TURNS"
 
+// llmTurnLeases is the llm's bucket of turns running per user
+// (services/llm/internal/queue.LeaseBucket).
+const llmTurnLeases = "LLM_TURN_LEASES"
+
 // Client subjects only the edges publish wholesale; other services publish
 // single types on the user's behalf.
 var (
@@ -213,6 +217,9 @@ func For(service string) Permissions {
 		// (services/llm/internal/queue.SourceWatch).
 		p.Subscribe = append(p.Subscribe, leaderElected(bus.StreamConversations), leaderElected(llmTurns))
 		p.Publish = append(p.Publish, "$JS.API.STREAM.LEADER.STEPDOWN."+llmTurns)
+		// Turns running per user over every replica: leases in a bucket
+		// (services/llm/internal/queue.Budget).
+		p.Publish = append(p.Publish, keyValue(llmTurnLeases)...)
 	case TTS:
 		// SpeechAudio on core NATS, one SentenceAudio record per sentence;
 		// hears the turn's sentences, starts, stops and errors on core NATS.
