@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,16 +103,29 @@ func report(b *testing.B, lat []time.Duration) {
 // as with any human, who needs longer than that to read or hear it.
 // back-to-back: sent the instant the final sentence is out, so each turn
 // also waits for persistence to store the previous answer (read-your-writes).
+//
+// budget=on runs with the default ALICIA_LLM_TURNS_PER_USER (a lease taken
+// and released per turn), budget=off without it, in the same run.
 func BenchmarkTurnOverhead(b *testing.B) {
-	for _, paced := range []bool{true, false} {
+	for _, c := range []struct {
+		paced   bool
+		perUser int
+	}{{true, llm.DefaultConfig().TurnsPerUser}, {true, 0}, {false, llm.DefaultConfig().TurnsPerUser}, {false, 0}} {
+		paced := c.paced
 		name := "paced"
 		if !paced {
 			name = "back-to-back"
 		}
+		name += "/budget=on"
+		if c.perUser == 0 {
+			name = strings.Replace(name, "=on", "=off", 1)
+		}
 		b.Run(name, func(b *testing.B) {
 			h := newHarness(b)
 			h.fake.AddScript(fakeopenai.Script{Turns: []fakeopenai.Turn{fakeopenai.Text("Hello! How can I help you today?")}, Repeat: true})
-			h.replica(h.config(h.fake))
+			cfg := h.config(h.fake)
+			cfg.TurnsPerUser = c.perUser
+			h.replica(cfg)
 			clock := newSentenceClock(b, h.nc)
 			str, err := h.js.Stream(context.Background(), bus.StreamConversations)
 			if err != nil {

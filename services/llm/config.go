@@ -65,6 +65,11 @@ type Config struct {
 	// to another replica (ALICIA_LLM_ACK_WAIT).
 	AckWait    time.Duration
 	MaxDeliver int // ALICIA_LLM_MAX_DELIVER: tries of one turn
+	// TurnsPerUser bounds the turns of one user running at once over every
+	// replica (ALICIA_LLM_TURNS_PER_USER); the user's further turns wait
+	// without holding up other users' (internal/queue). 0 turns the
+	// budget off, and with it the fairness between users.
+	TurnsPerUser int
 	// ShutdownGrace lets running turns finish after a stop signal before
 	// they are handed to another replica (ALICIA_LLM_SHUTDOWN_GRACE).
 	ShutdownGrace time.Duration
@@ -99,6 +104,7 @@ func DefaultConfig() Config {
 		Partitions:        32,
 		AckWait:           30 * time.Second,
 		MaxDeliver:        5,
+		TurnsPerUser:      4,
 		ShutdownGrace:     10 * time.Second,
 		HistoryLimit:      50,
 		HistoryTimeout:    10 * time.Second,
@@ -136,6 +142,7 @@ func ConfigFromEnv() (Config, error) {
 		config.Int("ALICIA_LLM_PARTITIONS", &c.Partitions),
 		config.Duration("ALICIA_LLM_ACK_WAIT", &c.AckWait),
 		config.Int("ALICIA_LLM_MAX_DELIVER", &c.MaxDeliver),
+		config.Int("ALICIA_LLM_TURNS_PER_USER", &c.TurnsPerUser),
 		config.Duration("ALICIA_LLM_SHUTDOWN_GRACE", &c.ShutdownGrace),
 		config.Int("ALICIA_LLM_HISTORY_LIMIT", &c.HistoryLimit),
 		config.Duration("ALICIA_LLM_HISTORY_TIMEOUT", &c.HistoryTimeout),
@@ -211,6 +218,9 @@ func (c Config) Validate() error {
 	}
 	if c.AckWait < time.Second {
 		bad("ALICIA_LLM_ACK_WAIT %s is under 1s", c.AckWait)
+	}
+	if c.TurnsPerUser < 0 {
+		bad("ALICIA_LLM_TURNS_PER_USER %d: want ≥ 1 (or 0: no budget)", c.TurnsPerUser)
 	}
 	if c.MaxDeliver < 1 {
 		bad("ALICIA_LLM_MAX_DELIVER must be at least 1")

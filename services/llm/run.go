@@ -48,8 +48,17 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)
 	}
-	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour, Replicas: replicas}
+	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour, Replicas: replicas,
+		PerUser: cfg.TurnsPerUser}
 	turns, err := queue.Ensure(ctx, js, qcfg)
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	// The leases outlive a shutdown's grace: they are released as the
+	// turns end, and lapse after AckWait when the replica dies.
+	budgetCtx, stopBudget := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBudget()
+	budget, err := queue.EnsureBudget(budgetCtx, js, cfg.TurnsPerUser, cfg.AckWait, replicas, log)
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)
 	}
@@ -124,7 +133,12 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	consumer := &queue.Consumer{
 		Queue: turns, Handler: engine.Handle, GiveUp: engine.GiveUp,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Backoff: bus.DefaultBackoff, Grace: cfg.ShutdownGrace,
-		Forced: svcmain.Forced(ctx), Log: log,
+		Forced: svcmain.Forced(ctx), Budget: budget, Log: log,
+		Hooks: queue.Hooks{
+			Parked:  m.TurnsParked.Inc,
+			Waiting: func(d int) { m.BudgetWaiting.Add(float64(d)) },
+			Waited:  func(d time.Duration) { m.BudgetWait.Observe(d.Seconds()) },
+		},
 	}
 	log.Info().Str("model", cfg.Model).Str("backend", cfg.LLMURL).Int("partitions", cfg.Partitions).Msg("llm running")
 	return consumer.Run(ctx)

@@ -29,6 +29,13 @@ type Metrics struct {
 	Preempts *prometheus.CounterVec
 	// Breaker is the circuit breaker state: 0 closed, 1 open, 2 half-open.
 	Breaker prometheus.Gauge
+	// BudgetWaiting: turns waiting now because their user runs
+	// ALICIA_LLM_TURNS_PER_USER turns; BudgetWait: how long a turn that
+	// waited so waited; TurnsParked: turns given back to wait outside a
+	// partition's window (their user holds its budget's worth there).
+	BudgetWaiting prometheus.Gauge
+	BudgetWait    prometheus.Histogram
+	TurnsParked   prometheus.Counter
 }
 
 var (
@@ -58,6 +65,13 @@ func Default() *Metrics {
 		}
 		def.Preempts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "preempts_total",
 			Help: "Answers started on a speculative transcript during the end-of-turn silence, by outcome: used (the turn confirmed it), mismatch (the confirmed turn's request differed), cancelled (the user spoke again), expired, replaced."}, []string{"outcome"})
+		def.BudgetWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "llm", Name: "turns_waiting_budget",
+			Help: "Turns waiting because their user runs ALICIA_LLM_TURNS_PER_USER turns at once (over every replica)."})
+		def.BudgetWait = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "budget_wait_seconds",
+			Help: "How long a turn waited for its user's budget of turns at once before it started.", Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}})
+		def.TurnsParked = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "turns_parked_total",
+			Help: "Turns given back to the queue to wait (their user holds its budget's worth of turns in the partition)."})
+		prometheus.DefaultRegisterer.MustRegister(def.BudgetWaiting, def.BudgetWait, def.TurnsParked)
 		prometheus.DefaultRegisterer.MustRegister(def.TurnDuration, def.FirstToken, def.FirstSentence, def.Errors, def.ToolCalls, def.ModelAttempts, def.Breaker, def.Preempts)
 	})
 	return def

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
@@ -26,8 +27,11 @@ type Turn struct {
 	// Sequence is the envelope's CONVERSATIONS stream sequence: everything
 	// before it in the conversation happened before the turn.
 	Sequence  uint64
-	Delivered uint64 // 1 on the first delivery, more after a replica died or gave the turn back
+	Delivered uint64 // 1 on the first delivery, more after a replica died, gave the turn back or parked it
 	Queued    time.Time
+	// User is the envelope's meta alicia.user_id (set by the edges): the
+	// budget of turns at once is counted per user.
+	User string
 }
 
 // Handler runs one turn. nil acks it. An error wrapped with Permanent (or
@@ -57,7 +61,25 @@ type Consumer struct {
 	// be shorter than the queue's PinnedTTL, since each pull keeps the
 	// partition with this replica.
 	FetchWait time.Duration
-	Log       zerolog.Logger
+	// Budget, when set, bounds the turns of one user running at once over
+	// every replica; a turn over it waits here (heartbeated), up to
+	// Budget.PerUser of a user per partition, and the user's further turns
+	// are parked (see the package doc). The queue must have been made with
+	// Config.PerUser set.
+	Budget *Budget
+	Hooks  Hooks
+	Log    zerolog.Logger
+}
+
+// Hooks report what the budget does (metrics); any may be nil.
+type Hooks struct {
+	// Parked: a turn was given back to wait outside the partition's
+	// window, its user holding Budget.PerUser turns in the partition.
+	Parked func()
+	// Waiting: turns waiting for their user's budget now (+1, -1).
+	Waiting func(delta int)
+	// Waited: a turn that waited for its user's budget started after d.
+	Waited func(d time.Duration)
 }
 
 // Run consumes until ctx ends, then lets running turns finish within Grace
@@ -101,7 +123,8 @@ func (c *Consumer) partition(ctx, turnCtx context.Context, k int, h *holdings) {
 	cons := c.Queue.Consumer(k)
 	log := c.Log.With().Int("partition", k).Logger()
 	for {
-		run := &partitionRun{c: c, ctx: ctx, turnCtx: turnCtx, k: k, log: log, convs: map[string]*convTurns{}}
+		run := &partitionRun{c: c, ctx: ctx, turnCtx: turnCtx, k: k, log: log, convs: map[string]*convTurns{},
+			parked: map[string][]uint64{}, heldBy: map[string]int{}, runningBy: map[string]int{}}
 		pin := c.pull(ctx, k, &cons, run, h, log)
 		if pin == "" {
 			pin = h.pin(k)
@@ -314,8 +337,10 @@ func pinnedTo(info *jetstream.ConsumerInfo) string {
 }
 
 // partitionRun runs the turns of one partition that this replica took:
-// those of different conversations at once, those of one conversation one
-// after the other in stream order.
+// those of different conversations at once (up to the partition's
+// InFlight), those of one conversation one after the other in stream order.
+// When a run slot frees, the conversation whose user runs the fewest turns
+// of the partition goes first (then the earliest taken).
 type partitionRun struct {
 	c            *Consumer
 	ctx, turnCtx context.Context
@@ -329,6 +354,16 @@ type partitionRun struct {
 	held bool
 	// active counts the conversations running a turn.
 	active int
+	// parked are the turns this run gave back to wait (LLM_TURNS
+	// sequences by conversation) until they come back.
+	parked map[string][]uint64
+	// heldBy counts the turns taken per user (running or waiting);
+	// runningBy the running ones.
+	heldBy, runningBy map[string]int
+	// taken numbers the turns in the order they were taken.
+	order uint64
+	// retrying: a goroutine retries the turns waiting on a budget.
+	retrying bool
 }
 
 // convTurns are a conversation's turns taken and not yet done; the first
@@ -336,6 +371,11 @@ type partitionRun struct {
 type convTurns struct {
 	turns   []takenTurn
 	running bool
+	// overBudget: the first turn found its user over budget; it is tried
+	// again when a lease ends here or after budgetRetry. waitingSince is
+	// when it first did.
+	overBudget   bool
+	waitingSince time.Time
 }
 
 type takenTurn struct {
@@ -343,21 +383,33 @@ type takenTurn struct {
 	t Turn
 	// seq is the turn's LLM_TURNS sequence: a redelivery has the same.
 	seq uint64
+	// order is when the turn was taken (partitionRun.order).
+	order uint64
 	// beat stops the heartbeat that keeps the turn with this replica from
 	// the moment it is taken (a turn waiting behind its conversation's
 	// running one is not redelivered).
 	beat context.CancelFunc
 }
 
+// budgetRetry is how often a turn waiting on its user's budget tries again
+// when no lease ended on this replica (another replica's may have).
+const budgetRetry = 250 * time.Millisecond
+
 // take starts the heartbeat of a delivered turn.
 func (p *partitionRun) take(m jetstream.Msg, t Turn, seq uint64) takenTurn {
 	ctx, cancel := context.WithCancel(p.turnCtx)
 	go bus.Heartbeat(ctx, m, p.c.AckWait)
-	return takenTurn{m: m, t: t, seq: seq, beat: cancel}
+	p.order++
+	return takenTurn{m: m, t: t, seq: seq, order: p.order, beat: cancel}
 }
 
+// budgeted reports whether the turn counts against a user's budget.
+func (p *partitionRun) budgeted(t Turn) bool { return p.c.Budget != nil && t.User != "" }
+
 // add takes a delivered turn: it runs at once unless a turn of its
-// conversation runs, else after the ones before it.
+// conversation runs, else after the ones before it. Over the budget's
+// holding (the user holds PerUser turns of the partition here) or behind a
+// parked turn of its conversation, it is parked.
 func (p *partitionRun) add(m jetstream.Msg) {
 	md, _ := m.Metadata()
 	t := Turn{Partition: p.k, Delivered: 1}
@@ -375,10 +427,17 @@ func (p *partitionRun) add(m jetstream.Msg) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ct := p.convs[t.ConversationID]
+	cid := t.ConversationID
+	if ps := p.parked[cid]; seq != 0 && slices.Contains(ps, seq) {
+		p.parked[cid] = slices.DeleteFunc(ps, func(s uint64) bool { return s == seq })
+		if len(p.parked[cid]) == 0 {
+			delete(p.parked, cid)
+		}
+	}
+	ct := p.convs[cid]
 	if ct == nil {
 		ct = &convTurns{}
-		p.convs[t.ConversationID] = ct
+		p.convs[cid] = ct
 	}
 	// A redelivery of a turn held here (its heartbeats came late): a
 	// waiting one answers to the newer delivery; a running one keeps its
@@ -387,6 +446,13 @@ func (p *partitionRun) add(m jetstream.Msg) {
 		if i > 0 || !ct.running {
 			ct.turns[i].beat()
 			ct.turns[i] = p.take(m, t, seq)
+		}
+		return
+	}
+	if p.budgeted(t) && (p.heldBy[t.User] >= p.c.Budget.PerUser() || p.parkedBelow(cid, seq)) {
+		p.park(m, t, seq)
+		if len(ct.turns) == 0 {
+			delete(p.convs, cid)
 		}
 		return
 	}
@@ -401,48 +467,174 @@ func (p *partitionRun) add(m jetstream.Msg) {
 		i--
 	}
 	ct.turns = slices.Insert(ct.turns, i, p.take(m, t, seq))
-	p.startLocked(t.ConversationID, ct)
+	p.heldBy[t.User]++
+	p.scheduleLocked()
 }
 
-// startLocked runs the conversation's turns unless they run or are held.
-func (p *partitionRun) startLocked(cid string, ct *convTurns) {
-	if ct.running || p.held || len(ct.turns) == 0 {
+// parkedBelow reports whether a turn of the conversation before seq is
+// parked: seq must then wait too.
+func (p *partitionRun) parkedBelow(cid string, seq uint64) bool {
+	return slices.ContainsFunc(p.parked[cid], func(s uint64) bool { return s < seq })
+}
+
+// park gives a turn back to come again after a delay (NakWithDelay): it
+// leaves this replica (no heartbeat, nothing held) and the partition's
+// window is unbounded, so it holds no place another user's turn needs. The
+// consumer has no MaxDeliver (the budget counts a turn's starts instead):
+// a parked turn is never given up for waiting.
+func (p *partitionRun) park(m jetstream.Msg, t Turn, seq uint64) {
+	if err := m.NakWithDelay(p.c.parkDelay(t.Delivered)); err != nil {
+		p.log.Warn().Err(err).Msg("turn not parked; it comes again after AckWait")
+	}
+	p.parked[t.ConversationID] = append(p.parked[t.ConversationID], seq)
+	if p.c.Hooks.Parked != nil {
+		p.c.Hooks.Parked()
+	}
+}
+
+// parkDelay grows with the deliveries of a turn (250 ms, doubling) up to
+// 8 s or AckWait/2, whichever is less: a parked turn comes back before a
+// replica taking the partition over stops waiting for its orphans.
+func (c *Consumer) parkDelay(delivered uint64) time.Duration {
+	d := 250 * time.Millisecond << min(max(delivered, 1)-1, 5)
+	return min(d, 8*time.Second, max(c.AckWait/2, 50*time.Millisecond))
+}
+
+// scheduleLocked starts the conversations' next turns while run slots are
+// free: the conversations whose user runs the fewest turns here first, then
+// the earliest taken.
+func (p *partitionRun) scheduleLocked() {
+	if p.held || p.ctx.Err() != nil {
 		return
 	}
-	ct.running = true
-	p.active++
-	p.wg.Go(func() { p.conversation(cid, ct) })
+	inFlight := p.c.Queue.inFlight()
+	if p.active >= inFlight {
+		return
+	}
+	type cand struct {
+		cid string
+		ct  *convTurns
+	}
+	var cands []cand
+	for cid, ct := range p.convs {
+		if !ct.running && !ct.overBudget && len(ct.turns) > 0 && !p.parkedBelow(cid, ct.turns[0].seq) {
+			cands = append(cands, cand{cid, ct})
+		}
+	}
+	for p.active < inFlight && len(cands) > 0 {
+		best := 0
+		for i, x := range cands[1:] {
+			ub, ux := p.runningBy[cands[best].ct.turns[0].t.User], p.runningBy[x.ct.turns[0].t.User]
+			if ux < ub || (ux == ub && x.ct.turns[0].order < cands[best].ct.turns[0].order) {
+				best = i + 1
+			}
+		}
+		x := cands[best]
+		cands = slices.Delete(cands, best, best+1)
+		x.ct.running = true
+		p.active++
+		p.runningBy[x.ct.turns[0].t.User]++
+		p.wg.Go(func() { p.runNext(x.cid, x.ct) })
+	}
 }
 
-// conversation runs a conversation's turns until none is left or the
-// partition holds them.
-func (p *partitionRun) conversation(cid string, ct *convTurns) {
-	for {
-		p.mu.Lock()
-		// Held, or stopping (ctx ends before release holds the run): the
-		// waiting turns stay for release to give back.
-		if len(ct.turns) == 0 || p.held || p.ctx.Err() != nil {
-			ct.running = false
-			p.active--
-			if len(ct.turns) == 0 {
-				delete(p.convs, cid)
+// runNext runs the conversation's first turn under its user's lease; over
+// the budget it waits (overBudget) and frees the run slot.
+func (p *partitionRun) runNext(cid string, ct *convTurns) {
+	p.mu.Lock()
+	next := ct.turns[0]
+	p.mu.Unlock()
+	user := next.t.User
+	attempt := next.t.Delivered
+	if p.budgeted(next.t) {
+		starts, ok, err := p.c.Budget.Acquire(p.ctx, user, next.seq)
+		if err != nil || !ok {
+			if err != nil && p.ctx.Err() == nil {
+				p.log.Warn().Err(err).Msg("turn lease not taken; trying again")
 			}
+			p.mu.Lock()
+			ct.running, ct.overBudget = false, true
+			p.active--
+			p.runningBy[user]--
+			if ct.waitingSince.IsZero() {
+				ct.waitingSince = time.Now()
+				if p.c.Hooks.Waiting != nil {
+					p.c.Hooks.Waiting(1)
+				}
+			}
+			p.retryBudgetLocked()
+			p.scheduleLocked()
 			p.mu.Unlock()
 			return
 		}
-		next := ct.turns[0]
-		p.mu.Unlock()
-		p.c.handle(p.ctx, p.turnCtx, next.m, next.t, p.log)
-		next.beat()
+		attempt = uint64(starts)
 		p.mu.Lock()
-		ct.turns = ct.turns[1:]
+		if !ct.waitingSince.IsZero() {
+			if p.c.Hooks.Waiting != nil {
+				p.c.Hooks.Waiting(-1)
+			}
+			if p.c.Hooks.Waited != nil {
+				p.c.Hooks.Waited(time.Since(ct.waitingSince))
+			}
+			ct.waitingSince = time.Time{}
+		}
 		p.mu.Unlock()
 	}
+	p.c.handle(p.ctx, p.turnCtx, next.m, next.t, attempt, p.log)
+	next.beat()
+	if p.budgeted(next.t) {
+		p.c.Budget.Release(context.WithoutCancel(p.turnCtx), user, next.seq)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ct.turns = ct.turns[1:]
+	ct.running = false
+	p.active--
+	p.runningBy[user]--
+	p.heldBy[user]--
+	if len(ct.turns) == 0 {
+		delete(p.convs, cid)
+	}
+	p.scheduleLocked()
+}
+
+// retryBudgetLocked tries the turns waiting on a budget again whenever a
+// lease ends on this replica, and every budgetRetry (for other replicas'),
+// while any waits.
+func (p *partitionRun) retryBudgetLocked() {
+	if p.retrying {
+		return
+	}
+	p.retrying = true
+	go func() {
+		for {
+			select {
+			case <-p.c.Budget.Freed():
+			case <-time.After(budgetRetry):
+			case <-p.ctx.Done():
+			}
+			p.mu.Lock()
+			waiting := false
+			for _, ct := range p.convs {
+				if ct.overBudget {
+					ct.overBudget, waiting = false, true
+				}
+			}
+			if !waiting || p.ctx.Err() != nil {
+				p.retrying = false
+				p.mu.Unlock()
+				return
+			}
+			p.scheduleLocked()
+			p.mu.Unlock()
+		}
+	}()
 }
 
 // awaitOrphans holds the turns while the consumer has turns pending that
-// this replica did not take (another replica's, which died), until they
-// come back here or AckWait has passed, whichever is first.
+// this replica did not take (another replica's, which died, or parked by
+// another replica), until they come back here or AckWait has passed,
+// whichever is first.
 func (p *partitionRun) awaitOrphans(cons jetstream.Consumer) {
 	ictx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
 	info, err := cons.Info(ictx)
@@ -474,19 +666,20 @@ func (p *partitionRun) awaitOrphans(cons jetstream.Consumer) {
 			return // released: release gives them back
 		}
 		p.held = false
-		for cid, ct := range p.convs {
-			p.startLocked(cid, ct)
-		}
+		p.scheduleLocked()
 	}()
 }
 
-// taken is how many turns this run holds.
+// taken is how many turns this run holds or parked.
 func (p *partitionRun) taken() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
 	for _, ct := range p.convs {
 		n += len(ct.turns)
+	}
+	for _, ps := range p.parked {
+		n += len(ps)
 	}
 	return n
 }
@@ -509,11 +702,15 @@ func (p *partitionRun) running() bool {
 func (p *partitionRun) wait() { p.wg.Wait() }
 
 // giveBack gives the waiting turns back (nak), in order, once none runs.
+// Parked turns are with the server already.
 func (p *partitionRun) giveBack() {
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for cid, ct := range p.convs {
+		if !ct.waitingSince.IsZero() && p.c.Hooks.Waiting != nil {
+			p.c.Hooks.Waiting(-1)
+		}
 		for _, x := range ct.turns {
 			_ = x.m.Nak()
 			x.beat()
@@ -531,7 +728,9 @@ func isTimeout(err error) bool {
 // (acked), given up (terminated) or given back (shutdown); a failure is
 // retried here, after Backoff, so the conversation's later turns wait for
 // it.
-func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn, log zerolog.Logger) {
+// attempt is the turn's start (the budget's count; without a budget, its
+// delivery).
+func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn, attempt uint64, log zerolog.Logger) {
 	hctx, cancel := context.WithCancel(turnCtx)
 	defer cancel()
 	log = log.With().Str("conversation_id", t.ConversationID).Uint64("seq", t.Sequence).Logger()
@@ -547,8 +746,8 @@ func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn,
 			// Shutting down: give it back now so another replica resumes it.
 			_ = m.Nak()
 			return
-		case errors.Is(err, ErrPermanent) || (c.MaxDeliver > 0 && t.Delivered >= uint64(c.MaxDeliver)):
-			log.Error().Err(err).Uint64("delivered", t.Delivered).Msg("turn given up")
+		case errors.Is(err, ErrPermanent) || (c.MaxDeliver > 0 && attempt >= uint64(c.MaxDeliver)):
+			log.Error().Err(err).Uint64("delivered", t.Delivered).Uint64("attempt", attempt).Msg("turn given up")
 			if c.GiveUp != nil {
 				c.GiveUp(turnCtx, t, err)
 			}
@@ -557,12 +756,13 @@ func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn,
 		}
 		d := time.Second
 		if c.Backoff != nil {
-			d = c.Backoff(t.Delivered)
+			d = c.Backoff(attempt)
 		}
 		log.Warn().Err(err).Dur("retry_in", d).Msg("turn failed; will retry")
 		select {
 		case <-time.After(d):
 			t.Delivered++
+			attempt++
 		case <-ctx.Done():
 			// Stopping: another replica retries it.
 			_ = m.Nak()
@@ -583,6 +783,7 @@ func (c *Consumer) decode(m jetstream.Msg, t *Turn) error {
 	if t.Env, err = protocol.Decode(m.Data()); err != nil {
 		return err
 	}
+	t.User, _ = t.Env.Meta[edge.MetaUserID].(string)
 	if t.Env.ConversationID != t.ConversationID {
 		return fmt.Errorf("queue: envelope of %q on the subject of %q", t.Env.ConversationID, t.ConversationID)
 	}

@@ -51,6 +51,12 @@ type Config struct {
 	// PinnedTTL is how long a replica holds a partition after its last
 	// pull (default DefaultPinnedTTL); Consumer.FetchWait must be shorter.
 	PinnedTTL time.Duration
+	// PerUser > 0: a user's turns are budgeted (Budget) and the ones over
+	// it parked, so a partition's window is unbounded (MaxAckPending -1)
+	// and the server redelivers without limit (MaxDeliver -1): the replica
+	// counts a turn's starts (Budget) and gives it up after MaxDeliver of
+	// them. InFlight then bounds the turns running per partition.
+	PerUser int
 }
 
 // Defaults of Config.
@@ -137,9 +143,9 @@ func (q *Queue) Consumer(k int) jetstream.Consumer { return q.consumers[k] }
 // the (file) stream, so a consumer lost with a server restart is recreated
 // and delivers exactly the turns not done, and the acks cost no fsync.
 func (q *Queue) ensureConsumer(ctx context.Context, k int) (jetstream.Consumer, error) {
-	inFlight, ttl := q.cfg.InFlight, q.cfg.PinnedTTL
-	if inFlight <= 0 {
-		inFlight = DefaultInFlight
+	inFlight, ttl, maxDeliver := q.inFlight(), q.cfg.PinnedTTL, q.cfg.MaxDeliver
+	if q.cfg.PerUser > 0 {
+		inFlight, maxDeliver = -1, -1
 	}
 	if ttl <= 0 {
 		ttl = DefaultPinnedTTL
@@ -151,7 +157,7 @@ func (q *Queue) ensureConsumer(ctx context.Context, k int) (jetstream.Consumer, 
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        q.cfg.AckWait,
 		MaxAckPending:  inFlight,
-		MaxDeliver:     q.cfg.MaxDeliver,
+		MaxDeliver:     maxDeliver,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		Replicas:       max(q.cfg.Replicas, 1),
 		MemoryStorage:  true,
@@ -165,6 +171,14 @@ func (q *Queue) ensureConsumer(ctx context.Context, k int) (jetstream.Consumer, 
 	}
 	q.consumers[k] = cn
 	return cn, nil
+}
+
+// inFlight is how many turns of a partition run at once.
+func (q *Queue) inFlight() int {
+	if q.cfg.InFlight <= 0 {
+		return DefaultInFlight
+	}
+	return q.cfg.InFlight
 }
 
 // unpin gives partition k up at once, so the next replica that pulls

@@ -27,7 +27,7 @@ type env struct {
 	pub *bus.Publisher
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	s := natstest.Run(t)
 	js := natstest.JetStream(t, natstest.Connect(t, s))
