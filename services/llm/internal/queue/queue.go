@@ -8,6 +8,18 @@
 // different conversations at once and a conversation's turns one after the
 // other, in stream order; different partitions spread over the replicas; a
 // turn whose replica dies is redelivered after AckWait.
+//
+// With a Budget (Config.PerUser > 0) at most PerUser turns of one user run
+// at once over every replica (leases in LeaseBucket), a partition's window
+// is unbounded and a replica holds at most PerUser turns of one user per
+// partition, parking the rest (NakWithDelay, nothing held) along with every
+// later turn of a conversation that has one parked; at most InFlight turns
+// run per partition, a freed slot going to the user running the fewest
+// there. Guarantee: a user's queued turns never keep another user's turn
+// from being delivered (parked turns due for redelivery come first, one
+// pull each), and delay its start by at most one turn's service time per
+// partition: when every run slot is taken, it starts at the next one freed,
+// unless a user running fewer turns of the partition waits too.
 package queue
 
 import (
