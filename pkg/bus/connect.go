@@ -10,9 +10,11 @@ import (
 )
 
 // Connect is how a service joins the bus: a NATS connection named after the
-// service that reconnects forever, its JetStream context, and the streams
-// created or updated. opts add to the connection's options, e.g. the
-// service's Credentials.Option(). Close the connection when done.
+// service that reconnects forever, its JetStream context, and the streams:
+// created or updated by the StreamsOwner (EnsureStreams), created when
+// missing by every other service (CreateStreams). opts add to the
+// connection's options, e.g. the service's Credentials.Option(). Close the
+// connection when done.
 func Connect(ctx context.Context, natsURL, service string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	nc, err := nats.Connect(natsURL, append([]nats.Option{nats.Name("alicia-" + service), nats.MaxReconnects(-1)}, opts...)...)
 	if err != nil {
@@ -20,7 +22,11 @@ func Connect(ctx context.Context, natsURL, service string, opts ...nats.Option) 
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
-		err = EnsureStreams(ctx, js, StreamsConfig{})
+		if service == StreamsOwner {
+			err = EnsureStreams(ctx, js, StreamsConfig{})
+		} else {
+			err = CreateStreams(ctx, js, StreamsConfig{})
+		}
 	}
 	if err != nil {
 		nc.Close()

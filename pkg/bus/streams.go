@@ -223,11 +223,36 @@ func dispatch(c jetstream.StreamConfig) jetstream.StreamConfig {
 	return c
 }
 
-// EnsureStreams creates or updates every Alicia stream. A bad value of a
+// StreamsOwner is the one service that may change the shared streams'
+// configuration: its Connect creates or updates them (EnsureStreams). The
+// others only create a stream still missing, with exactly the
+// configuration they expect (CreateStreams), and never update, purge or
+// delete one (pkg/natsauth grants them $JS.API.STREAM.CREATE and INFO
+// only): a compromised service cannot shrink or empty CONVERSATIONS.
+// Persistence, because it must apply every envelope before a limit drops
+// it, and it starts before the gateway, the llm and memory.
+const StreamsOwner = "persistence"
+
+// EnsureStreams creates or updates every Alicia stream: the StreamsOwner's
+// part (and a test's, or an operator's tool's, with every permission). A bad value of a
 // variable it reads (ALICIA_STREAM_MAX_AGE, ALICIA_CONVERSATIONS_MAX_BYTES,
 // ALICIA_SYSTEM_MAX_BYTES, ALICIA_STREAM_REPLICAS) is an error naming it,
 // unless c sets that field itself.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
+	if err := validateEnv(c); err != nil {
+		return err
+	}
+	for _, cfg := range StreamConfigs(c) {
+		if err := EnsureStream(ctx, js, cfg); err != nil {
+			return fmt.Errorf("bus: stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// validateEnv reports a bad value of each variable the streams read
+// whose field c leaves to it.
+func validateEnv(c StreamsConfig) error {
 	var errs []error
 	if _, err := conversationsMaxBytes(); err != nil && c.ConversationsMaxBytes == 0 {
 		errs = append(errs, err)
@@ -244,12 +269,43 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bus: %w", err)
 	}
+	return nil
+}
+
+// CreateStreams creates every Alicia stream that does not exist yet, with
+// the configuration EnsureStreams would give it, and leaves a stream that
+// exists alone, whatever its configuration: changing it is the
+// StreamsOwner's (its EnsureStreams at its next start). This is what a
+// service that is not the owner does at start; it needs
+// $JS.API.STREAM.CREATE and INFO of each stream, never UPDATE. JetStream
+// answers a create with a configuration identical to the stream's as a
+// success and refuses one that differs, so two services creating a
+// stream at once both succeed and a create cannot change a stream.
+// Settings are validated as EnsureStreams does.
+func CreateStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
+	if err := validateEnv(c); err != nil {
+		return err
+	}
 	for _, cfg := range StreamConfigs(c) {
-		if err := EnsureStream(ctx, js, cfg); err != nil {
+		if err := CreateStream(ctx, js, cfg); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", cfg.Name, err)
 		}
 	}
 	return nil
+}
+
+// CreateStream creates the stream when it does not exist; one that exists,
+// or is created concurrently with another configuration, is left as it is.
+func CreateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	_, err := js.Stream(ctx, cfg.Name)
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	_, err = js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil
+	}
+	return err
 }
 
 // EnsureStream creates the stream, or updates it when cfg changes what the

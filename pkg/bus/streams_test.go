@@ -289,3 +289,39 @@ func TestStreamRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateStreams: a service that is not bus.StreamsOwner creates the
+// streams that are missing, as EnsureStreams would, and leaves one that
+// exists with another configuration alone (no update); a bad setting
+// fails it as it fails EnsureStreams.
+func TestCreateStreams(t *testing.T) {
+	ctx := t.Context()
+	js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{ConversationsMaxBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, bus.StreamDeadLetter); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.CreateStreams(ctx, js, bus.StreamsConfig{ConversationsMaxBytes: 32 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	info := func(t *testing.T, js jetstream.JetStream, name string) *jetstream.StreamInfo {
+		t.Helper()
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo()
+	}
+	if got := info(t, js, bus.StreamConversations).Config.MaxBytes; got != 64<<20 {
+		t.Errorf("CONVERSATIONS MaxBytes %d after CreateStreams: want the owner's %d kept", got, 64<<20)
+	}
+	if got := info(t, js, bus.StreamDeadLetter).Config.MaxAge; got != 30*24*time.Hour {
+		t.Errorf("DEADLETTER made again with MaxAge %s, want 720h", got)
+	}
+	t.Setenv(bus.EnvStreamMaxAge, "1h")
+	if err := bus.CreateStreams(ctx, js, bus.StreamsConfig{}); err == nil || !strings.Contains(err.Error(), bus.EnvStreamMaxAge) {
+		t.Fatalf("CreateStreams with a bad age: %v, want an error naming %s", err, bus.EnvStreamMaxAge)
+	}
+}

@@ -11,7 +11,11 @@
 // service publishes or hears on core NATS; a JetStream publish is a publish
 // on the data subject, so this is where a service is kept from speaking for
 // the user or changing shared state. JetStream API subjects ($JS.API.…) are
-// granted per stream, and on the shared streams per filter: only
+// granted per stream. The shared streams' configuration is their owner's,
+// bus.StreamsOwner (persistence): every service may create one that is
+// missing (the server refuses a create that differs from the stream) and
+// read it, only the owner may update it, and no service may purge or
+// delete it. Consumers on the shared streams are granted per filter: only
 // persistence may create consumers that select anything on CONVERSATIONS and
 // SYSTEM; every other service may create consumers there only with the
 // single filter subjects it uses, named in the create subject
@@ -41,6 +45,7 @@ package natsauth
 import (
 	"slices"
 
+	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
@@ -169,6 +174,7 @@ func For(service string) Permissions {
 		// to a deleted conversation.
 		p.Publish = append(p.Publish, subjects.GatewayRevocations)
 		p.Subscribe = []string{subjects.GatewayRevocations}
+		p.Publish = append(p.Publish, readBacklog()...)
 	case RoomAgent:
 		// The LiveKit edge: client envelopes from the data channel and on
 		// the user's behalf (ControlStop, AudioChunk, Configuration),
@@ -178,6 +184,7 @@ func For(service string) Permissions {
 		p.Subscribe = []string{subjects.AllAudioOut, subjects.AllSpecTranscripts}
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
 		p.Publish = append(p.Publish, consume(bus.StreamDispatch)...)
+		p.Publish = append(p.Publish, readBacklog()...)
 	case ASR:
 		// The final transcript becomes the user's UserMessage.
 		// A speculative job's transcript goes to the room-agent and, as the
@@ -263,15 +270,24 @@ func For(service string) Permissions {
 		p.Subscribe = []string{rpc.HistorySubject, rpc.AppliedSubject, "$SRV.>", subjects.AllPersistenceProgress}
 		p.Responses = true
 		p.Publish = append(p.Publish, consume(bus.StreamConversations, bus.StreamSystem)...)
+		// How far it applied CONVERSATIONS, for the edges' backlog limit
+		// (pkg/backlog): it creates the bucket and writes the report.
+		p.Publish = append(p.Publish, keyValue(backlog.Bucket)...)
 	default:
 		return Permissions{}
 	}
-	// Every service: bus.Connect creates or updates the shared streams,
-	// JetStream answers (publish acks, API replies) and request replies
-	// arrive on the connection's inbox.
+	// Every service: bus.Connect creates the shared streams that are
+	// missing (a create with another configuration than the stream's is
+	// refused by the server, so it changes nothing); only their owner,
+	// bus.StreamsOwner, may update them. Purging or deleting one is the
+	// operator's (Admin). JetStream answers (publish acks, API replies)
+	// and request replies arrive on the connection's inbox.
 	p.Publish = append(p.Publish, "$JS.API.INFO")
 	for _, s := range bus.StreamNames() {
-		p.Publish = append(p.Publish, streamAPI("CREATE", s), streamAPI("UPDATE", s), streamAPI("INFO", s))
+		p.Publish = append(p.Publish, streamAPI("CREATE", s), streamAPI("INFO", s))
+		if service == bus.StreamsOwner {
+			p.Publish = append(p.Publish, streamAPI("UPDATE", s))
+		}
 	}
 	p.Subscribe = append(p.Subscribe, "_INBOX.>")
 	p.Publish = dedupe(p.Publish)
@@ -366,6 +382,15 @@ func keyValue(bucket string) []string {
 		"$KV." + bucket + ".>",
 		"$JS.API.DIRECT.GET." + stream + ".$KV." + bucket + ".>",
 	}
+}
+
+// readBacklog is what an edge's backlog.Watcher takes: opening
+// persistence's bucket of reports and reading CONVERSATIONS' report (the
+// stream's own state is read with STREAM.INFO, granted to every service).
+func readBacklog() []string {
+	stream := "KV_" + backlog.Bucket
+	return []string{streamAPI("INFO", stream),
+		"$JS.API.DIRECT.GET." + stream + ".$KV." + backlog.Bucket + "." + backlog.KeyConversations}
 }
 
 // bySequence is reading messages of the stream by sequence

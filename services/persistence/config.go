@@ -63,6 +63,10 @@ type Config struct {
 	HistoryWait time.Duration
 	// MetricsAddr serves /metrics and /healthz when set (ALICIA_PERSISTENCE_METRICS_ADDR).
 	MetricsAddr string
+	// BacklogInterval is how often the backlog is reported to the edges
+	// (pkg/backlog) and its gauges set (default backlog.DefaultInterval, a
+	// second; tests shorten it).
+	BacklogInterval time.Duration
 	// OnApplied, when set, is called after each committed batch with the
 	// highest stream sequence it covered (measurements, tests).
 	OnApplied func(stream string, upTo uint64)

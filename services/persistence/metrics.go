@@ -21,6 +21,14 @@ type metrics struct {
 	// as this one last saw; PartitionsHeld how many of them it applies.
 	Instances      prometheus.Gauge
 	PartitionsHeld prometheus.Gauge
+	// AppliedSeq is how far each stream is applied in every partition;
+	// StreamFirstSeq the stream's first sequence (above AppliedSeq+1:
+	// envelopes were dropped unapplied); BacklogBytes the estimated bytes
+	// not applied yet, against StreamMaxBytes (-1: no limit). By stream.
+	AppliedSeq     *prometheus.GaugeVec
+	StreamFirstSeq *prometheus.GaugeVec
+	BacklogBytes   *prometheus.GaugeVec
+	StreamMaxBytes *prometheus.GaugeVec
 }
 
 var (
@@ -47,8 +55,25 @@ func defaultMetrics() *metrics {
 				Namespace: "alicia", Subsystem: "persistence", Name: "partitions_held",
 				Help: "Partitions (of CONVERSATIONS and SYSTEM together) this instance holds the lease of and applies.",
 			}),
+			AppliedSeq: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "applied_seq",
+				Help: "Stream sequence up to which every envelope is applied in every partition, as this instance last knew.",
+			}, []string{"stream"}),
+			StreamFirstSeq: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "stream_first_seq",
+				Help: "First sequence the stream still holds; above alicia_persistence_applied_seq + 1, envelopes were dropped before they were applied.",
+			}, []string{"stream"}),
+			BacklogBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "backlog_bytes",
+				Help: "Estimated bytes of the stream's envelopes not applied yet: (last sequence - applied) x average envelope size.",
+			}, []string{"stream"}),
+			StreamMaxBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: "alicia", Subsystem: "persistence", Name: "stream_max_bytes",
+				Help: "The stream's size limit, beyond which its oldest envelopes are dropped (-1: none).",
+			}, []string{"stream"}),
 		}
-		prometheus.MustRegister(defMetrics.StreamResets, defMetrics.StreamEpoch, defMetrics.Instances, defMetrics.PartitionsHeld)
+		prometheus.MustRegister(defMetrics.StreamResets, defMetrics.StreamEpoch, defMetrics.Instances, defMetrics.PartitionsHeld,
+			defMetrics.AppliedSeq, defMetrics.StreamFirstSeq, defMetrics.BacklogBytes, defMetrics.StreamMaxBytes)
 	})
 	return defMetrics
 }

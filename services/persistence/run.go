@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/alicia-voice/alicia/migrations"
+	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -120,6 +121,14 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	for _, r := range runners {
 		r.coord, r.announce = coord, announce.publish
 	}
+	interval := cfg.BacklogInterval
+	if interval <= 0 {
+		interval = backlog.DefaultInterval
+	}
+	reporter, err := newBacklogReporter(ctx, js, progress, interval, log)
+	if err != nil {
+		return err
+	}
 	if err := coord.Tick(ctx); err != nil {
 		return fmt.Errorf("persistence: leases: %w", err)
 	}
@@ -155,6 +164,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	for _, r := range runners {
 		g.Go(func() error { return r.run(gctx, work) })
 	}
+	g.Go(func() error { return reporter.run(gctx) })
 	log.Info().Str("consumer", cfg.Consumer).Str("instance", cfg.Instance).Int("partitions", len(units)).Msg("persistence running")
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
