@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -36,11 +37,18 @@ type Config struct {
 	NATSAuth bus.Credentials
 
 	PostgresURL string // ALICIA_POSTGRES_URL (+ _FILE)
-	APIKeys     string // ALICIA_API_KEYS (+ _FILE): "key,…" or "user:key,…"
+	APIKeys     string // ALICIA_API_KEYS (+ _FILE): "key,…" or "user:key,…", entries also one a line
 	// AdminUsers names the administrators, users of APIKeys
 	// (ALICIA_ADMIN_USERS + _FILE, comma-separated; default none). Only they
 	// change tools and MCP servers and see their internals.
 	AdminUsers string
+	// APIKeysFile and AdminUsersFile are the files APIKeys and AdminUsers
+	// were read from (ALICIA_API_KEYS_FILE, ALICIA_ADMIN_USERS_FILE, when
+	// the variable itself is empty): the gateway reads them again when they
+	// change (keys_reload.go), so a key removed there stops working, and
+	// what it opened closes, without a restart. APIKeys and AdminUsers
+	// hold what they held at start.
+	APIKeysFile, AdminUsersFile string
 	// AuthFailuresPerMinute and AuthFailureBurst bound the failures of one
 	// wrong key from one client address (ALICIA_AUTH_FAILURES_PER_MINUTE,
 	// default 10; ALICIA_AUTH_FAILURE_BURST, default 10): beyond, that key
@@ -308,6 +316,7 @@ func ConfigFromEnv() (Config, error) {
 	if err != nil {
 		return c, err
 	}
+	c.APIKeysFile, c.AdminUsersFile = secretFile("ALICIA_API_KEYS"), secretFile("ALICIA_ADMIN_USERS")
 	return c, c.Validate()
 }
 
@@ -338,6 +347,15 @@ func ParseProxies(s string) ([]*net.IPNet, error) {
 		out = append(out, n)
 	}
 	return out, errors.Join(errs...)
+}
+
+// secretFile is the file config.Secret read name from: name_FILE when
+// name itself is empty.
+func secretFile(name string) string {
+	if os.Getenv(name) != "" {
+		return ""
+	}
+	return os.Getenv(name + "_FILE")
 }
 
 // splitList reads a comma-separated list, dropping blanks.

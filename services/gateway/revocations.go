@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
 	"github.com/alicia-voice/alicia/services/gateway/internal/session"
@@ -18,6 +19,9 @@ import (
 // session's participants.
 const roomRemovalTimeout = 10 * time.Second
 
+// keySessionsTimeout bounds ending the sessions of a removed API key.
+const keySessionsTimeout = 10 * time.Second
+
 // revocations makes revocation take effect on this replica, whichever
 // replica it came from: a session that ends (signed out, evicted by a
 // newer sign-in, expired; heard through the sessions bucket) closes the
@@ -26,8 +30,11 @@ const roomRemovalTimeout = 10 * time.Second
 // subjects.GatewayRevocations) closes the connections to it. The
 // sessions' WebSocket and timeline checks are also asked again once a
 // connection is counted. It runs until ctx ends or stop is called; stop
-// waits for what it started.
-func revocations(ctx context.Context, nc *nats.Conn, sessions *session.Store, wsh *ws.Handler, api *rest.API, log zerolog.Logger) (stop func(), err error) {
+// waits for what it started. endKeys makes the removal of API keys take
+// effect (keysReloader calls it on every replica, each reading the keys
+// file itself).
+func revocations(ctx context.Context, nc *nats.Conn, sessions *session.Store, wsh *ws.Handler, api *rest.API, log zerolog.Logger) (
+	endKeys func(context.Context, []auth.KeyRef), stop func(), err error) {
 	wsh.Sessions, api.Sessions = sessions, sessions
 	ctx, cancel := context.WithCancel(ctx)
 	var removals sync.WaitGroup
@@ -54,7 +61,7 @@ func revocations(ctx context.Context, nc *nats.Conn, sessions *session.Store, ws
 	})
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	sub, err := conns.Subscribe(nc, log, func(r conns.Revocation) {
 		if n := wsh.EndConversation(r.Conversation) + api.EndConversation(r.Conversation); n > 0 {
@@ -64,9 +71,53 @@ func revocations(ctx context.Context, nc *nats.Conn, sessions *session.Store, ws
 	if err != nil {
 		cancel()
 		<-watched
-		return nil, err
+		return nil, nil, err
 	}
-	return func() {
+	// A removed key: the connections it opened, directly or through a
+	// session, close at once ("the API key was removed"); its sessions end
+	// everywhere (the watch above then removes their LiveKit participants
+	// on every replica); the participants let in with the key itself are
+	// removed here.
+	endKeys = func(kctx context.Context, removed []auth.KeyRef) {
+		users := map[string]bool{}
+		for _, k := range removed {
+			users[k.User] = true
+			if n := wsh.EndKey(k.User, k.Fingerprint) + api.EndKey(k.User, k.Fingerprint); n > 0 {
+				log.Info().Str("user", k.User).Int("connections", n).Msg("API key removed: its connections closed")
+			}
+			sctx, scancel := context.WithTimeout(kctx, keySessionsTimeout)
+			n, err := sessions.EndKey(sctx, k.User, k.Fingerprint)
+			scancel()
+			if err != nil && kctx.Err() == nil {
+				log.Error().Err(err).Str("user", k.User).Msg("end the sessions of a removed API key; their cookies get 401 all the same")
+			}
+			if n > 0 {
+				log.Info().Str("user", k.User).Int("sessions", n).Msg("API key removed: its sessions ended")
+			}
+		}
+		if api.Rooms == nil {
+			return
+		}
+		for user := range users {
+			removals.Add(1)
+			go func() {
+				defer removals.Done()
+				rctx, rcancel := context.WithTimeout(ctx, roomRemovalTimeout)
+				defer rcancel()
+				// A key's token names its user (rest.Principal), not the key:
+				// the participants let in with the user's other keys leave
+				// too, and ask for a new token to come back.
+				n, err := api.Rooms.EndPrincipal(rctx, "key:"+user)
+				if err != nil && ctx.Err() == nil {
+					log.Warn().Err(err).Msg("remove a removed API key's LiveKit participants; they stay until they leave")
+				}
+				if n > 0 {
+					log.Info().Str("user", user).Int("participants", n).Msg("API key removed: its LiveKit participants removed")
+				}
+			}()
+		}
+	}
+	return endKeys, func() {
 		_ = sub.Unsubscribe()
 		cancel()
 		<-watched

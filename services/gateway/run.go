@@ -175,11 +175,19 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	cfg.TimelineReads.Limit(api)
 	api.Register(v1.Group("", middleware.BodyLimit("1M")))
 	wsh.ServerInfo = api.ServerInfo
-	stopRevocations, err := revocations(watchCtx, nc, sessions, wsh, api, log)
+	endKeys, stopRevocations, err := revocations(watchCtx, nc, sessions, wsh, api, log)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	defer stopRevocations()
+	// The keys' and administrators' files are read again when they change:
+	// a removed key ends what it opened (keys_reload.go).
+	if reloader := newKeysReloader(cfg, verifier, endKeys, log); reloader != nil {
+		reloadCtx, stopReload := context.WithCancel(watchCtx)
+		reloaded := make(chan struct{})
+		go func() { defer close(reloaded); reloader.run(reloadCtx) }()
+		defer func() { stopReload(); <-reloaded }()
+	}
 	if err := serveWebClient(e, cfg); err != nil {
 		return err
 	}

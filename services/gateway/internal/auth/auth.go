@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -32,28 +33,45 @@ type Key struct {
 	Secret string
 }
 
-// ParseKeys reads "key1,key2" or "user1:key1,user2:key2". A key without a
-// user acts for a user derived from the key's hash, so the same key always
-// owns the same conversations.
+// ParseKeys reads "key1,key2" or "user1:key1,user2:key2"; entries may
+// also be on lines of their own (a file). A key without a user acts for a
+// user derived from the key's hash, so the same key always owns the same
+// conversations. Every problem is reported, each naming its entry (and
+// line, when there are several) but never the key.
 func ParseKeys(s string) ([]Key, error) {
 	var keys []Key
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
+	var errs []error
+	lines := strings.Split(s, "\n")
+	for ln, line := range lines {
+		for n, part := range strings.Split(line, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			user, secret, ok := strings.Cut(part, ":")
+			if !ok {
+				secret, user = part, ""
+			}
+			if len(secret) < 16 {
+				where := fmt.Sprintf("entry %d", n+1)
+				if len(lines) > 1 {
+					where = fmt.Sprintf("line %d, %s", ln+1, where)
+				}
+				if user != "" {
+					where += " (user " + strconv.Quote(user) + ")"
+				}
+				errs = append(errs, fmt.Errorf("auth: %s: an API key must be at least 16 characters (got %d)", where, len(secret)))
+				continue
+			}
+			if user == "" {
+				sum := sha256.Sum256([]byte(secret))
+				user = "key-" + hex.EncodeToString(sum[:6])
+			}
+			keys = append(keys, Key{User: user, Secret: secret})
 		}
-		user, secret, ok := strings.Cut(part, ":")
-		if !ok {
-			secret, user = part, ""
-		}
-		if len(secret) < 16 {
-			return nil, fmt.Errorf("auth: an API key must be at least 16 characters (got %d)", len(secret))
-		}
-		if user == "" {
-			sum := sha256.Sum256([]byte(secret))
-			user = "key-" + hex.EncodeToString(sum[:6])
-		}
-		keys = append(keys, Key{User: user, Secret: secret})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if len(keys) == 0 {
 		return nil, errors.New("auth: no API keys configured")
@@ -80,15 +98,10 @@ func ParseAdmins(s string, keys []Key) (admins map[string]bool, unknown []string
 	return admins, unknown
 }
 
-// Keys verifies presented keys in constant time.
+// Keys verifies presented keys in constant time. The keys and the
+// administrators may be replaced while requests are served (Replace).
 type Keys struct {
-	keys []Key
-	// digests are the keys' SHA-256, in keys' order: what a presented
-	// key's digest is compared with.
-	digests [][sha256.Size]byte
-	admins  map[string]bool
-	// byFingerprint is each key's user by Fingerprint.
-	byFingerprint map[string]string
+	set atomic.Pointer[keySet]
 	// QueryTokenPath is the one route (an echo path, "/v1/ws") where the key
 	// may come as ?token=; empty: nowhere.
 	QueryTokenPath string
@@ -103,6 +116,18 @@ type Keys struct {
 	Log     zerolog.Logger
 }
 
+// keySet is one configuration of keys and administrators, never changed
+// once made: a request reads one whole set.
+type keySet struct {
+	keys []Key
+	// digests are the keys' SHA-256, in keys' order: what a presented
+	// key's digest is compared with.
+	digests [][sha256.Size]byte
+	admins  map[string]bool
+	// byFingerprint is each key's user by Fingerprint.
+	byFingerprint map[string]string
+}
+
 // SessionFinder finds a browser session by the id its cookie holds
 // (session.ErrNotFound when there is none).
 type SessionFinder interface {
@@ -111,12 +136,18 @@ type SessionFinder interface {
 
 // NewKeys returns a verifier; admins are the administrators' user names.
 func NewKeys(keys []Key, admins map[string]bool) *Keys {
-	k := &Keys{keys: keys, admins: admins, byFingerprint: map[string]string{}}
-	for _, key := range keys {
-		k.byFingerprint[Fingerprint(key.Secret)] = key.User
-		k.digests = append(k.digests, sha256.Sum256([]byte(key.Secret)))
-	}
+	k := &Keys{}
+	k.set.Store(newKeySet(keys, admins))
 	return k
+}
+
+func newKeySet(keys []Key, admins map[string]bool) *keySet {
+	s := &keySet{keys: keys, admins: admins, byFingerprint: map[string]string{}}
+	for _, key := range keys {
+		s.byFingerprint[Fingerprint(key.Secret)] = key.User
+		s.digests = append(s.digests, sha256.Sum256([]byte(key.Secret)))
+	}
+	return s
 }
 
 // Fingerprint names an API key without revealing it, for a session to
@@ -130,12 +161,12 @@ func Fingerprint(secret string) string {
 // KeyUser returns the user of the configured key with fingerprint, or false
 // when no configured key has it (the key was removed).
 func (k *Keys) KeyUser(fingerprint string) (string, bool) {
-	u, ok := k.byFingerprint[fingerprint]
+	u, ok := k.set.Load().byFingerprint[fingerprint]
 	return u, ok
 }
 
 // IsAdminUser reports whether user is an administrator.
-func (k *Keys) IsAdminUser(user string) bool { return k.admins[user] }
+func (k *Keys) IsAdminUser(user string) bool { return k.set.Load().admins[user] }
 
 // User returns the user of secret, or false. The SHA-256 digests of the
 // presented and every configured key are compared, all of them, in
@@ -143,10 +174,11 @@ func (k *Keys) IsAdminUser(user string) bool { return k.admins[user] }
 // differ, so comparing the keys themselves would tell a guesser their
 // lengths; digests are all 32 bytes.
 func (k *Keys) User(secret string) (string, bool) {
+	set := k.set.Load()
 	presented := sha256.Sum256([]byte(secret))
 	user, found := "", 0
-	for i, key := range k.keys {
-		if constantTimeCompare(k.digests[i][:], presented[:]) == 1 {
+	for i, key := range set.keys {
+		if constantTimeCompare(set.digests[i][:], presented[:]) == 1 {
 			user, found = key.User, 1
 		}
 	}
@@ -161,6 +193,7 @@ const (
 	userKey    = "alicia.user"
 	adminKey   = "alicia.admin"
 	sessionKey = "alicia.session"
+	apiKeyKey  = "alicia.key"
 )
 
 // Middleware rejects requests without a valid key or session (401) and
@@ -191,7 +224,8 @@ func (k *Keys) Middleware() echo.MiddlewareFunc {
 				return err
 			}
 			c.Set(userKey, user)
-			c.Set(adminKey, k.admins[user])
+			c.Set(adminKey, k.IsAdminUser(user))
+			c.Set(apiKeyKey, Fingerprint(secret))
 			return next(c)
 		}
 	}
@@ -273,6 +307,14 @@ func tooMany(c echo.Context, wait int) error {
 func UserOf(c echo.Context) string {
 	u, _ := c.Get(userKey).(string)
 	return u
+}
+
+// KeyOf returns the Fingerprint of the API key behind a request that
+// passed Middleware: the key it carried, or the one its session was
+// opened with. Removing that key ends the connections it opened.
+func KeyOf(c echo.Context) string {
+	fp, _ := c.Get(apiKeyKey).(string)
+	return fp
 }
 
 // IsAdmin reports whether the request's user is an administrator.

@@ -226,3 +226,63 @@ func TestMiddlewareThrottlesFailures(t *testing.T) {
 	want(do("192.0.2.1", "/x", "bbbbbbbbbbbbbbbbbbbb"), 200, "bob's key, used from the address in ?token=")
 	want(do("192.0.2.2", "/x", "fourth-wrong-key-012"), 401, "another address")
 }
+
+// TestParseKeysLines: entries may be on lines of their own (a file); every
+// bad entry is reported with its line and entry, never with its key.
+func TestParseKeysLines(t *testing.T) {
+	keys, err := auth.ParseKeys("alice:aaaaaaaaaaaaaaaaaaaa\r\n\nbob:bbbbbbbbbbbbbbbbbbbb, carol:cccccccccccccccccccc\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 3 || keys[0].User != "alice" || keys[1].User != "bob" || keys[2].User != "carol" || keys[0].Secret != "aaaaaaaaaaaaaaaaaaaa" {
+		t.Fatalf("keys = %+v", keys)
+	}
+	_, err = auth.ParseKeys("alice:aaaaaaaaaaaaaaaaaaaa\nbob:tooShortKey, carol:cccccccccccccccccccc\nshortanon")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{`line 2, entry 1 (user "bob")`, "line 3, entry 1:", "(got 11)", "(got 9)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	for _, secret := range []string{"tooShortKey", "shortanon"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error %q shows a key", err)
+		}
+	}
+	if _, err := auth.ParseKeys("bob:short"); err == nil || strings.Contains(err.Error(), "line") || !strings.Contains(err.Error(), "entry 1") {
+		t.Errorf("one line: %v, want the entry without a line", err)
+	}
+}
+
+// TestReplace: replaced keys judge the next request (an added key works, a
+// removed one is a 401, administrators follow); Replace names the keys
+// that no longer act for their user, a key given to another user too.
+func TestReplace(t *testing.T) {
+	keys, _ := auth.ParseKeys("alice:aaaaaaaaaaaaaaaaaaaa,bob:bbbbbbbbbbbbbbbbbbbb,carol:cccccccccccccccccccc")
+	k := auth.NewKeys(keys, map[string]bool{"alice": true})
+	next, _ := auth.ParseKeys("alice:aaaaaaaaaaaaaaaaaaaa,dave:dddddddddddddddddddd,erin:cccccccccccccccccccc")
+	removed := k.Replace(next, map[string]bool{"dave": true})
+	got := map[string]string{}
+	for _, r := range removed {
+		got[r.User] = r.Fingerprint
+	}
+	if len(removed) != 2 || got["bob"] != auth.Fingerprint("bbbbbbbbbbbbbbbbbbbb") || got["carol"] != auth.Fingerprint("cccccccccccccccccccc") {
+		t.Fatalf("removed %+v, want bob's key and carol's (now erin's)", removed)
+	}
+	for secret, want := range map[string]string{"aaaaaaaaaaaaaaaaaaaa": "alice", "bbbbbbbbbbbbbbbbbbbb": "", "dddddddddddddddddddd": "dave", "cccccccccccccccccccc": "erin"} {
+		if user, ok := k.User(secret); user != want || ok != (want != "") {
+			t.Errorf("User(%s…) = %q %v, want %q", secret[:1], user, ok, want)
+		}
+	}
+	if _, ok := k.KeyUser(auth.Fingerprint("bbbbbbbbbbbbbbbbbbbb")); ok {
+		t.Error("a session of bob's removed key is still valid")
+	}
+	if k.IsAdminUser("alice") || !k.IsAdminUser("dave") {
+		t.Error("the administrators were not replaced")
+	}
+	if again := k.Replace(next, nil); len(again) != 0 {
+		t.Errorf("the same keys again removed %+v", again)
+	}
+}

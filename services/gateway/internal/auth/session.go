@@ -46,7 +46,8 @@ func (k *Keys) withSession(c echo.Context, next echo.HandlerFunc, id string) err
 		k.Failures.Remember(c.RealIP(), rec.KeyFingerprint)
 	}
 	c.Set(userKey, rec.User)
-	c.Set(adminKey, k.admins[rec.User])
+	c.Set(adminKey, k.IsAdminUser(rec.User))
+	c.Set(apiKeyKey, rec.KeyFingerprint)
 	c.Set(sessionKey, sessionOf{id: id, rec: rec})
 	return next(c)
 }

@@ -3,7 +3,7 @@
 // (Quotas.ConnectionsPerUser), ends them on shutdown (net/http's own
 // Shutdown waits for them instead; a hijacked WebSocket it does not even
 // see), and ends those of a revoked principal: a signed-out session, a
-// deleted conversation (revocation.go).
+// removed API key, a deleted conversation (revocation.go).
 package conns
 
 import (
@@ -26,6 +26,9 @@ type Principal struct {
 	// Session is the bucket key of the web client session that opened it
 	// (session.KeyOf); "" when an API key did.
 	Session string
+	// Key is the fingerprint of the API key behind it (auth.KeyOf): the
+	// one it carried, or the one its session was opened with.
+	Key string
 }
 
 // Reason says why a connection was ended.
@@ -38,6 +41,9 @@ const (
 	SessionEnded Reason = iota + 1
 	// ConversationDeleted: the conversation it is bound to was deleted.
 	ConversationDeleted
+	// KeyRemoved: the API key behind it was removed (or given to another
+	// user).
+	KeyRemoved
 )
 
 // String is the reason as the client is told it (a WebSocket close reason,
@@ -48,6 +54,8 @@ func (r Reason) String() string {
 		return "signed out: the session ended; sign in again"
 	case ConversationDeleted:
 		return "conversation deleted"
+	case KeyRemoved:
+		return "the API key was removed"
 	}
 	return "ended"
 }
@@ -166,6 +174,16 @@ func (t *Tracker) EndSession(key string) int {
 		return 0
 	}
 	return t.end(SessionEnded, func(c *Conn) bool { return c.p.Session == key })
+}
+
+// EndKey ends the connections of user opened with the API key of
+// fingerprint, directly or through a session, and returns how many it
+// ended.
+func (t *Tracker) EndKey(user, fingerprint string) int {
+	if fingerprint == "" {
+		return 0
+	}
+	return t.end(KeyRemoved, func(c *Conn) bool { return c.p.Key == fingerprint && c.p.User == user })
 }
 
 // EndConversation ends the connections bound to conversation cid and

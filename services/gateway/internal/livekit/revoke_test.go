@@ -36,6 +36,12 @@ type grant struct {
 // the gateway handing out its tokens with the default TTL.
 func voiceStack(t *testing.T) (base string, lk *lktest.Server) {
 	t.Helper()
+	return voiceStackWith(t, nil)
+}
+
+// voiceStackWith is voiceStack with mod applied to the gateway's Config.
+func voiceStackWith(t *testing.T, mod func(*gateway.Config)) (base string, lk *lktest.Server) {
+	t.Helper()
 	lk = lktest.Start(t)
 	ns := natstest.Run(t)
 	pgURL := pgtest.NewURL(t)
@@ -44,6 +50,9 @@ func voiceStack(t *testing.T) (base string, lk *lktest.Server) {
 	cfg.HTTPAddr, cfg.NATSURL, cfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
 	cfg.APIKeys, cfg.RateLimit = "alice:"+aliceKey, 1000
 	cfg.LiveKit = gateway.LiveKit{URL: lk.URL, APIKey: lk.APIKey, APISecret: lk.APISecret, TokenTTL: gateway.DefaultConfig().LiveKit.TokenTTL}
+	if mod != nil {
+		mod(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addr, done := make(chan string, 1), make(chan error, 1)
 	go func() { done <- gateway.Run(ctx, cfg, zerolog.Nop(), func(a string) { addr <- a }) }()

@@ -111,7 +111,7 @@ func (a *API) conversationTimelineStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := conns.Principal{User: auth.UserOf(c)}
+	p := conns.Principal{User: auth.UserOf(c), Key: auth.KeyOf(c)}
 	sid, _, bySession := auth.SessionOf(c)
 	if bySession {
 		p.Session = session.KeyOf(sid)
@@ -336,6 +336,10 @@ func sequenceParam(name, s string) (uint64, error) {
 // EndSession ends the timeline streams opened with the session of bucket
 // key key (session.KeyOf); each is told why (event "revoked").
 func (a *API) EndSession(key string) int { return a.streams.EndSession(key) }
+
+// EndKey ends the timeline streams of user opened with the API key of
+// fingerprint, directly or through a session; each is told why.
+func (a *API) EndKey(user, fingerprint string) int { return a.streams.EndKey(user, fingerprint) }
 
 // EndConversation ends the timeline streams of conversation cid; each is
 // told why (event "revoked").

@@ -67,6 +67,11 @@ const (
 // key key (session.KeyOf) with CloseSignedOut.
 func (h *Handler) EndSession(key string) int { return h.conns.EndSession(key) }
 
+// EndKey closes the connections of user opened with the API key of
+// fingerprint (auth.Fingerprint), directly or through a session, with
+// CloseSignedOut ("the API key was removed").
+func (h *Handler) EndKey(user, fingerprint string) int { return h.conns.EndKey(user, fingerprint) }
+
 // EndConversation closes the connections bound to conversation cid with
 // CloseConversationDeleted.
 func (h *Handler) EndConversation(cid string) int { return h.conns.EndConversation(cid) }
@@ -108,7 +113,7 @@ func (t transport) Send(ctx context.Context, frame []byte) error {
 // Serve is the echo handler of /v1/ws (behind auth.Middleware).
 func (h *Handler) Serve(c echo.Context) error {
 	user := auth.UserOf(c)
-	p := conns.Principal{User: user}
+	p := conns.Principal{User: user, Key: auth.KeyOf(c)}
 	sid, _, bySession := auth.SessionOf(c)
 	if bySession {
 		p.Session = session.KeyOf(sid)
