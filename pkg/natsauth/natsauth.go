@@ -170,6 +170,10 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll, subjects.Conversation("*"))...)
 		// The web client's sessions.
 		p.Publish = append(p.Publish, keyValue(SessionsBucket)...)
+		// Watching the sessions that end (sign-out, eviction, expiry), on
+		// every replica, to close their connections: a consumer on the
+		// bucket's keys.
+		p.Publish = append(p.Publish, consumeFiltered("KV_"+SessionsBucket, "$KV."+SessionsBucket+".*")...)
 		// Revocations among the replicas: each ends its own connections
 		// to a deleted conversation.
 		p.Publish = append(p.Publish, subjects.GatewayRevocations)
