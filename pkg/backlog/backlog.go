@@ -5,7 +5,7 @@
 //
 // Persistence (the one writer) reports at least once a second how far it
 // has applied the stream — the highest sequence up to which every envelope
-// is applied in every partition — to the KeyValue bucket ALICIA_BACKLOG,
+// is applied in every partition — to the KeyValue bucket BACKLOG,
 // key "conversations" (Publish). An edge's Watcher reads that report and
 // the stream's state about once a second, in the background, and estimates
 // the bytes not applied yet as (LastSeq − applied) × (Bytes / Msgs). At or
@@ -29,9 +29,9 @@ import (
 
 const (
 	// Bucket is persistence's KeyValue bucket of reports (stream
-	// KV_ALICIA_BACKLOG): persistence creates and writes it, the edges read
+	// KV_BACKLOG): persistence creates and writes it, the edges read
 	// it (pkg/natsauth).
-	Bucket = "ALICIA_BACKLOG"
+	Bucket = "BACKLOG"
 	// KeyConversations is the key of CONVERSATIONS' report.
 	KeyConversations = "conversations"
 	// EnvLimit is the fraction of CONVERSATIONS' MaxBytes that envelopes

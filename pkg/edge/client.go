@@ -101,7 +101,7 @@ func (s *Session) refuseForBacklog(env *protocol.Envelope) bool {
 		return false
 	}
 	refused(RefusedBacklog)
-	msg := fmt.Sprintf("the server is storing what it already took (%s): send this again in %s", why, roundUp(retry))
+	msg := fmt.Sprintf("%s; send this again in %s", why, roundUp(retry))
 	cid := s.ConversationID()
 	out := protocol.New(cid, &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid, Code: protocol.CodeOverloaded,
 		Message: msg, Severity: 2, Recoverable: true, OriginatingID: bodyID(env)})

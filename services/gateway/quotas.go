@@ -3,7 +3,9 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"os"
 
+	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/edge"
 )
@@ -28,17 +30,26 @@ type Quotas struct {
 	// Budgets bound what a user may send and keep in bytes and work
 	// (ALICIA_BUDGET_*; see edge.Budgets and the table in the README).
 	Budgets edge.Budgets
+	// BacklogLimit: the share of CONVERSATIONS' size the envelopes
+	// persistence has not applied may take before client input is
+	// refused (ALICIA_STREAM_BACKLOG_LIMIT, default 0.5; pkg/backlog).
+	BacklogLimit float64
 }
 
 // DefaultQuotas returns the defaults.
 func DefaultQuotas() Quotas {
-	return Quotas{Edge: edge.DefaultLimits(), ConnectionsPerUser: 8, RoomsPerUser: 3, Budgets: edge.DefaultBudgets()}
+	return Quotas{Edge: edge.DefaultLimits(), ConnectionsPerUser: 8, RoomsPerUser: 3, Budgets: edge.DefaultBudgets(), BacklogLimit: backlog.DefaultLimit}
 }
 
 // QuotasFromEnv overrides c.Quotas from the environment; a launcher that
 // builds its Config in code (alicia up) calls it too.
 func (c *Config) QuotasFromEnv() error {
+	var limitErr error
+	if os.Getenv(backlog.EnvLimit) != "" {
+		c.Quotas.BacklogLimit, limitErr = backlog.LimitFromEnv()
+	}
 	return errors.Join(
+		limitErr,
 		c.Quotas.Edge.FromEnv(),
 		c.Quotas.Budgets.FromEnv(),
 		config.Int("ALICIA_WS_CONNECTIONS_PER_USER", &c.Quotas.ConnectionsPerUser),
@@ -52,6 +63,9 @@ func (q Quotas) validate() error {
 		errs = append(errs, err)
 	}
 	if err := q.Budgets.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := (backlog.Config{Limit: q.BacklogLimit}).Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if q.ConnectionsPerUser < 1 {

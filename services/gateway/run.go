@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/pgread"
@@ -137,16 +138,23 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	// Budgets in bytes and work, one account per user for the WebSocket and
 	// the REST API, their usage over every replica read from Postgres.
 	edge.RefusalMetrics()
+	// Client input is refused while CONVERSATIONS holds too much that
+	// persistence has not applied, before the stream could drop any of it.
+	streamBacklog, err := backlog.Watch(ctx, js, backlog.Config{Limit: cfg.Quotas.BacklogLimit, Log: log})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	defer streamBacklog.Stop()
 	var accounts *edge.Accounts
 	if !cfg.Quotas.Budgets.Off() {
 		accounts = edge.NewAccounts(cfg.Quotas.Budgets, st, log)
 		defer accounts.Wait()
 	}
 	wsh := &ws.Handler{JS: js, Auth: owners{st: st}, Log: log, QueueSize: cfg.QueueSize, OriginPatterns: cfg.AllowedOrigins,
-		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), Accounts: accounts, Budgets: cfg.Quotas.Budgets, ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
+		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), Accounts: accounts, Budgets: cfg.Quotas.Budgets, Backlog: streamBacklog, ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
 	v1.GET("/ws", wsh.Serve)
 	api := &rest.API{Store: st, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
-		MCPAllowedHosts: cfg.MCPAllowedHosts, StreamsPerUser: cfg.Quotas.ConnectionsPerUser, Accounts: accounts, Budgets: cfg.Quotas.Budgets,
+		MCPAllowedHosts: cfg.MCPAllowedHosts, StreamsPerUser: cfg.Quotas.ConnectionsPerUser, Accounts: accounts, Budgets: cfg.Quotas.Budgets, Backlog: streamBacklog,
 		Probe: probe.New(map[string]probe.Backend{
 			"llm":        probe.Backend(cfg.LLM),
 			"asr":        probe.Backend(cfg.ASR),

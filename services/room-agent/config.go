@@ -9,8 +9,10 @@ package roomagent
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/edge"
@@ -79,6 +81,10 @@ type Config struct {
 	// Budgets bound a participant's data channel in bytes (ALICIA_BUDGET_*:
 	// audio per second, text lengths, envelope size; edge.Budgets).
 	Budgets edge.Budgets
+	// BacklogLimit: the share of CONVERSATIONS' size the envelopes
+	// persistence has not applied may take before data-channel input is
+	// refused (ALICIA_STREAM_BACKLOG_LIMIT, default 0.5; pkg/backlog).
+	BacklogLimit float64
 }
 
 // maxUtteranceCap is the longest ALICIA_VAD_MAX_UTTERANCE: an utterance's
@@ -95,7 +101,7 @@ func DefaultConfig() Config {
 		AdaptiveEnd: true, EndSilenceMin: 300 * time.Millisecond, EndSilenceMax: time.Second,
 		Speculation: true, PauseAfter: 100 * time.Millisecond,
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
-		Edge: edge.DefaultLimits(), Budgets: edge.DefaultBudgets(),
+		Edge: edge.DefaultLimits(), Budgets: edge.DefaultBudgets(), BacklogLimit: backlog.DefaultLimit,
 	}
 }
 
@@ -133,6 +139,11 @@ func ConfigFromEnv() (Config, error) {
 		c.Edge.FromEnv(),
 		c.Budgets.FromEnv(),
 	}
+	if os.Getenv(backlog.EnvLimit) != "" {
+		var err error
+		c.BacklogLimit, err = backlog.LimitFromEnv()
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
@@ -155,6 +166,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Budgets.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := (backlog.Config{Limit: c.BacklogLimit}).Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.BargeInMin < 0 {

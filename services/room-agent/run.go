@@ -8,6 +8,7 @@ import (
 	lksdk "github.com/livekit/server-sdk-go/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
@@ -29,9 +30,13 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return err
 	}
 	defer nc.Close()
-	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+	// Client input is refused while CONVERSATIONS holds too much that
+	// persistence has not applied (bus.Connect created what was missing).
+	streamBacklog, err := backlog.Watch(ctx, js, backlog.Config{Limit: cfg.BacklogLimit, Log: log})
+	if err != nil {
 		return fmt.Errorf("room-agent: %w", err)
 	}
+	defer streamBacklog.Stop()
 	if cfg.MetricsAddr != "" {
 		stop, err := telemetry.ServeMetrics(cfg.MetricsAddr, true, log, svcmain.Draining(ctx),
 			// The dispatch consumer exists once the agent runs (below).
@@ -51,7 +56,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if zl, err := protoLogger.NewZapLogger(&protoLogger.Config{Level: "warn", JSON: true}); err == nil {
 		lksdk.SetLogger(zl)
 	}
-	a := agent.New(cfg.agent(), agent.Deps{NC: nc, JS: js, Log: log})
+	a := agent.New(cfg.agent(), agent.Deps{NC: nc, JS: js, Log: log, Backlog: streamBacklog})
 	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Msg("room-agent running")
 	return a.Run(ctx, svcmain.WorkContext(ctx))
 }

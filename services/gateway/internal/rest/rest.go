@@ -63,6 +63,9 @@ type API struct {
 	// WebSocket; nil: only the text budgets of Budgets apply.
 	Accounts *edge.Accounts
 	Budgets  edge.Budgets
+	// Backlog refuses writes (503 with Retry-After) while the stream is
+	// too far ahead of persistence (pkg/backlog; nil: never).
+	Backlog edge.Backlog
 
 	streams conns.Tracker
 }

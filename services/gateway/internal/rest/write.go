@@ -3,7 +3,10 @@ package rest
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,6 +53,13 @@ func (a *API) write(c echo.Context, pubs ...publication) error {
 	// a retry does not leave a first attempt to be applied later.
 	if err := rpc.WaitApplied(ctx, a.NC, bus.StreamConversations, 0); err != nil {
 		return dependency(err, "persistence")
+	}
+	if a.Backlog != nil {
+		if why, retry, refuse := a.Backlog.Refuse(); refuse {
+			edge.RefusalMetrics().WithLabelValues(edge.RefusedBacklog).Inc()
+			c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retry.Seconds())))))
+			return fail(http.StatusServiceUnavailable, "%s; try again in %s", why, retry.Round(time.Second))
+		}
 	}
 	upTo := map[string]uint64{}
 	for _, pub := range pubs {

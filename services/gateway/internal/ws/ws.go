@@ -45,6 +45,9 @@ type Handler struct {
 	// without them (every budget off) Budgets' text and size budgets apply.
 	Accounts *edge.Accounts
 	Budgets  edge.Budgets
+	// Backlog refuses client input while the stream is too far ahead of
+	// persistence (pkg/backlog; nil: never).
+	Backlog edge.Backlog
 	// ConnectionsPerUser bounds a user's open connections (0: no limit);
 	// beyond, the upgrade is refused with 429.
 	ConnectionsPerUser int
@@ -148,7 +151,7 @@ func (h *Handler) Serve(c echo.Context) error {
 		h.sendServerInfo(ctx, conn, auth.IsAdmin(c), log)
 	}()
 	s := edge.NewSession(h.JS, h.Auth, transport{c: conn, ready: ready}, edge.Options{User: user, QueueSize: h.QueueSize,
-		Limits: h.Limits, Users: h.Users, Accounts: h.Accounts, Budgets: h.Budgets, Log: log,
+		Limits: h.Limits, Users: h.Users, Accounts: h.Accounts, Budgets: h.Budgets, Backlog: h.Backlog, Log: log,
 		OnConfigured: func(cid string, _ *protocol.Configuration) { tracked.Bind(cid) }})
 	runErr := make(chan error, 1)
 	go func() { runErr <- s.Run(ctx) }()

@@ -32,6 +32,9 @@ type Deps struct {
 	// Accounts enforce the per-user budgets over the rooms of the agent
 	// (New makes one from Config.Budgets when nil).
 	Accounts *edge.Accounts
+	// Backlog refuses data-channel input while the stream is too far
+	// ahead of persistence (pkg/backlog; nil: never).
+	Backlog edge.Backlog
 }
 
 // Room is the agent's presence in one conversation's room.
@@ -257,7 +260,7 @@ func (r *Room) onParticipantConnected(p *lksdk.RemoteParticipant) {
 		user = r.user // the room's token was issued to the conversation's owner
 	}
 	s := edge.NewSession(r.d.JS, roomAuth{}, dataTransport{r: r, identity: id}, edge.Options{User: user, Conversation: r.cid,
-		Limits: r.cfg.Edge, Users: r.d.Users, Accounts: r.d.Accounts, Log: r.log, OnConfigured: func(_ string, cfg *protocol.Configuration) { r.onConfigured(id, cfg) }})
+		Limits: r.cfg.Edge, Users: r.d.Users, Accounts: r.d.Accounts, Backlog: r.d.Backlog, Log: r.log, OnConfigured: func(_ string, cfg *protocol.Configuration) { r.onConfigured(id, cfg) }})
 	ctx, stop := context.WithCancel(r.ctx)
 	r.sessions[id] = participantSession{s: s, sid: p.SID(), stop: stop}
 	r.wg.Add(1)
