@@ -80,6 +80,7 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		var audio int64
 		if ac, ok := env.Body.(*protocol.AudioChunk); ok {
 			audio = int64(len(ac.Data))
+			s.sentAudio.Store(true)
 		}
 		if o := s.opts.Accounts.Envelope(s.opts.User, int64(len(frame)), audio, stores(&env)); o != nil {
 			s.overBudget(o, &env)

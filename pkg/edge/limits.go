@@ -261,9 +261,11 @@ func (u *UserRates) wait(user string, rate, burst float64) time.Duration {
 // spare, without spending it. A transport that reads one frame at a time
 // calls it before each read, so a flood stays in the client's socket: TCP
 // flow control then slows the sender, and none of the flood costs the
-// server a read, a decode or an answer. It also waits while the user's
-// audio rate is in debt (Accounts.AudioWait: audio read beyond it, taken
-// or refused), so refused audio is read no faster than the rate.
+// server a read, a decode or an answer. A connection that sent audio also
+// waits while the user's audio rate is in debt (Accounts.AudioWait: audio
+// read beyond it, taken or refused), so refused audio is read no faster
+// than the rate; the user's other connections (typing, stopping an
+// answer) are not held by it.
 // HandleClient still checks the rates (a transport that cannot pace, like
 // the data channel, refuses).
 func (s *Session) Pace(ctx context.Context) error {
@@ -275,7 +277,7 @@ func (s *Session) Pace(ctx context.Context) error {
 		if s.opts.Users != nil {
 			d = max(d, s.opts.Users.wait(s.opts.User, l.UserRate, l.UserBurst))
 		}
-		if s.opts.Accounts != nil {
+		if s.opts.Accounts != nil && s.sentAudio.Load() {
 			d = max(d, s.opts.Accounts.AudioWait(s.opts.User))
 		}
 		if d <= 0 {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -86,7 +87,7 @@ type Options struct {
 	// refused (504, recoverable, saying when to retry) rather than the
 	// stream dropping envelopes persistence has not applied.
 	Backlog Backlog
-	Log   zerolog.Logger
+	Log     zerolog.Logger
 }
 
 // Backlog says whether client input must be refused because the stream
@@ -98,11 +99,11 @@ type Backlog interface {
 
 // Session is one client connection.
 type Session struct {
-	js     jetstream.JetStream
-	pub    *bus.Publisher
-	auth   Authorizer
-	tr     Transport
-	opts   Options
+	js      jetstream.JetStream
+	pub     *bus.Publisher
+	auth    Authorizer
+	tr      Transport
+	opts    Options
 	limits  Limits
 	budgets Budgets
 	queue   chan []byte
@@ -113,6 +114,7 @@ type Session struct {
 	cancel    context.CancelFunc // stops forwarding
 	stopped   bool               // Run ended: no forwarding may start
 	rate      bucket             // the session's envelopes per second
+	sentAudio atomic.Bool        // an AudioChunk came on this connection (Pace)
 	refused   int                // envelopes refused for the rate since the last one taken
 	done      chan struct{}
 	err       error
