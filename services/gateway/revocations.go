@@ -79,9 +79,7 @@ func revocations(ctx context.Context, nc *nats.Conn, sessions *session.Store, ws
 	// on every replica); the participants let in with the key itself are
 	// removed here.
 	endKeys = func(kctx context.Context, removed []auth.KeyRef) {
-		users := map[string]bool{}
 		for _, k := range removed {
-			users[k.User] = true
 			if n := wsh.EndKey(k.User, k.Fingerprint) + api.EndKey(k.User, k.Fingerprint); n > 0 {
 				log.Info().Str("user", k.User).Int("connections", n).Msg("API key removed: its connections closed")
 			}
@@ -98,21 +96,18 @@ func revocations(ctx context.Context, nc *nats.Conn, sessions *session.Store, ws
 		if api.Rooms == nil {
 			return
 		}
-		for user := range users {
+		for _, k := range removed {
 			removals.Add(1)
 			go func() {
 				defer removals.Done()
 				rctx, rcancel := context.WithTimeout(ctx, roomRemovalTimeout)
 				defer rcancel()
-				// A key's token names its user (rest.Principal), not the key:
-				// the participants let in with the user's other keys leave
-				// too, and ask for a new token to come back.
-				n, err := api.Rooms.EndPrincipal(rctx, "key:"+user)
+				n, err := api.Rooms.EndPrincipal(rctx, rest.KeyPrincipal(k.Fingerprint))
 				if err != nil && ctx.Err() == nil {
 					log.Warn().Err(err).Msg("remove a removed API key's LiveKit participants; they stay until they leave")
 				}
 				if n > 0 {
-					log.Info().Str("user", user).Int("participants", n).Msg("API key removed: its LiveKit participants removed")
+					log.Info().Str("user", k.User).Int("participants", n).Msg("API key removed: its LiveKit participants removed")
 				}
 			}()
 		}

@@ -15,7 +15,11 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway"
 )
 
-const bobKey = "bob-key-0123456789ab"
+const (
+	bobKey = "bob-key-0123456789ab"
+	// bobOtherKey is another key of bob's (his laptop's, say).
+	bobOtherKey = "bob-laptop-key-0123456789"
+)
 
 // keyCall sends a request with key and decodes the answer into out.
 func keyCall(t *testing.T, base, key, method, path string, want int, out any) {
@@ -40,7 +44,8 @@ func keyCall(t *testing.T, base, key, method, path string, want int, out any) {
 
 // TestKeyRemovalLiveKit: removing bob's key from ALICIA_API_KEYS_FILE
 // removes from their rooms the participants let in with a token of that
-// key and with a token of a session opened with it; alice stays.
+// key and with a token of a session opened with it; alice stays, and so
+// does bob's participant let in with another key of his.
 func TestKeyRemovalLiveKit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "api_keys")
 	write := func(content string) {
@@ -52,12 +57,15 @@ func TestKeyRemovalLiveKit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("alice:" + aliceKey + "\nbob:" + bobKey + "\n")
-	base, _ := voiceStackWith(t, func(c *gateway.Config) { c.APIKeys, c.APIKeysFile = "alice:"+aliceKey+",bob:"+bobKey, path })
+	write("alice:" + aliceKey + "\nbob:" + bobKey + "\nbob:" + bobOtherKey + "\n")
+	base, _ := voiceStackWith(t, func(c *gateway.Config) {
+		c.APIKeys, c.APIKeysFile = "alice:"+aliceKey+",bob:"+bobKey+",bob:"+bobOtherKey, path
+	})
 
-	var byKey, bySession, alices struct{ ID string }
+	var byKey, bySession, byOther, alices struct{ ID string }
 	keyCall(t, base, bobKey, "POST", "/v1/conversations", http.StatusCreated, &byKey)
 	keyCall(t, base, bobKey, "POST", "/v1/conversations", http.StatusCreated, &bySession)
+	keyCall(t, base, bobOtherKey, "POST", "/v1/conversations", http.StatusCreated, &byOther)
 	keyCall(t, base, aliceKey, "POST", "/v1/conversations", http.StatusCreated, &alices)
 
 	var g grant
@@ -72,15 +80,19 @@ func TestKeyRemovalLiveKit(t *testing.T) {
 	bobSession := join(t, g)
 	keyCall(t, base, aliceKey, "POST", "/v1/conversations/"+alices.ID+"/token", http.StatusOK, &g)
 	alice := join(t, g)
+	keyCall(t, base, bobOtherKey, "POST", "/v1/conversations/"+byOther.ID+"/token", http.StatusOK, &g)
+	bobOther := join(t, g)
 
 	at := time.Now()
-	write("alice:" + aliceKey + "\n")
+	write("alice:" + aliceKey + "\nbob:" + bobOtherKey + "\n")
 	waitLeft(t, bobKeyed, livekitpb.DisconnectReason_PARTICIPANT_REMOVED, at)
 	waitLeft(t, bobSession, livekitpb.DisconnectReason_PARTICIPANT_REMOVED, at)
-	select {
-	case <-alice.left:
-		t.Fatalf("alice left her room: %s", alice.room.DisconnectReason())
-	default:
+	for name, p := range map[string]joined{"alice": alice, "bob's other key": bobOther} {
+		select {
+		case <-p.left:
+			t.Fatalf("%s left the room: %s", name, p.room.DisconnectReason())
+		default:
+		}
 	}
 	keyCall(t, base, bobKey, "POST", "/v1/conversations/"+byKey.ID+"/token", http.StatusUnauthorized, nil)
 }

@@ -27,13 +27,19 @@ type RoomEnder interface {
 }
 
 // Principal is what a LiveKit token is issued to (livekit.PrincipalTag):
-// the request's session, or its user when an API key authenticated it.
+// the request's session, or its key (by fingerprint) when an API key
+// authenticated it.
 func Principal(c echo.Context) string {
 	if id, _, ok := auth.SessionOf(c); ok {
 		return SessionPrincipal(session.KeyOf(id))
 	}
-	return "key:" + auth.UserOf(c)
+	return KeyPrincipal(auth.KeyOf(c))
 }
+
+// KeyPrincipal is the principal of the API key with fingerprint fp: removing
+// that key removes the participants it let in, not those of the user's
+// other keys.
+func KeyPrincipal(fp string) string { return "key:" + fp }
 
 // SessionPrincipal is the principal of the session of bucket key key.
 func SessionPrincipal(key string) string { return "session:" + key }
