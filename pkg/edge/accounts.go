@@ -13,8 +13,8 @@ import (
 // Usage is what one user holds and has recently sent, as the database
 // (where persistence keeps it) says.
 type Usage struct {
-	StoredBytes        int64     // the user's conversations and memories
-	AudioBytes         int64     // input audio stored since the day began (UTC)
+	StoredBytes int64 // the user's conversations and memories
+	AudioBytes  int64 // input audio stored since the day began (UTC)
 	// Created are the conversations created since the hour began, by id:
 	// one created here and already stored is counted once.
 	Created []Creation
@@ -62,7 +62,7 @@ type account struct {
 	since      Usage     // taken by this process since the last read began
 	during     Usage     // taken while a read runs (moves to since after it)
 	reading    bool
-	audio      bucket      // bytes per second
+	audio      bucket     // bytes per second
 	created    []Creation // conversations created here in the last hour
 	lastActive time.Time
 }
