@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -12,14 +11,14 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/services/room-agent/internal/reorder"
 )
 
 // Playout runs at 48 kHz in 20 ms frames.
 const (
-	playRate   = 48000
-	frameDur   = 20 * time.Millisecond
-	frameLen   = playRate / 50
-	skipMissed = 1500 * time.Millisecond // a sentence whose audio never comes is skipped after this
+	playRate = 48000
+	frameDur = 20 * time.Millisecond
+	frameLen = playRate / 50
 )
 
 // frame is 20 ms of one sentence's audio.
@@ -52,17 +51,6 @@ const (
 	SentenceStart                     // a sentence's first frame went out
 )
 
-// turnAudio orders one turn's chunks: sentences by sequence, chunks by index.
-type turnAudio struct {
-	nextSeq   int32
-	nextChunk int32
-	pending   map[[2]int32]*protocol.SpeechAudio
-	waitSince time.Time // when the player started waiting for nextSeq
-	started   bool
-	rs        *audio.Resampler
-	rsRate    int
-}
-
 // Player plays TTS audio on the agent's track in turn order, at real time,
 // and can pause, resume and stop at once. Sentence ids and played durations
 // are reported through onEvent.
@@ -81,14 +69,15 @@ type Player struct {
 	mu       sync.Mutex
 	wake     chan struct{}
 	queue    []frame
-	sent     []frame // frames of the sentence being played taken so far (a Resume plays it again from its start)
-	hold     bool    // paused: nothing plays until Resume or Stop
-	gen      uint64  // bumped by Pause: a frame taken before is not written
-	turns    map[string]*turnAudio
-	current  string          // turn being played
-	stopped  map[string]bool // turns never to play again
-	played   time.Duration   // of the sentence being played
-	playing  string          // sentence being played
+	sent     []frame         // frames of the sentence being played taken so far (a Resume plays it again from its start)
+	hold     bool            // paused: nothing plays until Resume or Stop
+	gen      uint64          // bumped by Pause: a frame taken before is not written
+	buf      *reorder.Buffer // turns and their chunks in play order; its current turn is the one playing
+	rs       *audio.Resampler
+	rsRate   int
+	rsTurn   string        // the turn rs resamples (a new turn starts a new one)
+	played   time.Duration // of the sentence being played
+	playing  string        // sentence being played
 	playSeq  int32
 	lastTurn string
 }
@@ -104,8 +93,7 @@ func NewPlayer(onEvent func(PlayEvent)) (*Player, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Player{track: track, enc: enc, onEvent: onEvent, wake: make(chan struct{}, 1),
-		turns: map[string]*turnAudio{}, stopped: map[string]bool{}}, nil
+	return &Player{track: track, enc: enc, onEvent: onEvent, wake: make(chan struct{}, 1), buf: reorder.New()}, nil
 }
 
 // Track is the WebRTC track to publish.
@@ -115,65 +103,31 @@ func (p *Player) Track() *webrtc.TrackLocalStaticSample { return p.track }
 func (p *Player) Add(sa *protocol.SpeechAudio) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped[sa.MessageID] {
-		return
-	}
-	t := p.turns[sa.MessageID]
-	if t == nil {
-		t = &turnAudio{nextSeq: 1, pending: map[[2]int32]*protocol.SpeechAudio{}}
-		p.turns[sa.MessageID] = t
-		if len(p.turns) > 64 { // forget turns long gone
-			for id := range p.turns {
-				if id != p.current && id != sa.MessageID {
-					delete(p.turns, id)
-					break
-				}
-			}
-		}
-	}
-	t.pending[[2]int32{sa.Sequence, sa.Chunk}] = sa
-	p.drainLocked(sa.MessageID, t)
+	p.enqueueLocked(p.buf.Add(sa, time.Now()))
 	p.signal()
 }
 
-// drainLocked moves the chunks that are next in order into the frame queue.
-// Only the current turn (or the next one once the current is done) plays.
-func (p *Player) drainLocked(turn string, t *turnAudio) {
-	if p.current != "" && p.current != turn {
-		return // waits until the current turn is over
-	}
-	p.current = turn
-	for {
-		sa, ok := t.pending[[2]int32{t.nextSeq, t.nextChunk}]
-		if !ok {
-			if t.waitSince.IsZero() {
-				t.waitSince = time.Now()
-			}
-			return
-		}
-		t.waitSince = time.Time{}
-		delete(t.pending, [2]int32{t.nextSeq, t.nextChunk})
-		p.enqueueLocked(turn, t, sa)
-		if sa.Last {
-			t.nextSeq, t.nextChunk = t.nextSeq+1, 0
-		} else {
-			t.nextChunk++
-		}
+// enqueueLocked turns chunks in play order (of the buffer's current turn)
+// into frames at the track's rate.
+func (p *Player) enqueueLocked(chunks []*protocol.SpeechAudio) {
+	for _, sa := range chunks {
+		p.enqueue1Locked(sa)
 	}
 }
 
-func (p *Player) enqueueLocked(turn string, t *turnAudio, sa *protocol.SpeechAudio) {
+func (p *Player) enqueue1Locked(sa *protocol.SpeechAudio) {
+	turn := sa.MessageID
 	rate, err := audio.ParsePCMFormat(sa.Format)
 	if err != nil {
 		return // not PCM: nothing to play (tts only sends PCM)
 	}
-	if t.rs == nil || t.rsRate != rate {
-		t.rs, _ = audio.NewResampler(rate, playRate)
-		t.rsRate = rate
+	if p.rs == nil || p.rsRate != rate || p.rsTurn != turn {
+		p.rs, _ = audio.NewResampler(rate, playRate)
+		p.rsRate, p.rsTurn = rate, turn
 	}
-	pcm := t.rs.Process(nil, audio.Samples(sa.Data))
+	pcm := p.rs.Process(nil, audio.Samples(sa.Data))
 	if sa.Last {
-		pcm = t.rs.Flush(pcm)
+		pcm = p.rs.Flush(pcm)
 	}
 	// Continue the previous partial frame of this sentence, if any.
 	if n := len(p.queue); n > 0 {
@@ -205,7 +159,7 @@ func (p *Player) signal() {
 func (p *Player) Busy() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.current != "" && (len(p.queue) > 0 || p.playing != "")
+	return p.buf.Current() != "" && (len(p.queue) > 0 || p.playing != "")
 }
 
 // Stopped is what a Stop cut off.
@@ -225,24 +179,17 @@ func (p *Player) Stop(turn string) Stopped {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if turn == "" {
-		turn = p.current
+		turn = p.buf.Current()
 	}
 	if turn == "" {
 		return Stopped{}
 	}
-	p.stopped[turn] = true // a frame of it taken before is not written (write looks)
 	p.hold = false
-	if len(p.stopped) > 256 {
-		for id := range p.stopped {
-			if id != turn {
-				delete(p.stopped, id)
-				break
-			}
-		}
-	}
-	delete(p.turns, turn)
 	st := Stopped{Turn: turn}
-	if p.current == turn {
+	wasCurrent := p.buf.Current() == turn
+	// A frame of it taken before is not written (write looks).
+	next := p.buf.Stop(turn, time.Now())
+	if wasCurrent {
 		if p.playing != "" {
 			st.Sentence, st.Seq, st.Played = p.playing, p.playSeq, p.played
 		}
@@ -253,8 +200,8 @@ func (p *Player) Stop(turn string) Stopped {
 			}
 		}
 		p.queue = kept
-		p.current, p.playing, p.played, p.sent = "", "", 0, nil
-		p.nextTurnLocked()
+		p.playing, p.played, p.sent = "", 0, nil
+		p.enqueueLocked(next)
 	}
 	return st
 }
@@ -270,7 +217,7 @@ func (p *Player) Pause() Stopped {
 	defer p.mu.Unlock()
 	p.hold = true
 	p.gen++
-	st := Stopped{Turn: p.current}
+	st := Stopped{Turn: p.buf.Current()}
 	if p.playing != "" {
 		st.Sentence, st.Seq, st.Played = p.playing, p.playSeq, p.played
 		p.queue = append(p.sent, p.queue...)
@@ -286,21 +233,6 @@ func (p *Player) Resume() {
 	p.hold = false
 	p.mu.Unlock()
 	p.signal()
-}
-
-// nextTurnLocked starts the next turn that has audio waiting, if any.
-func (p *Player) nextTurnLocked() {
-	ids := make([]string, 0, len(p.turns))
-	for id := range p.turns {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if t := p.turns[id]; len(t.pending) > 0 && !p.stopped[id] {
-			p.drainLocked(id, t)
-			return
-		}
-	}
 }
 
 // Run plays until ctx ends.
@@ -348,7 +280,7 @@ func (p *Player) write(f frame, gen uint64) bool {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	p.mu.Lock()
-	ok := gen == p.gen && !p.hold && !p.stopped[f.turn]
+	ok := gen == p.gen && !p.hold && !p.buf.Stopped(f.turn)
 	p.mu.Unlock()
 	if !ok {
 		return false
@@ -399,18 +331,12 @@ func (p *Player) pop() (frame, uint64, bool, time.Duration) {
 }
 
 // skipLocked gives up on a sentence of the current turn whose audio has
-// not come for skipMissed while later audio waits (its synthesis failed).
+// not come for reorder.DefaultSkipMissing while later audio waits (its
+// synthesis failed); otherwise it says how long until it would.
 func (p *Player) skipLocked() time.Duration {
-	t := p.turns[p.current]
-	if p.current == "" || t == nil || t.waitSince.IsZero() || len(t.pending) == 0 {
-		return 0
-	}
-	if wait := skipMissed - time.Since(t.waitSince); wait > 0 {
-		return wait
-	}
-	t.nextSeq, t.nextChunk, t.waitSince = t.nextSeq+1, 0, time.Time{}
-	p.drainLocked(p.current, t)
-	return 0
+	ready, wait := p.buf.Skip(time.Now())
+	p.enqueueLocked(ready)
+	return wait
 }
 
 // played1 accounts one frame written and reports a finished sentence.
@@ -424,11 +350,9 @@ func (p *Player) played1(f frame) {
 			p.playing, p.played, p.sent = "", 0, p.sent[:0]
 		}
 	}
-	if f.last && f.final && p.current == f.turn {
-		// The turn's last sentence is played: the next turn may start.
-		delete(p.turns, f.turn)
-		p.current = ""
-		p.nextTurnLocked()
+	if f.last && f.final && p.buf.Current() == f.turn {
+		// The turn's last sentence is played: the next turn starts.
+		p.enqueueLocked(p.buf.Finish(f.turn, time.Now()))
 	}
 	p.mu.Unlock()
 	if ev != nil && p.onEvent != nil {
