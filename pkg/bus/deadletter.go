@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
@@ -37,7 +38,7 @@ func NewDeadLetters(js jetstream.JetStream) *DeadLetters { return &DeadLetters{j
 func (q *DeadLetters) Put(ctx context.Context, consumer string, data []byte, d Delivery, cause error) error {
 	msg := nats.NewMsg(subjects.DeadLetter(consumer))
 	msg.Data = data
-	msg.Header.Set(HeaderDLQReason, truncate(cause.Error(), 1024))
+	msg.Header.Set(HeaderDLQReason, clip.Bytes(cause.Error(), 1024))
 	if code := protocol.Code(cause); code != 0 {
 		msg.Header.Set(HeaderDLQCode, strconv.Itoa(int(code)))
 	}

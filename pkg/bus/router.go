@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -139,7 +140,7 @@ func (r *Router) HandleMsg(ctx context.Context, m jetstream.Msg) {
 			_ = m.NakWithDelay(r.backoff(d.NumDelivered))
 			return
 		}
-		_ = m.TermWithReason(truncate(err.Error(), 200))
+		_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
 	default:
 		delay := r.backoff(d.NumDelivered)
 		var ra *RetryAfter
@@ -172,11 +173,4 @@ func (r *Router) dispatch(ctx context.Context, data []byte, d Delivery) (err err
 		h = r.mw[i](h)
 	}
 	return h(ctx, env, d)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

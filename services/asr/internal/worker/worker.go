@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
 	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
 )
@@ -227,21 +228,14 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg, free func()) {
 		_ = m.Nak()
 	case errors.Is(err, errDone):
 		// Settled without success (reported to the client, or dropped).
-		_ = m.TermWithReason(truncate(err.Error(), 200))
+		_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
 	case errors.Is(err, errPanic) || (w.s.MaxDeliver > 0 && d.NumDelivered >= uint64(w.s.MaxDeliver)):
 		log.Error().Err(err).Msg("job given up")
 		w.giveUp(ctx, m.Data(), d, err)
-		_ = m.TermWithReason(truncate(err.Error(), 200))
+		_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
 	default:
 		delay := bus.DefaultBackoff(d.NumDelivered)
 		log.Warn().Err(err).Dur("retry_in", delay).Msg("job failed; will retry")
 		_ = m.NakWithDelay(delay)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

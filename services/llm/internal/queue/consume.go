@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -422,7 +423,7 @@ func (p *partitionRun) add(m jetstream.Msg) {
 		if p.c.GiveUp != nil && t.ConversationID != "" {
 			p.c.GiveUp(p.turnCtx, t, err)
 		}
-		_ = m.TermWithReason(truncate(err.Error(), 200))
+		_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
 		return
 	}
 	p.mu.Lock()
@@ -751,7 +752,7 @@ func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn,
 			if c.GiveUp != nil {
 				c.GiveUp(turnCtx, t, err)
 			}
-			_ = m.TermWithReason(truncate(err.Error(), 200))
+			_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
 			return
 		}
 		d := time.Second
@@ -798,11 +799,4 @@ func (c *Consumer) run(ctx context.Context, t Turn) (err error) {
 		}
 	}()
 	return c.Handler(ctx, t)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/childproc"
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -347,7 +348,7 @@ func (s *mcpServer) listTools(ctx context.Context, sess *mcp.ClientSession) erro
 // describe adds what a stdio server last wrote on stderr, which usually
 // says why it failed.
 func (s *mcpServer) describe(err error) error {
-	if tail := truncate(s.stderr.LastLine(), 300); tail != "" {
+	if tail := clip.Bytes(s.stderr.LastLine(), 300); tail != "" {
 		return fmt.Errorf("%w (stderr: %s)", err, tail)
 	}
 	return err

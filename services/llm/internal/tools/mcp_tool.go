@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -117,7 +118,7 @@ func resultText(res *mcp.CallToolResult, max int) string {
 	text := strings.Join(parts, "\n")
 	if len(text) > max {
 		const mark = "\n[… cut: the result was longer]"
-		text = truncate(text, max-len(mark)) + mark
+		text = clip.Bytes(text, max-len(mark)) + mark
 	}
 	return text
 }

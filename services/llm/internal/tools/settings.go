@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -140,20 +141,9 @@ func (r *Registry) publishStatus(name string, status protocol.MCPServerStatusSta
 	defer cancel()
 	body := &protocol.MCPServerStatus{Name: name, Status: status}
 	if lastError != "" {
-		body.LastError = protocol.Ptr(truncate(lastError, 1000))
+		body.LastError = protocol.Ptr(clip.Bytes(lastError, 1000))
 	}
 	if _, err := r.pub.PublishSystem(ctx, protocol.New("", body), ""); err != nil && !errors.Is(err, context.Canceled) {
 		r.log.Warn().Err(err).Str("mcp_server", name).Msg("MCP server status not published")
 	}
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

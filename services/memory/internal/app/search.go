@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/services/memory/internal/metrics"
 	"github.com/alicia-voice/alicia/services/memory/internal/prefetch"
@@ -127,7 +128,7 @@ func (a *App) searchKey(req rpc.MemorySearchRequest) (prefetch.Key, error) {
 // the memories.
 func (a *App) search(ctx context.Context, key prefetch.Key, vec []float32) (rpc.MemorySearchResponse, []float32, error) {
 	if vec == nil {
-		vecs, err := a.embed(ctx, truncate(key.Query, MaxContent))
+		vecs, err := a.embed(ctx, clip.Runes(key.Query, MaxContent))
 		if err != nil {
 			return rpc.MemorySearchResponse{}, nil, err
 		}
@@ -138,13 +139,4 @@ func (a *App) search(ctx context.Context, key prefetch.Key, vec []float32) (rpc.
 		return rpc.MemorySearchResponse{}, vec, storeErr(err)
 	}
 	return rpc.MemorySearchResponse{Memories: ms, Enabled: true}, vec, nil
-}
-
-// truncate keeps the first n runes of s.
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/clip"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -141,7 +142,7 @@ func ParseCandidates(content string) ([]Candidate, error) {
 	}
 	var cands []Candidate
 	for _, c := range *out.Memories {
-		c.Content = truncateRunes(strings.Join(strings.Fields(c.Content), " "), MaxContent)
+		c.Content = strings.TrimSpace(clip.Runes(strings.Join(strings.Fields(c.Content), " "), MaxContent))
 		if c.Content == "" || math.IsNaN(c.Importance) {
 			continue
 		}
@@ -161,7 +162,7 @@ func NormalizeTags(tags []string) []string {
 	out := []string{}
 	seen := map[string]bool{}
 	for _, t := range tags {
-		t = truncateRunes(strings.ToLower(strings.TrimSpace(t)), maxTag)
+		t = strings.TrimSpace(clip.Runes(strings.ToLower(strings.TrimSpace(t)), maxTag))
 		if t == "" || seen[t] {
 			continue
 		}
@@ -172,14 +173,6 @@ func NormalizeTags(tags []string) []string {
 		}
 	}
 	return out
-}
-
-func truncateRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return strings.TrimSpace(string(r[:n]))
 }
 
 // Close drops idle connections to the backend.
