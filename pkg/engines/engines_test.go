@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 func TestName(t *testing.T) {

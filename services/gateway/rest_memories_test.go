@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 type memoryJSON struct {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/sentence"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 // A user message is answered with StartAnswer, then one sentence per

@@ -9,9 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 // The replica that answered a conversation remembers its branch: the next

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 func errorsFor(envs []seen, aid string) []*protocol.ErrorMessage {

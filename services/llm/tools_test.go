@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 // A tool-call turn: the model asks for the calculator, the request and the

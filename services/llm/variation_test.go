@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 func branchUpdates(envs []seen) []*protocol.BranchUpdate { return bodies[*protocol.BranchUpdate](envs) }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 // StartAnswer says text+voice when the client's features include

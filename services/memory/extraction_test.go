@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 // isExtraction matches the memory service's JSON-schema chat requests.

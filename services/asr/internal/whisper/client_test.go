@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
 )
 

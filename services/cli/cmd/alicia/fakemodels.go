@@ -23,7 +23,7 @@ alicia up needs. It runs until Ctrl-C.
 --profile gpu-box makes the models take as long as one data-centre GPU would (faster-whisper
 large-v3, Qwen2.5-7B-Instruct-AWQ on vLLM, Kokoro-82M, a bge-m3 class embedder): transcription,
 time to first token and tokens per second, time to first audio and real-time factor, embeddings.
-The figures and their sources: pkg/testkit/fakeopenai/README.md. The default, instant, answers at once.`,
+The figures and their sources: pkg/fakeopenai/README.md. The default, instant, answers at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return devcmd.FakeModels(c.Context(), cfg, c.OutOrStdout())

@@ -18,7 +18,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 )
 
 // FakeBackend is one model server fake-models stands in for.
@@ -167,7 +167,7 @@ func (c FakeModelsConfig) plan() ([]*fakeListener, error) {
 	return lns, errors.Join(errs...)
 }
 
-// FakeModels serves pkg/testkit/fakeopenai, with canned answers that say
+// FakeModels serves pkg/fakeopenai, with canned answers that say
 // so, at the model URLs the services use, so that `alicia up` in another
 // terminal has every model it needs without a GPU. It binds only the
 // addresses of those URLs, prints what it serves on stdout and runs until

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/services/llm"
 )
 

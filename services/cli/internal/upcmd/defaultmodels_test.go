@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/alicia-voice/alicia/pkg/engines"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/services/tts"
 )
 

@@ -1,7 +1,7 @@
 // Package webe2e_test runs the web client's browser tests
 // (services/gateway/web/e2e, Playwright driving Debian's chromium) against
 // the real stack in this process: gateway, NATS, Postgres, persistence, llm
-// and memory, with pkg/testkit/fakeopenai as the only fake.
+// and memory, with pkg/fakeopenai as the only fake.
 package webe2e_test
 
 import (

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 )
 
 // What the browser specs (services/gateway/web/e2e) say, and what the fake

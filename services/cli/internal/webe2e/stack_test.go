@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/testkit"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/gateway"
@@ -40,7 +40,7 @@ const (
 
 // stack is the text path in one process — embedded JetStream, a fresh
 // Postgres database, persistence, memory, llm and a gateway that can be
-// restarted on its port — with pkg/testkit/fakeopenai as the model servers.
+// restarted on its port — with pkg/fakeopenai as the model servers.
 type stack struct {
 	base    string // http://127.0.0.1:port, the gateway (through its front door)
 	gateway *restartable

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/services/memory/internal/models"
 )
 

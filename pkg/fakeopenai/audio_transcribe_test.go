@@ -13,8 +13,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
 )
 
 // tone is d of a 220 Hz tone at rate, about -13 dBFS: speech to the fake.

@@ -13,7 +13,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 )
 
 func speechOf(input string, format openai.SpeechResponseFormat) openai.CreateSpeechRequest {

@@ -15,7 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 )
 
 // The durations are pure functions of the profile's parameters.

@@ -6,7 +6,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/goleak"
 
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/testkit/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 )
 
 // BenchmarkStreamInstant is the floor the fake adds to a turn: request sent

@@ -1,9 +1,6 @@
 package fakeopenai
 
-import (
-	"net/http/httptest"
-	"testing"
-)
+import "net/http/httptest"
 
 // Server is a Handler listening on 127.0.0.1 for the length of a test.
 type Server struct {
@@ -11,8 +8,16 @@ type Server struct {
 	srv *httptest.Server
 }
 
+// TB is what New needs of a test (testing.TB has it): the fake is a
+// product package (alicia dev fake-models serves its Handler) and does
+// not import testing.
+type TB interface {
+	Helper()
+	Cleanup(func())
+}
+
 // New starts a fake on a free loopback port and stops it when the test ends.
-func New(t testing.TB, opts ...Option) *Server {
+func New(t TB, opts ...Option) *Server {
 	t.Helper()
 	h := NewHandler(opts...)
 	s := &Server{Handler: h, srv: httptest.NewServer(h)}
