@@ -146,7 +146,13 @@ type wsClient struct {
 
 func (s *stack) dial(t *testing.T, key string) *wsClient {
 	t.Helper()
-	c, _, err := websocket.Dial(context.Background(), strings.Replace(s.base, "http", "ws", 1)+"/v1/ws?token="+key, nil)
+	return dialWS(t, strings.Replace(s.base, "http", "ws", 1)+"/v1/ws?token="+key, nil)
+}
+
+// dialWS opens a WebSocket at url and reads the ServerInfo that opens it.
+func dialWS(t *testing.T, url string, opts *websocket.DialOptions) *wsClient {
+	t.Helper()
+	c, _, err := websocket.Dial(context.Background(), url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,18 +17,8 @@ import (
 // session cookie and the page's Origin.
 func dialSession(t *testing.T, base, cookie string) *wsClient {
 	t.Helper()
-	c, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/v1/ws", &websocket.DialOptions{
+	return dialWS(t, strings.Replace(base, "http", "ws", 1)+"/v1/ws", &websocket.DialOptions{
 		HTTPHeader: http.Header{"Cookie": {"alicia_session=" + cookie}, "Origin": {base}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadLimit(2 << 20)
-	t.Cleanup(func() { c.CloseNow() })
-	w := &wsClient{t: t, c: c, next: 1}
-	if w.info = w.recv(); w.info.Type != protocol.TypeServerInfo {
-		t.Fatalf("first frame %+v, want ServerInfo", w.info)
-	}
-	return w
 }
 
 // bind configures the connection for conversation cid and waits for the

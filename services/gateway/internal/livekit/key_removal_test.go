@@ -2,8 +2,6 @@ package livekit_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,20 +24,7 @@ func keyCall(t *testing.T, base, key, method, path string, want int, out any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, base+path, bytes.NewReader(nil))
 	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send(t, req, want, out)
 }
 
 // TestKeyRemovalLiveKit: removing bob's key from ALICIA_API_KEYS_FILE

@@ -88,6 +88,13 @@ func call(t *testing.T, base, method, path, cookie string, body any, want int, o
 	} else if path != "/v1/session" {
 		req.Header.Set("Authorization", "Bearer "+aliceKey)
 	}
+	return send(t, req, want, out)
+}
+
+// send sends req, fails the test unless the answer has status want, and
+// decodes it into out (when not nil).
+func send(t *testing.T, req *http.Request, want int, out any) *http.Response {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +102,7 @@ func call(t *testing.T, base, method, path, cookie string, body any, want int, o
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
+		t.Fatalf("%s %s: %d %s, want %d", req.Method, req.URL.Path, resp.StatusCode, b, want)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
