@@ -388,8 +388,10 @@ func (l *abuseLoad) run(users []*abuseUser, utter []int16, d time.Duration) {
 	every := func(period time.Duration, do func()) func() {
 		return func() {
 			next := time.Now().Add(rand.N(period))
+			pace := time.NewTimer(time.Until(next)) // the load's pacing, not a wait for a condition
+			defer pace.Stop()
 			for {
-				time.Sleep(time.Until(next)) // the load's pacing, not a wait for a condition
+				<-pace.C
 				if time.Now().After(end) {
 					return
 				}
@@ -397,6 +399,7 @@ func (l *abuseLoad) run(users []*abuseUser, utter []int16, d time.Duration) {
 				if next = next.Add(period); next.Before(time.Now()) {
 					next = time.Now()
 				}
+				pace.Reset(time.Until(next))
 			}
 		}
 	}

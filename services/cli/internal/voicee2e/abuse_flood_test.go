@@ -147,6 +147,7 @@ type flooder struct {
 	conns     int // WebSockets at once: the per-user limit
 
 	stop   atomic.Bool
+	halted chan struct{} // closed with stop: ends every hold at once
 	counts floodCounts
 
 	mu          sync.Mutex
@@ -162,7 +163,7 @@ const (
 )
 
 func newFlooder(base, key string, msgChars, conns int) *flooder {
-	return &flooder{base: base, key: key, msgChars: msgChars, conns: conns,
+	return &flooder{base: base, key: key, halted: make(chan struct{}), msgChars: msgChars, conns: conns,
 		counts: floodCounts{sent: map[string]int{}, refused: map[string]int{}, bytes: map[string]int64{}}}
 }
 
@@ -180,6 +181,7 @@ func (f *flooder) run() (halt func()) {
 	}
 	return func() {
 		f.stop.Store(true)
+		close(f.halted)
 		wg.Wait()
 	}
 }
@@ -230,10 +232,13 @@ func (f *flooder) restConversations() {
 	}
 }
 
-// hold waits d, or until the flood stops.
+// hold waits d, or until the flood stops: the flooder's pacing.
 func (f *flooder) hold(d time.Duration) {
-	for end := time.Now().Add(d); time.Now().Before(end) && !f.stop.Load(); {
-		time.Sleep(min(time.Until(end), 50*time.Millisecond)) // the flooder's pacing, not a wait for a condition
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-f.halted:
 	}
 }
 

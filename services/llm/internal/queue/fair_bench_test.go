@@ -29,11 +29,13 @@ func BenchmarkFairTurns(b *testing.B) {
 			var mu sync.Mutex
 			sent := map[string]time.Time{}
 			var waits []time.Duration
+			started := make(chan struct{}, 1<<16) // one per ordinary turn started
 			e.budgetReplica(b, cfg, func(ctx context.Context, tu queue.Turn) error {
 				if tu.User != "flood" {
 					mu.Lock()
 					waits = append(waits, time.Since(sent[tu.ConversationID+fmt.Sprint(tu.Env.StanzaID)]))
 					mu.Unlock()
+					started <- struct{}{}
 				}
 				select {
 				case <-time.After(50 * time.Millisecond):
@@ -50,6 +52,8 @@ func BenchmarkFairTurns(b *testing.B) {
 				}
 			}
 			rounds := 0
+			pace := time.NewTicker(200 * time.Millisecond) // the users' pace, not a wait for a condition
+			defer pace.Stop()
 			for b.Loop() {
 				rounds++
 				for u := range 20 {
@@ -59,17 +63,17 @@ func BenchmarkFairTurns(b *testing.B) {
 					mu.Unlock()
 					e.sayAs(b, fmt.Sprintf("user%d", u), cid, fmt.Sprintf("am_u%d_%d", u, rounds), int32(rounds))
 				}
-				time.Sleep(200 * time.Millisecond)
+				<-pace.C
 			}
-			deadline := time.Now().Add(60 * time.Second)
-			for time.Now().Before(deadline) {
-				mu.Lock()
-				n := len(waits)
-				mu.Unlock()
-				if n >= rounds*20 {
-					break
+			deadline := time.NewTimer(60 * time.Second)
+			defer deadline.Stop()
+		wait:
+			for n := 0; n < rounds*20; n++ {
+				select {
+				case <-started:
+				case <-deadline.C:
+					break wait
 				}
-				time.Sleep(50 * time.Millisecond)
 			}
 			mu.Lock()
 			defer mu.Unlock()
