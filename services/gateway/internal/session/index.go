@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -99,15 +100,10 @@ func (s *Store) index(ctx context.Context, user string, change func([]indexEntry
 		if err != nil {
 			return nil, err
 		}
-		if rev == 0 {
-			_, err = s.kv.Create(ctx, ik, v)
-		} else {
-			_, err = s.kv.Update(ctx, ik, v, rev)
-		}
-		if err == nil {
+		switch err := bus.WriteRevision(ctx, s.kv, ik, v, rev); {
+		case err == nil:
 			return out, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		case !errors.Is(err, bus.ErrKVConflict):
 			return nil, fmt.Errorf("write the index of a user's sessions: %w", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
@@ -197,20 +198,12 @@ func (b *Budget) update(ctx context.Context, user string, change func([]lease, i
 	if err != nil {
 		return false, err
 	}
-	if rev == 0 {
-		_, err = b.kv.Create(ctx, key, val)
-	} else {
-		_, err = b.kv.Update(ctx, key, val, rev)
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
+	if err := bus.WriteRevision(ctx, b.kv, key, val, rev); errors.Is(err, bus.ErrKVConflict) {
 		return false, errConflict
+	} else if err != nil {
+		return false, err
 	}
-	return err == nil, err
-}
-
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return true, nil
 }
 
 // renew extends this replica's leases every TTL/3 (and writes back one lost
