@@ -132,9 +132,11 @@ func TestServeWaitsForItsReader(t *testing.T) {
 }
 
 // TestShutdownTellsClientsToReconnect: Shutdown closes open connections with
-// 1012 (service restart), waits for their sessions, and refuses new ones.
+// 1012 (service restart), waits for their sessions (one whose reader is
+// still handling a frame holds it), and refuses new ones.
 func TestShutdownTellsClientsToReconnect(t *testing.T) {
-	h := handler(t, nil)
+	auth := &blockingAuth{entered: make(chan struct{}), release: make(chan struct{})}
+	h := handler(t, auth)
 	h.PingInterval = time.Minute
 	url, served := serve(t, h)
 	c, _, err := websocket.Dial(context.Background(), url, nil)
@@ -151,15 +153,20 @@ func TestShutdownTellsClientsToReconnect(t *testing.T) {
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
+	cid := "ac_reader"
+	frame, err := protocol.Encode(protocol.Envelope{StanzaID: 1, Type: protocol.TypeConfiguration,
+		Body: &protocol.Configuration{ConversationID: &cid}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case <-served:
-	default:
-		t.Fatal("Shutdown returned before the session was over")
+	if err := c.Write(context.Background(), websocket.MessageBinary, frame); err != nil {
+		t.Fatal(err)
+	}
+	<-auth.entered // the session's reader is busy with the Configuration
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	if err := h.Shutdown(short); err == nil {
+		t.Fatal("Shutdown returned while a session's reader was still handling a frame")
 	}
 	select {
 	case err := <-closed:
@@ -168,6 +175,20 @@ func TestShutdownTellsClientsToReconnect(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the client was not disconnected")
+	}
+	close(auth.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown after the reader returned: %v", err)
+	}
+	if !auth.returned.Load() {
+		t.Fatal("Shutdown returned before the session's reader")
+	}
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after Shutdown")
 	}
 	url2, _ := serve(t, h)
 	if _, resp, err := websocket.Dial(context.Background(), url2, nil); err == nil || resp == nil || resp.StatusCode != 503 {
