@@ -1,6 +1,6 @@
 // The voice benchmark of the web client (issue 13's figures): Chromium with
 // a fake microphone playing the recording BenchmarkVoiceWebClient
-// (services/cli/internal/webe2e) made, against the stack with livekit-server
+// (services/e2e/web) made, against the stack with livekit-server
 // it starts in its network namespace. Not a test; the normal configs never
 // run it.
 import { defineConfig } from '@playwright/test'
@@ -8,7 +8,7 @@ import { withFakeMicrophone } from './e2e/chromium'
 
 const baseURL = process.env.ALICIA_WEB_BASE_URL
 const mic = process.env.ALICIA_WEB_FAKE_MIC
-if (!baseURL || !mic) throw new Error('ALICIA_WEB_BASE_URL or ALICIA_WEB_FAKE_MIC is not set: run through go test -bench VoiceWebClient ./services/cli/internal/webe2e/')
+if (!baseURL || !mic) throw new Error('ALICIA_WEB_BASE_URL or ALICIA_WEB_FAKE_MIC is not set: run through go test -bench VoiceWebClient ./services/e2e/web/')
 
 export default defineConfig({
   testDir: 'bench-voice',

@@ -1,12 +1,12 @@
 // Browser tests of the web client. They run against the real stack that
-// services/cli/internal/webe2e (TestBrowser) starts and describes in
-// ALICIA_WEB_* variables: `go test -run TestBrowser -v ./services/cli/internal/webe2e/`.
+// services/e2e/web (TestBrowser) starts and describes in
+// ALICIA_WEB_* variables: `go test -run TestBrowser -v ./services/e2e/web/`.
 // The browser is Debian's chromium; nothing here downloads one.
 import { defineConfig } from '@playwright/test'
 import { chromiumLaunch } from './e2e/chromium'
 
 const baseURL = process.env.ALICIA_WEB_BASE_URL
-if (!baseURL) throw new Error('ALICIA_WEB_BASE_URL is not set: run the browser tests through go test -run TestBrowser ./services/cli/internal/webe2e/')
+if (!baseURL) throw new Error('ALICIA_WEB_BASE_URL is not set: run the browser tests through go test -run TestBrowser ./services/e2e/web/')
 
 export default defineConfig({
   testDir: 'e2e',

@@ -1,13 +1,13 @@
 // The voice browser tests: Chromium with a fake microphone that plays the
-// recording TestVoiceBrowser (services/cli/internal/webe2e) synthesised, in
+// recording TestVoiceBrowser (services/e2e/web) synthesised, in
 // the test's network namespace with livekit-server and the whole stack:
-// `go test -run TestVoiceBrowser -v ./services/cli/internal/webe2e/`.
+// `go test -run TestVoiceBrowser -v ./services/e2e/web/`.
 import { defineConfig } from '@playwright/test'
 import { withFakeMicrophone } from './e2e/chromium'
 
 const baseURL = process.env.ALICIA_WEB_BASE_URL
 const mic = process.env.ALICIA_WEB_FAKE_MIC
-if (!baseURL || !mic) throw new Error('ALICIA_WEB_BASE_URL or ALICIA_WEB_FAKE_MIC is not set: run through go test -run TestVoiceBrowser ./services/cli/internal/webe2e/')
+if (!baseURL || !mic) throw new Error('ALICIA_WEB_BASE_URL or ALICIA_WEB_FAKE_MIC is not set: run through go test -run TestVoiceBrowser ./services/e2e/web/')
 
 export default defineConfig({
   testDir: 'e2e-voice',

@@ -16,7 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/localpg"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
-	"github.com/alicia-voice/alicia/services/cli/internal/uptest"
+	"github.com/alicia-voice/alicia/pkg/testkit/uptest"
 )
 
 // TestFirstRunOnEmptyDatabase runs the real `alicia up` binary the way a new

@@ -22,7 +22,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit/jaegertest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
-	"github.com/alicia-voice/alicia/services/cli/internal/uptest"
+	"github.com/alicia-voice/alicia/pkg/testkit/uptest"
 )
 
 // TestUpTracesToJaeger runs the real `alicia up --traces` binary: it starts

@@ -28,7 +28,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
-	"github.com/alicia-voice/alicia/services/cli/internal/uptest"
+	"github.com/alicia-voice/alicia/pkg/testkit/uptest"
 )
 
 var field = uptest.Field

@@ -8,7 +8,7 @@ import { expect, request, type APIRequestContext, type Browser, type BrowserCont
 
 function env(name: string): string {
   const v = process.env[name]
-  if (!v) throw new Error(`${name} is not set: run the benchmarks through go test -bench WebClient ./services/cli/internal/webe2e/`)
+  if (!v) throw new Error(`${name} is not set: run the benchmarks through go test -bench WebClient ./services/e2e/web/`)
   return v
 }
 const num = (name: string): number => Number(env(name))

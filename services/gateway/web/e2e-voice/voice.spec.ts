@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 // Talking to Alicia in the browser: Chromium's fake microphone plays the
-// recording of TestVoiceBrowser (services/cli/internal/webe2e/voice_test.go;
+// recording of TestVoiceBrowser (services/e2e/web/voice_test.go;
 // keep the phrases in step): lead silence, the question, a pause while the
 // answer starts playing, an interruption, silence.
 import { expect, test, type Page } from '@playwright/test'

@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 // What the browser specs share: the stack TestBrowser started (ALICIA_WEB_*),
-// the phrases its fake model answers (services/cli/internal/webe2e/model_test.go:
+// the phrases its fake model answers (services/e2e/web/model_test.go:
 // keep both in step), and small helpers.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -9,7 +9,7 @@ import { expect, request, type APIRequestContext, type Locator, type Page } from
 
 function env(name: string): string {
   const v = process.env[name]
-  if (!v) throw new Error(`${name} is not set: run the browser tests through go test -run TestBrowser ./services/cli/internal/webe2e/`)
+  if (!v) throw new Error(`${name} is not set: run the browser tests through go test -run TestBrowser ./services/e2e/web/`)
   return v
 }
 

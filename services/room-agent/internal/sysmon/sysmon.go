@@ -6,7 +6,7 @@
 // it then polls every 20 µs until the process idles again and parks once
 // more. A voice agent idles between packets, so that happened for nearly
 // every packet: about a third of the room-agent's CPU per session
-// (BenchmarkSessionCPU in services/cli/internal/voicee2e). With the
+// (BenchmarkSessionCPU in services/e2e/voice). With the
 // runtime's schedtrace setting on, sysmon never parks (runtime/proc.go:
 // "sysmon should not enter deep sleep if schedtrace is enabled") and backs
 // off to its 10 ms tick instead, about 100 wake-ups a second for the whole

@@ -1,5 +1,0 @@
-package voicee2e_test
-
-import "fmt"
-
-func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }
