@@ -1,5 +1,5 @@
 -- Generated from localpg.RolesSQL by deploycmd.PostgresInitSQL: do not edit.
--- go test ./services/cli/internal/deploycmd -run TestPostgresInitSQL -update
+-- go test ./services/cli/deploycmd -run TestPostgresInitSQL -update
 -- rewrites it.
 --
 -- The postgres image runs it once, as the superuser, when the postgres-data

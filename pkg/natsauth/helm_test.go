@@ -11,7 +11,7 @@ import (
 // TestHelmValues: the Helm chart's example values for the official nats
 // chart hold HelmValues, the same table as deploy/nats.conf (what the nats
 // chart makes of them, and that nats-server reads the users of
-// deploy/nats.conf from them, is checked by deploy/helm/check).
+// deploy/nats.conf from them, is checked by deploy/checks/helm).
 func TestHelmValues(t *testing.T) {
 	path := filepath.Join("..", "..", "deploy", "helm", "alicia", "examples", "nats-auth-values.yaml")
 	want := natsauth.HelmValues(natsauth.HelmSecret)

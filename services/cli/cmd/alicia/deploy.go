@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/alicia-voice/alicia/services/cli/internal/deploycmd"
+	"github.com/alicia-voice/alicia/services/cli/deploycmd"
 )
 
 func deployCommand() *cobra.Command {
