@@ -65,21 +65,21 @@ func TestPartialsAndFinal(t *testing.T) {
 	}
 	all := rec.all()
 	um := rec.userMessages()[0]
-	body := um.env.Body.(*protocol.UserMessage)
-	if um.subject != subjects.Client(cid, protocol.TypeUserMessage) || body.ID != u.id || body.Content != sentence ||
-		body.Timestamp == nil || *body.Timestamp != *final.SpeechEndMs || um.env.StanzaID != 0 {
-		t.Errorf("user message on %s: %+v", um.subject, body)
+	body := um.Env.Body.(*protocol.UserMessage)
+	if um.Subject != subjects.Client(cid, protocol.TypeUserMessage) || body.ID != u.id || body.Content != sentence ||
+		body.Timestamp == nil || *body.Timestamp != *final.SpeechEndMs || um.Env.StanzaID != 0 {
+		t.Errorf("user message on %s: %+v", um.Subject, body)
 	}
-	if all[len(all)-1].subject != um.subject || all[len(all)-2].env.Type != protocol.TypeTranscription {
+	if all[len(all)-1].Subject != um.Subject || all[len(all)-2].Env.Type != protocol.TypeTranscription {
 		t.Errorf("the user message must follow the final transcription")
 	}
 	// Meta travels on: the user, and the job's trace (continued by a child span).
 	for _, s := range all {
-		if s.env.Meta[edge.MetaUserID] != testUser || s.env.Meta[telemetry.MetaTraceID] != testTrace {
-			t.Errorf("%s meta = %v", s.env.Type, s.env.Meta)
+		if s.Env.Meta[edge.MetaUserID] != testUser || s.Env.Meta[telemetry.MetaTraceID] != testTrace {
+			t.Errorf("%s meta = %v", s.Env.Type, s.Env.Meta)
 		}
-		if s.env.Type == protocol.TypeTranscription && s.subject != subjects.Server(cid, protocol.TypeTranscription) {
-			t.Errorf("transcription on %s", s.subject)
+		if s.Env.Type == protocol.TypeTranscription && s.Subject != subjects.Server(cid, protocol.TypeTranscription) {
+			t.Errorf("transcription on %s", s.Subject)
 		}
 	}
 	// Whisper got each job's audio as WAV, with the hints.
@@ -183,7 +183,7 @@ func TestConfidenceFloor(t *testing.T) {
 			}
 			var mine int
 			for _, s := range rec.userMessages() {
-				if s.env.Body.(*protocol.UserMessage).ID == j.UtteranceID {
+				if s.Env.Body.(*protocol.UserMessage).ID == j.UtteranceID {
 					mine++
 				}
 			}

@@ -3,7 +3,6 @@ package asr_test
 import (
 	"context"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,64 +136,28 @@ func (h *harness) publish(j *protocol.ASRJob) uint64 {
 }
 
 // stored is an envelope as JetStream keeps it.
-type stored struct {
-	subject string
-	header  nats.Header
-	env     protocol.Envelope
-}
+// stored is one envelope of a conversation, in stream order.
+type stored = natstest.Seen
 
 // recorder reads what was stored for one conversation, in stream order
 // (duplicates JetStream refused are not there, as a client would see).
-type recorder struct {
-	mu   sync.Mutex
-	envs []stored
-}
+type recorder struct{ *natstest.Recorder }
 
 func (h *harness) record(cid string) *recorder {
 	h.t.Helper()
-	r := &recorder{}
-	c, err := h.js.OrderedConsumer(context.Background(), bus.StreamConversations, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subjects.Conversation(cid)}})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	cc, err := c.Consume(func(m jetstream.Msg) {
-		env, err := protocol.Decode(m.Data())
-		if err != nil {
-			h.t.Errorf("undecodable envelope on %s: %v", m.Subject(), err)
-			return
-		}
-		r.mu.Lock()
-		r.envs = append(r.envs, stored{subject: m.Subject(), header: m.Headers(), env: env})
-		r.mu.Unlock()
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(cc.Stop)
-	return r
+	return &recorder{natstest.Record(h.t, h.js, bus.StreamConversations, subjects.Conversation(cid))}
 }
 
-func (r *recorder) all() []stored {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stored(nil), r.envs...)
-}
+func (r *recorder) all() []stored { return r.All() }
 
 func (r *recorder) transcriptions() []*protocol.Transcription {
-	var out []*protocol.Transcription
-	for _, s := range r.all() {
-		if b, ok := s.env.Body.(*protocol.Transcription); ok {
-			out = append(out, b)
-		}
-	}
-	return out
+	return natstest.Bodies[*protocol.Transcription](r.All())
 }
 
 func (r *recorder) userMessages() []stored {
 	var out []stored
 	for _, s := range r.all() {
-		if _, ok := s.env.Body.(*protocol.UserMessage); ok {
+		if _, ok := s.Env.Body.(*protocol.UserMessage); ok {
 			out = append(out, s)
 		}
 	}
@@ -202,13 +165,7 @@ func (r *recorder) userMessages() []stored {
 }
 
 func (r *recorder) errors() []*protocol.ErrorMessage {
-	var out []*protocol.ErrorMessage
-	for _, s := range r.all() {
-		if b, ok := s.env.Body.(*protocol.ErrorMessage); ok {
-			out = append(out, b)
-		}
-	}
-	return out
+	return natstest.Bodies[*protocol.ErrorMessage](r.All())
 }
 
 // final returns the final transcription, or nil.

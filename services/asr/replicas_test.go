@@ -110,7 +110,7 @@ func TestReplicaKilledMidJob(t *testing.T) {
 	stops[victim]()
 	testkit.Eventually(t, 5*time.Second, func() bool { return len(rec.userMessages()) == 1 }, "job completed by another replica")
 	t.Logf("completed %s after the replica was stopped", time.Since(start).Round(time.Millisecond))
-	if got := rec.userMessages()[0].env.Body.(*protocol.UserMessage).Content; got != "Turn the lights off." {
+	if got := rec.userMessages()[0].Env.Body.(*protocol.UserMessage).Content; got != "Turn the lights off." {
 		t.Errorf("user message %q", got)
 	}
 	if n := fakes[victim].TranscriptionCount(); n != 1 {

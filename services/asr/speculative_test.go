@@ -149,8 +149,8 @@ func TestSpeculativeJob(t *testing.T) {
 			// Nothing before the final job's own envelopes: the speculative
 			// job was done (acknowledged) before the final one was queued.
 			all := rec.all()
-			if all[0].env.Type != protocol.TypeTranscription || !all[0].env.Body.(*protocol.Transcription).Final {
-				t.Errorf("the stream begins with %s %+v, not the final transcription", all[0].env.Type, all[0].env.Body)
+			if all[0].Env.Type != protocol.TypeTranscription || !all[0].Env.Body.(*protocol.Transcription).Final {
+				t.Errorf("the stream begins with %s %+v, not the final transcription", all[0].Env.Type, all[0].Env.Body)
 			}
 			if want := map[bool]int{true: 2, false: 1}[tc.preempt]; len(all) != want {
 				t.Errorf("%d envelopes on the stream, want %d", len(all), want)
@@ -165,7 +165,7 @@ func TestSpeculativeJob(t *testing.T) {
 			}
 			checkMeta(t, "speculative user message", penv)
 			got := *penv.Body.(*protocol.UserMessage)
-			want := *rec.userMessages()[0].env.Body.(*protocol.UserMessage)
+			want := *rec.userMessages()[0].Env.Body.(*protocol.UserMessage)
 			if got.Timestamp == nil || *got.Timestamp != spec.CreatedAt {
 				t.Errorf("speculative user message timestamp %v, want the job's creation %d", got.Timestamp, spec.CreatedAt)
 			}
@@ -238,22 +238,22 @@ func TestFinalWithTranscript(t *testing.T) {
 
 			var mine []stored
 			for _, s := range rec.all() {
-				if id := bodyID(s.env.Body); id == j.UtteranceID {
+				if id := bodyID(s.Env.Body); id == j.UtteranceID {
 					mine = append(mine, s)
 				}
 			}
 			if want := map[bool]int{true: 2, false: 1}[tc.userMessage]; len(mine) != want {
 				t.Fatalf("%d envelopes of the utterance, want %d", len(mine), want)
 			}
-			tr := mine[0].env.Body.(*protocol.Transcription)
+			tr := mine[0].Env.Body.(*protocol.Transcription)
 			if !tr.Final || tr.Text != tc.text || tr.Language == nil || *tr.Language != "en" ||
-				!reflect.DeepEqual(tr.Confidence, tc.conf) || mine[0].header.Get(worker.HeaderJobSequence) == "" {
+				!reflect.DeepEqual(tr.Confidence, tc.conf) || mine[0].Header.Get(worker.HeaderJobSequence) == "" {
 				t.Errorf("final transcription %+v", tr)
 			}
 			if !tc.userMessage {
 				return
 			}
-			um := mine[1].env.Body.(*protocol.UserMessage)
+			um := mine[1].Env.Body.(*protocol.UserMessage)
 			if um.Content != tc.text || um.Timestamp == nil || *um.Timestamp != *j.SpeechEndMs {
 				t.Errorf("user message %+v", um)
 			}
@@ -263,17 +263,17 @@ func TestFinalWithTranscript(t *testing.T) {
 			// Field by field what the reference published, but for the ids
 			// and the time.
 			for i, want := range []string{subjects.Server(cid, protocol.TypeTranscription), subjects.Client(cid, protocol.TypeUserMessage)} {
-				if mine[i].subject != want || mine[i].env.Type != refAll[i].env.Type {
-					t.Errorf("envelope %d: %s on %s, want %s on %s", i, mine[i].env.Type, mine[i].subject, refAll[i].env.Type, want)
+				if mine[i].Subject != want || mine[i].Env.Type != refAll[i].Env.Type {
+					t.Errorf("envelope %d: %s on %s, want %s on %s", i, mine[i].Env.Type, mine[i].Subject, refAll[i].Env.Type, want)
 				}
-				checkMeta(t, mine[i].env.Type.String(), mine[i].env)
+				checkMeta(t, mine[i].Env.Type.String(), mine[i].Env)
 			}
 			wantTr := *refTr
 			wantTr.ID, wantTr.ConversationID = j.UtteranceID, cid
 			if !reflect.DeepEqual(*tr, wantTr) {
 				t.Errorf("final transcription %+v, the reference %+v", *tr, wantTr)
 			}
-			wantUM := *refRec.userMessages()[0].env.Body.(*protocol.UserMessage)
+			wantUM := *refRec.userMessages()[0].Env.Body.(*protocol.UserMessage)
 			wantUM.ID, wantUM.ConversationID, wantUM.Timestamp = j.UtteranceID, cid, j.SpeechEndMs
 			if !reflect.DeepEqual(*um, wantUM) {
 				t.Errorf("user message %+v, the reference %+v", *um, wantUM)

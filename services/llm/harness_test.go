@@ -128,67 +128,25 @@ func (h *harness) say(cid, text string) string {
 }
 
 // seen is one envelope of a conversation in stream order.
-type seen struct {
-	seq     uint64
-	subject string
-	at      time.Time
-	env     protocol.Envelope
-}
+type seen = natstest.Seen
 
 // watcher collects every envelope of one conversation in stream order.
-type watcher struct {
-	mu   sync.Mutex
-	envs []seen
-}
+type watcher struct{ *natstest.Recorder }
 
 func (h *harness) watch(cid string) *watcher {
 	h.t.Helper()
-	w := &watcher{}
-	cons, err := h.js.OrderedConsumer(context.Background(), bus.StreamConversations,
-		jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjects.Conversation(cid)}})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		env, err := protocol.Decode(m.Data())
-		if err != nil {
-			return
-		}
-		md, _ := m.Metadata()
-		w.mu.Lock()
-		w.envs = append(w.envs, seen{seq: md.Sequence.Stream, subject: m.Subject(), at: time.Now(), env: env})
-		w.mu.Unlock()
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(cc.Stop)
-	return w
+	return &watcher{natstest.Record(h.t, h.js, bus.StreamConversations, subjects.Conversation(cid))}
 }
 
-func (w *watcher) all() []seen {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]seen(nil), w.envs...)
-}
+func (w *watcher) all() []seen { return w.All() }
 
 // until waits for cond over everything seen so far.
 func (w *watcher) until(t testing.TB, timeout time.Duration, what string, cond func([]seen) bool) []seen {
 	t.Helper()
-	var last []seen
-	testkit.Eventually(t, timeout, func() bool { last = w.all(); return cond(last) }, "%s", what)
-	return last
+	return w.Until(t, timeout, what, cond)
 }
 
-func bodies[T protocol.Body](envs []seen) []T {
-	var out []T
-	for _, s := range envs {
-		if b, ok := s.env.Body.(T); ok {
-			out = append(out, b)
-		}
-	}
-	return out
-}
+func bodies[T protocol.Body](envs []seen) []T { return natstest.Bodies[T](envs) }
 
 // answerOf returns the StartAnswer for user message uid (nil if none yet).
 func answerOf(envs []seen, previousID string) *protocol.StartAnswer {

@@ -84,10 +84,10 @@ func TestMemoryTurn(t *testing.T) {
 	var startSeq uint64
 	var traces []*protocol.MemoryTrace
 	for _, s := range envs {
-		switch b := s.env.Body.(type) {
+		switch b := s.Env.Body.(type) {
 		case *protocol.StartAnswer:
 			if b.ID == sa.ID {
-				startSeq = s.seq
+				startSeq = s.Seq
 			}
 		case *protocol.MemoryTrace:
 			if startSeq == 0 {

@@ -59,7 +59,7 @@ func (h *harness) speakAhead(cid string) func() []string {
 func types(envs []seen) []string {
 	var out []string
 	for _, s := range envs {
-		out = append(out, s.env.Type.String())
+		out = append(out, s.Env.Type.String())
 	}
 	return out
 }
@@ -162,7 +162,7 @@ func TestPreemptiveAnswerDropped(t *testing.T) {
 				t.Fatalf("envelopes %v, want %s", got, want)
 			}
 			for _, s := range w.all() {
-				if a, ok := s.env.Body.(*protocol.AssistantSentence); ok && strings.Contains(a.Text, "Preemptive") {
+				if a, ok := s.Env.Body.(*protocol.AssistantSentence); ok && strings.Contains(a.Text, "Preemptive") {
 					t.Fatal("the preemptive answer reached the stream")
 				}
 			}

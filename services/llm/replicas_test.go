@@ -46,7 +46,7 @@ func TestTwoReplicas(t *testing.T) {
 		var order []string
 		open := ""
 		for _, s := range w.all() {
-			switch b := s.env.Body.(type) {
+			switch b := s.Env.Body.(type) {
 			case *protocol.StartAnswer:
 				if open != "" {
 					t.Fatalf("answer %s started while %s was still streaming", b.ID, open)

@@ -73,9 +73,9 @@ func TestStopMidAnswer(t *testing.T) {
 			var said []string
 			late := 0
 			for _, s := range envs {
-				if b, ok := s.env.Body.(*protocol.AssistantSentence); ok && b.PreviousID == aid {
+				if b, ok := s.Env.Body.(*protocol.AssistantSentence); ok && b.PreviousID == aid {
 					said = append(said, b.Text)
-					if s.seq > stopSeq {
+					if s.Seq > stopSeq {
 						late++
 					}
 					if b.IsFinal != nil && *b.IsFinal {
@@ -94,7 +94,7 @@ func TestStopMidAnswer(t *testing.T) {
 				}
 				named := false
 				for _, s := range envs {
-					if b, ok := s.env.Body.(*protocol.ControlStop); ok && strings.Contains(s.subject, ".server.") && b.TargetID != nil && *b.TargetID == aid {
+					if b, ok := s.Env.Body.(*protocol.ControlStop); ok && strings.Contains(s.Subject, ".server.") && b.TargetID != nil && *b.TargetID == aid {
 						named = b.StopType != nil && *b.StopType == want
 					}
 				}

@@ -80,7 +80,7 @@ func TestEdit(t *testing.T) {
 	var a3 *protocol.StartAnswer
 	envs := w.until(t, 10*time.Second, "edited message answered", func(envs []seen) bool {
 		for _, s := range envs {
-			if b, ok := s.env.Body.(*protocol.UserMessage); ok && strings.Contains(s.subject, ".server.") {
+			if b, ok := s.Env.Body.(*protocol.UserMessage); ok && strings.Contains(s.Subject, ".server.") {
 				edited = b
 			}
 		}
