@@ -2,15 +2,12 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
@@ -42,14 +39,11 @@ type Middleware func(HandlerFunc) HandlerFunc
 // Router decodes JetStream messages into protocol envelopes and dispatches
 // them to typed handlers by message type.
 type Router struct {
-	name       string
-	dlq        *DeadLetters
-	log        zerolog.Logger
-	handlers   map[protocol.MessageType]HandlerFunc
-	fallback   HandlerFunc
-	mw         []Middleware
-	maxDeliver int
-	backoff    func(attempt uint64) time.Duration
+	name     string
+	handlers map[protocol.MessageType]HandlerFunc
+	fallback HandlerFunc
+	mw       []Middleware
+	settle   Settler
 }
 
 // RouterOption configures a Router.
@@ -57,11 +51,11 @@ type RouterOption func(*Router)
 
 // WithMaxDeliver makes the router dead-letter a message on its n-th failed
 // delivery (match the consumer's MaxDeliver). Default 10.
-func WithMaxDeliver(n int) RouterOption { return func(r *Router) { r.maxDeliver = n } }
+func WithMaxDeliver(n int) RouterOption { return func(r *Router) { r.settle.MaxDeliver = n } }
 
 // WithBackoff sets the redelivery delay for retryable errors.
 func WithBackoff(f func(attempt uint64) time.Duration) RouterOption {
-	return func(r *Router) { r.backoff = f }
+	return func(r *Router) { r.settle.Backoff = f }
 }
 
 // WithFallback handles envelope types that have no handler (default: ack and ignore).
@@ -71,26 +65,14 @@ func WithFallback(h HandlerFunc) RouterOption { return func(r *Router) { r.fallb
 // subjects.DeadLetter(name).
 func NewRouter(name string, dlq *DeadLetters, log zerolog.Logger, opts ...RouterOption) *Router {
 	r := &Router{
-		name:       name,
-		dlq:        dlq,
-		log:        log.With().Str("consumer", name).Logger(),
-		handlers:   map[protocol.MessageType]HandlerFunc{},
-		maxDeliver: 10,
-		backoff:    DefaultBackoff,
+		name:     name,
+		handlers: map[protocol.MessageType]HandlerFunc{},
+		settle:   Settler{Consumer: name, DeadLetters: dlq, MaxDeliver: 10, Backoff: DefaultBackoff, Log: log},
 	}
 	for _, o := range opts {
 		o(r)
 	}
 	return r
-}
-
-// DefaultBackoff doubles from 100 ms up to 30 s.
-func DefaultBackoff(attempt uint64) time.Duration {
-	d := 100 * time.Millisecond
-	for i := uint64(1); i < attempt && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
 }
 
 // Use appends middleware; the first added is the outermost.
@@ -121,43 +103,13 @@ func (r *Router) Run(ctx context.Context, cons jetstream.Consumer) error {
 	return nil
 }
 
-// HandleMsg processes one message: decode, dispatch, then ack, nak or dead-letter.
+// HandleMsg processes one message: decode, dispatch, then settle it (Settler).
 func (r *Router) HandleMsg(ctx context.Context, m jetstream.Msg) {
 	d := DeliveryOf(m)
-	err := r.dispatch(ctx, m.Data(), d)
-	log := r.log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Logger()
-	switch {
-	case err == nil:
-		if aerr := m.Ack(); aerr != nil {
-			log.Warn().Err(aerr).Msg("ack failed; the message will be redelivered")
-		}
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		_ = m.Nak() // shutting down: someone else (or our restart) takes it
-	case errors.Is(err, ErrPermanent) || (r.maxDeliver > 0 && d.NumDelivered >= uint64(r.maxDeliver)):
-		log.Error().Err(err).Uint64("delivered", d.NumDelivered).Msg("dead-lettering envelope")
-		if derr := r.dlq.Put(ctx, r.name, m.Data(), d, err); derr != nil {
-			log.Error().Err(derr).Msg("dead letter failed; retrying the message")
-			_ = m.NakWithDelay(r.backoff(d.NumDelivered))
-			return
-		}
-		_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
-	default:
-		delay := r.backoff(d.NumDelivered)
-		var ra *RetryAfter
-		if errors.As(err, &ra) {
-			delay = ra.Delay
-		}
-		log.Warn().Err(err).Dur("delay", delay).Msg("handler failed; will retry")
-		_ = m.NakWithDelay(delay)
-	}
+	r.settle.Process(ctx, m, func() error { return r.dispatch(ctx, m.Data(), d) })
 }
 
-func (r *Router) dispatch(ctx context.Context, data []byte, d Delivery) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = Permanent(fmt.Errorf("handler panic: %v\n%s", p, debug.Stack()))
-		}
-	}()
+func (r *Router) dispatch(ctx context.Context, data []byte, d Delivery) error {
 	env, err := protocol.Decode(data)
 	if err != nil {
 		return Permanent(err)
