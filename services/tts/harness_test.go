@@ -3,7 +3,6 @@ package tts_test
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,10 +39,9 @@ type harness struct {
 	// stopFirst stops the replica newHarness started.
 	stopFirst func()
 
-	mu     sync.Mutex
-	audio  []received // SpeechAudio in arrival order
-	stored []*protocol.SentenceAudio
-	errs   []*protocol.ErrorMessage
+	// rec takes SpeechAudio, SentenceAudio and ErrorMessage in arrival
+	// order.
+	rec *natstest.Recorder
 }
 
 type received struct {
@@ -115,34 +113,9 @@ func (h *harness) startReplica(cfg tts.Config) (stop func()) {
 }
 
 func (h *harness) subscribe() {
-	sub := func(subject string, fn func(*nats.Msg, protocol.Envelope)) {
-		s, err := h.nc.Subscribe(subject, func(m *nats.Msg) {
-			env, err := protocol.Decode(m.Data)
-			if err != nil {
-				h.t.Errorf("%s: undecodable envelope: %v", m.Subject, err)
-				return
-			}
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			fn(m, env)
-		})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(func() { _ = s.Unsubscribe() })
-	}
-	sub(subjects.AllAudioOut, func(m *nats.Msg, env protocol.Envelope) {
-		h.audio = append(h.audio, received{env: env, body: env.Body.(*protocol.SpeechAudio), at: time.Now()})
-	})
-	sub(subjects.AllOfType(subjects.OriginAgent, protocol.TypeSentenceAudio), func(m *nats.Msg, env protocol.Envelope) {
-		h.stored = append(h.stored, env.Body.(*protocol.SentenceAudio))
-	})
-	sub(subjects.AllOfType(subjects.OriginServer, protocol.TypeErrorMessage), func(m *nats.Msg, env protocol.Envelope) {
-		h.errs = append(h.errs, env.Body.(*protocol.ErrorMessage))
-	})
-	if err := h.nc.Flush(); err != nil {
-		h.t.Fatal(err)
-	}
+	h.rec = natstest.RecordCore(h.t, h.nc, subjects.AllAudioOut,
+		subjects.AllOfType(subjects.OriginAgent, protocol.TypeSentenceAudio),
+		subjects.AllOfType(subjects.OriginServer, protocol.TypeErrorMessage))
 }
 
 func (h *harness) publish(ctx context.Context, body protocol.Body, cid string) {
@@ -186,22 +159,18 @@ func (h *harness) speak(cid, turn string, texts ...string) {
 
 // audioOf returns the SpeechAudio of a turn, in arrival order.
 func (h *harness) audioOf(turn string) []received {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []received
-	for _, r := range h.audio {
-		if r.body.MessageID == turn {
-			out = append(out, r)
+	for _, s := range h.rec.All() {
+		if b, ok := s.Env.Body.(*protocol.SpeechAudio); ok && b.MessageID == turn {
+			out = append(out, received{env: s.Env, body: b, at: s.At})
 		}
 	}
 	return out
 }
 
 func (h *harness) storedOf(turn string) []*protocol.SentenceAudio {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []*protocol.SentenceAudio
-	for _, a := range h.stored {
+	for _, a := range natstest.Bodies[*protocol.SentenceAudio](h.rec.All()) {
 		if a.MessageID == turn {
 			out = append(out, a)
 		}
@@ -210,9 +179,7 @@ func (h *harness) storedOf(turn string) []*protocol.SentenceAudio {
 }
 
 func (h *harness) errors() []*protocol.ErrorMessage {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]*protocol.ErrorMessage(nil), h.errs...)
+	return natstest.Bodies[*protocol.ErrorMessage](h.rec.All())
 }
 
 // waitSpoken waits for the last chunk of a turn's final sentence.
