@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
@@ -83,21 +84,7 @@ func (s *stack) record(t *testing.T, cid string) (types []string, rows []string)
 // stream reads every envelope of a conversation from CONVERSATIONS.
 func (s *stack) stream(t testing.TB, cid string) []protocol.Envelope {
 	t.Helper()
-	cons, err := s.js.OrderedConsumer(context.Background(), "CONVERSATIONS",
-		jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjects.Conversation(cid)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []protocol.Envelope
-	for {
-		m, err := cons.Next(jetstream.FetchMaxWait(500 * time.Millisecond))
-		if err != nil {
-			return out
-		}
-		if env, err := protocol.Decode(m.Data()); err == nil {
-			out = append(out, env)
-		}
-	}
+	return natstest.Stored(t, s.js, bus.StreamConversations, subjects.Conversation(cid))
 }
 
 // turn speaks pcm, waits for the whole answer and its playout records, and

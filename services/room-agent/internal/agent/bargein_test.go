@@ -74,25 +74,7 @@ func newAnswering(t *testing.T) *answering {
 // stored is what the room published on the conversation's stream, in order.
 func (a *answering) stored(t *testing.T) []protocol.Envelope {
 	t.Helper()
-	ctx := context.Background()
-	cons, err := a.js.OrderedConsumer(ctx, bus.StreamConversations, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subjects.Conversation(a.r.cid)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(100, jetstream.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []protocol.Envelope
-	for m := range batch.Messages() {
-		env, err := protocol.Decode(m.Data())
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, env)
-	}
-	return out
+	return natstest.Stored(t, a.js, bus.StreamConversations, subjects.Conversation(a.r.cid))
 }
 
 // waitFor returns what was stored once done says it is enough.
