@@ -109,6 +109,10 @@ func (r *Router) HandleMsg(ctx context.Context, m jetstream.Msg) {
 	r.settle.Process(ctx, m, func() error { return r.dispatch(ctx, m.Data(), d) })
 }
 
+// Settle settles m with an outcome decided outside a handler (a message
+// given back unhandled while stopping).
+func (r *Router) Settle(ctx context.Context, m jetstream.Msg, o Outcome) { r.settle.Settle(ctx, m, o) }
+
 func (r *Router) dispatch(ctx context.Context, data []byte, d Delivery) error {
 	env, err := protocol.Decode(data)
 	if err != nil {

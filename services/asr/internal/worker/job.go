@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
@@ -86,13 +85,9 @@ func decode(subject string, data []byte, d bus.Delivery) (*job, error) {
 }
 
 // work decodes and does one job. nil acks it; an error wrapping errDone
-// terminates it; another error gives it back for a retry.
-func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery, free func()) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %v\n%s", errPanic, p, debug.Stack())
-		}
-	}()
+// terminates it; a permanent one dead-letters it; another error gives it
+// back for a retry.
+func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery, free func()) error {
 	j, err := decode(d.Subject, data, d)
 	if err != nil {
 		free()
@@ -104,8 +99,6 @@ func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery, free fun
 // reject reports a malformed job to the conversation (when the subject
 // names one) and dead-letters it.
 func (w *Worker) reject(ctx context.Context, data []byte, d bus.Delivery, j *job, cause error) error {
-	log := w.d.Log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Logger()
-	log.Error().Err(cause).Msg("malformed ASR job dead-lettered")
 	w.d.Metrics.Jobs.WithLabelValues("unknown", "malformed").Inc()
 	if j.cid != "" {
 		code := protocol.Code(cause)
@@ -123,15 +116,12 @@ func (w *Worker) reject(ctx context.Context, data []byte, d bus.Delivery, j *job
 			return err // retried: the client must hear of it
 		}
 	}
-	if err := w.d.DeadLetters.Put(ctx, w.s.Consumer, data, d, cause); err != nil {
-		return fmt.Errorf("dead letter: %w", err)
-	}
-	return fmt.Errorf("%w: %w", errDone, cause)
+	return bus.Permanent(cause) // dead-lettered by the settler
 }
 
-// giveUp settles a job whose tries are exhausted: dead-lettered, and for a
-// final one the client hears that its speech was lost.
-func (w *Worker) giveUp(ctx context.Context, data []byte, d bus.Delivery, cause error) {
+// giveUp tells the client of a final job given up (its tries exhausted, or
+// its handler crashed; the settler dead-letters it) that its speech was lost.
+func (w *Worker) giveUp(ctx context.Context, data []byte, d bus.Delivery) {
 	j, err := decode(d.Subject, data, d)
 	if err == nil && j.final() {
 		e := errorEnvelope(j.cid, j.body.UtteranceID, protocol.CodeInternal, "Your speech could not be transcribed because of an internal error.")
@@ -140,18 +130,10 @@ func (w *Worker) giveUp(ctx context.Context, data []byte, d bus.Delivery, cause 
 			w.d.Log.Error().Err(perr).Msg("cannot report a lost utterance")
 		}
 	}
-	if derr := w.d.DeadLetters.Put(ctx, w.s.Consumer, data, d, cause); derr != nil {
-		w.d.Log.Error().Err(derr).Msg("dead letter failed")
-	}
 	if err == nil {
 		w.d.Metrics.Jobs.WithLabelValues(j.kind(), "given_up").Inc()
 	}
 }
 
-var (
-	// errDone marks a job settled without success: it is terminated, not retried.
-	errDone = errors.New("job settled")
-	// errPanic: the job crashed its handler; it is given up rather than
-	// crashing every replica it is redelivered to.
-	errPanic = errors.New("job handler panic")
-)
+// errDone marks a job settled without success: it is terminated, not retried.
+var errDone = errors.New("job settled")

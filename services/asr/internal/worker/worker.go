@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
-	"github.com/alicia-voice/alicia/pkg/clip"
 	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
 	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
 )
@@ -199,6 +198,11 @@ func (w *Worker) setConsumer(c jetstream.Consumer) {
 	w.cons = c
 }
 
+// settler settles jobs (bus.Settler): a job given up is dead-lettered.
+func (w *Worker) settler() *bus.Settler {
+	return &bus.Settler{Consumer: w.s.Consumer, DeadLetters: w.d.DeadLetters, MaxDeliver: w.s.MaxDeliver, Log: w.d.Log}
+}
+
 // idle: the pull ended without a job.
 func idle(err error) bool {
 	var t interface{ Timeout() bool }
@@ -217,25 +221,17 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg, free func()) {
 
 	d := bus.DeliveryOf(m)
 	log := w.d.Log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Uint64("delivery", d.NumDelivered).Logger()
-	err := w.work(hctx, m.Data(), d, free)
+	err := bus.Protect(log, func() error { return w.work(hctx, m.Data(), d, free) })
+	s := w.settler()
+	o := s.Judge(ctx, err, d.NumDelivered)
 	switch {
-	case err == nil:
-		if aerr := m.Ack(); aerr != nil {
-			log.Warn().Err(aerr).Msg("ack failed; the job may be redelivered")
-		}
-	case ctx.Err() != nil:
-		// Shutting down: give the job back now so another replica does it.
-		_ = m.Nak()
+	case o.Verdict == bus.VerdictGiveBack:
+		// Shutting down: another replica does the job now.
 	case errors.Is(err, errDone):
 		// Settled without success (reported to the client, or dropped).
-		_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
-	case errors.Is(err, errPanic) || (w.s.MaxDeliver > 0 && d.NumDelivered >= uint64(w.s.MaxDeliver)):
-		log.Error().Err(err).Msg("job given up")
-		w.giveUp(ctx, m.Data(), d, err)
-		_ = m.TermWithReason(clip.Bytes(err.Error(), 200))
-	default:
-		delay := bus.DefaultBackoff(d.NumDelivered)
-		log.Warn().Err(err).Dur("retry_in", delay).Msg("job failed; will retry")
-		_ = m.NakWithDelay(delay)
+		o = bus.Terminate(err)
+	case o.Verdict == bus.VerdictFail:
+		w.giveUp(ctx, m.Data(), d)
 	}
+	s.Settle(ctx, m, o)
 }

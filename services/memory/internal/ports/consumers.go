@@ -118,13 +118,13 @@ func runConcurrent(ctx, work context.Context, cons jetstream.Consumer, r *bus.Ro
 	var wg sync.WaitGroup
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		if ctx.Err() != nil {
-			_ = m.Nak()
+			r.Settle(ctx, m, bus.GiveBack())
 			return
 		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			_ = m.Nak()
+			r.Settle(ctx, m, bus.GiveBack())
 			return
 		}
 		wg.Add(1)

@@ -106,14 +106,16 @@ func (a *Agent) Run(ctx, work context.Context) error {
 func (a *Agent) serve(ctx, work context.Context, m jetstream.Msg) {
 	env, err := protocol.Decode(m.Data())
 	d, ok := env.Body.(*protocol.AgentDispatch)
-	if err != nil || !ok {
-		a.d.Log.Error().Err(err).Msg("bad dispatch request; dropped")
-		_ = m.Term()
+	if err == nil && !ok {
+		err = fmt.Errorf("body is %T, want an AgentDispatch", env.Body)
+	}
+	if err != nil {
+		a.settler().Settle(ctx, m, bus.Fail(fmt.Errorf("bad dispatch request: %w", err)))
 		return
 	}
 	log := a.d.Log.With().Str("conversation_id", d.ConversationID).Logger()
 	if ctx.Err() != nil { // fetched while shutting down
-		_ = m.Nak()
+		a.settler().Settle(ctx, m, bus.GiveBack())
 		return
 	}
 	a.mu.Lock()
@@ -125,8 +127,7 @@ func (a *Agent) serve(ctx, work context.Context, m jetstream.Msg) {
 	}
 	room, err := Join(ctx, a.cfg, a.d, d)
 	if err != nil {
-		log.Warn().Err(err).Msg("join failed; handing the request back")
-		_ = m.NakWithDelay(time.Second)
+		a.settler().Settle(ctx, m, bus.RetryIn(time.Second, fmt.Errorf("join failed; handing the request back: %w", err)))
 		return
 	}
 	a.mu.Lock()
@@ -147,18 +148,24 @@ func (a *Agent) serve(ctx, work context.Context, m jetstream.Msg) {
 		case <-ctx.Done():
 			finished := a.finishTurn(work, room, m, beat)
 			room.Close()
-			_ = m.Nak() // another agent takes the room now
+			a.settler().Settle(ctx, m, bus.GiveBack()) // another agent takes the room now
 			log.Info().Bool("turn_finished", finished).Msg("left the room (shutdown); request handed back")
 			return
 		case <-room.Done():
 			room.Close()
-			_ = m.Ack()
+			a.settler().Settle(ctx, m, bus.Ack())
 			log.Info().Msg("left the room")
 			return
 		case <-beat.C:
 			_ = m.InProgress()
 		}
 	}
+}
+
+// settler settles dispatch requests (bus.Settler); one that cannot be
+// read is terminated (the room-agent publishes no dead letters).
+func (a *Agent) settler() *bus.Settler {
+	return &bus.Settler{Consumer: DispatchConsumer, Log: a.d.Log}
 }
 
 // finishTurn waits, keeping the request's lease, until the turn being

@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/subjects"
+)
+
+// settler settles the turns of the consumer (bus.Settler): a failed turn
+// is terminated without a dead letter (the llm reports it to the client
+// through GiveUp instead).
+func (c *Consumer) settler(log zerolog.Logger) *bus.Settler {
+	backoff := c.Backoff
+	if backoff == nil {
+		backoff = func(uint64) time.Duration { return time.Second }
+	}
+	return &bus.Settler{Consumer: Stream, MaxDeliver: c.MaxDeliver, Backoff: backoff, Log: log}
+}
+
+// handle runs one turn (heartbeated by its taker) until it is done
+// (acked), given up (terminated) or given back (shutdown); a failure is
+// retried here, after Backoff, so the conversation's later turns wait for
+// it (a panic is not retried).
+// attempt is the turn's start (the budget's count; without a budget, its
+// delivery).
+func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn, attempt uint64, log zerolog.Logger) {
+	hctx, cancel := context.WithCancel(turnCtx)
+	defer cancel()
+	log = log.With().Str("conversation_id", t.ConversationID).Uint64("seq", t.Sequence).Logger()
+	s := c.settler(log)
+	for {
+		err := bus.Protect(log, func() error { return c.Handler(hctx, t) })
+		o := s.Judge(turnCtx, err, attempt)
+		switch o.Verdict {
+		case bus.VerdictRetry:
+			log.Warn().Err(err).Dur("retry_in", o.Delay).Msg("turn failed; will retry")
+			select {
+			case <-time.After(o.Delay):
+				t.Delivered++
+				attempt++
+				continue
+			case <-ctx.Done():
+				// Stopping: another replica retries it.
+				o = bus.GiveBack()
+			}
+		case bus.VerdictFail:
+			if c.GiveUp != nil {
+				c.GiveUp(turnCtx, t, err)
+			}
+		}
+		s.Settle(turnCtx, m, o)
+		return
+	}
+}
+
+func (c *Consumer) decode(m jetstream.Msg, t *Turn) error {
+	p, err := subjects.ParseTurn(m.Subject())
+	if err != nil {
+		return err
+	}
+	t.ConversationID = p.ConversationID
+	if t.Sequence, err = SourceSequence(m.Headers().Get(SourceHeader)); err != nil {
+		return err
+	}
+	if t.Env, err = protocol.Decode(m.Data()); err != nil {
+		return err
+	}
+	t.User, _ = t.Env.Meta[edge.MetaUserID].(string)
+	if t.Env.ConversationID != t.ConversationID {
+		return fmt.Errorf("queue: envelope of %q on the subject of %q", t.Env.ConversationID, t.ConversationID)
+	}
+	return nil
+}
