@@ -94,19 +94,22 @@ func (w *SourceWatch) Run(ctx context.Context) error {
 	}
 	// events carries whether the advisory was CONVERSATIONS's.
 	events := make(chan bool, 2)
-	for _, subject := range []string{ConversationsLeaderElected, TurnsLeaderElected} {
+	rt := bus.NewRoutes("llm-sources", w.Log)
+	for route, subject := range map[string]string{"conversations_leader": ConversationsLeaderElected, "turns_leader": TurnsLeaderElected} {
 		conversations := subject == ConversationsLeaderElected
-		sub, err := w.NC.Subscribe(subject, func(*nats.Msg) {
+		bus.OnDecoded(rt, route, subject, bus.Raw, func(context.Context, []byte, bus.Inbound) error {
 			select {
 			case events <- conversations:
 			default:
 			}
+			return nil
 		})
-		if err != nil {
-			return err
-		}
-		defer func() { _ = sub.Unsubscribe() }()
 	}
+	subs, err := rt.Subscribe(ctx, w.NC)
+	if err != nil {
+		return err
+	}
+	defer subs.Close()
 
 	t := time.NewTicker(poll)
 	defer t.Stop()

@@ -93,71 +93,50 @@ func New(d Deps, s Settings) *Engine {
 
 // Listen subscribes, on core NATS, to every conversation's ControlStop (a
 // stop must not wait behind queued data) and Configuration (to forget the
-// cached features). Every replica listens; the one running the turn acts.
-// The preemptive answers it starts carry ctx's values (the service's
-// tracing mark under alicia up), not its end: they end as they did before.
+// cached features), to the preemptive answers (one replica of the queue
+// group each) and to the TurnEvents that cancel them. Every replica
+// listens; the one running the turn acts. The preemptive answers it starts
+// carry ctx's values (the service's tracing mark under alicia up), not its
+// end: they end as they did before.
 func (e *Engine) Listen(ctx context.Context) (unsubscribe func(), err error) {
 	e.base = context.WithoutCancel(ctx)
-	stopSub, err := e.d.NC.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), e.onStop)
+	subs, err := e.routes().Subscribe(e.base, e.d.NC)
 	if err != nil {
-		return nil, fmt.Errorf("turn: subscribe control_stop: %w", err)
+		return nil, fmt.Errorf("turn: %w", err)
 	}
-	cfgSub, err := e.d.NC.Subscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeConfiguration), func(m *nats.Msg) {
-		if p, err := subjects.Parse(m.Subject); err == nil {
-			e.features.forget(p.ConversationID)
-		}
-	})
-	if err != nil {
-		_ = stopSub.Unsubscribe()
-		return nil, fmt.Errorf("turn: subscribe configuration: %w", err)
-	}
-	preSub, err := e.d.NC.QueueSubscribe(subjects.AllSpecPreempts, preemptGroup, e.onPreempt)
-	if err != nil {
-		_ = stopSub.Unsubscribe()
-		_ = cfgSub.Unsubscribe()
-		return nil, fmt.Errorf("turn: subscribe preempts: %w", err)
-	}
-	evSub, err := e.d.NC.Subscribe(subjects.AllOfType(subjects.OriginAgent, protocol.TypeTurnEvent), e.onTurnEvent)
-	if err != nil {
-		_ = stopSub.Unsubscribe()
-		_ = cfgSub.Unsubscribe()
-		_ = preSub.Unsubscribe()
-		return nil, fmt.Errorf("turn: subscribe turn events: %w", err)
-	}
-	return func() {
-		_ = stopSub.Unsubscribe()
-		_ = cfgSub.Unsubscribe()
-		_ = preSub.Unsubscribe()
-		_ = evSub.Unsubscribe()
-	}, nil
+	return subs.Close, nil
 }
 
-func (e *Engine) onStop(m *nats.Msg) {
-	p, err := subjects.Parse(m.Subject)
-	if err != nil {
-		return
-	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	stop, ok := env.Body.(*protocol.ControlStop)
-	if !ok {
-		return
-	}
+// routes is the llm's core-NATS route table.
+func (e *Engine) routes() *bus.Routes {
+	rt := bus.NewRoutes("llm", e.d.Log)
+	bus.On(rt, "control_stop", subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), e.onStop, bus.ConversationSubject())
+	bus.On(rt, "configuration", subjects.AllOfType(subjects.OriginClient, protocol.TypeConfiguration),
+		func(_ context.Context, _ protocol.Envelope, _ *protocol.Configuration, in bus.Inbound) error {
+			e.features.forget(in.Conversation)
+			return nil
+		}, bus.ConversationSubject())
+	bus.On(rt, "preempt", subjects.AllSpecPreempts, e.onPreempt, bus.Queue(preemptGroup), bus.SpecSubject())
+	bus.On(rt, "turn_event", subjects.AllOfType(subjects.OriginAgent, protocol.TypeTurnEvent), e.onTurnEvent, bus.ConversationSubject())
+	return rt
+}
+
+func (e *Engine) onStop(_ context.Context, _ protocol.Envelope, stop *protocol.ControlStop, in bus.Inbound) error {
+	cid := in.Conversation
 	speech := stop.StopType != nil && *stop.StopType == protocol.ControlStopStopTypeSpeech
 	if speech {
 		// A barge-in: the room-agent records which sentences the user heard
 		// (SentencePlayout, before the user's next message) and persistence
 		// cuts the answer's contents to them, so the branch this replica
 		// remembers is stale; the next turn reads history.get.
-		e.branches.cut(p.ConversationID)
+		e.branches.cut(cid)
 	}
 	// Every stop type ends the generation: a barge-in drops the turn's
 	// remaining work too; what was said stays.
-	if e.stops.stop(p.ConversationID, stop.TargetID, speech) {
-		e.d.Log.Debug().Str("conversation_id", p.ConversationID).Bool("speech", speech).Msg("turn stopped")
+	if e.stops.stop(cid, stop.TargetID, speech) {
+		e.d.Log.Debug().Str("conversation_id", cid).Bool("speech", speech).Msg("turn stopped")
 	}
+	return nil
 }
 
 // Handle runs one turn taken off the queue (a queue.Handler).

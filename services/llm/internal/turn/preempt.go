@@ -5,14 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
@@ -118,20 +119,15 @@ func (ps *preempts) memories(cid, id, text string) ([]rpc.Memory, bool) {
 }
 
 // onPreempt starts a preemptive answer (a SpecPreempt message).
-func (e *Engine) onPreempt(m *nats.Msg) {
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	um, ok := env.Body.(*protocol.UserMessage)
-	if !ok || um.ConversationID == "" || strings.TrimSpace(um.Content) == "" {
-		return
-	}
+func (e *Engine) onPreempt(base context.Context, env protocol.Envelope, um *protocol.UserMessage, in bus.Inbound) error {
 	cid := um.ConversationID
-	if sc, err := subjects.SpecConversation(m.Subject); err != nil || sc != cid {
-		return
+	if cid != in.Conversation {
+		return fmt.Errorf("a preemptive UserMessage of conversation %q on the subject of %q", cid, in.Conversation)
 	}
-	ctx, cancel := context.WithCancel(telemetry.ExtractMeta(e.base, env.Meta))
+	if strings.TrimSpace(um.Content) == "" {
+		return nil // nothing to answer yet
+	}
+	ctx, cancel := context.WithCancel(telemetry.ExtractMeta(base, env.Meta))
 	p := &preempt{cid: cid, id: um.ID, text: um.Content, started: time.Now(), cancel: cancel,
 		ready: make(chan struct{}), more: make(chan struct{})}
 	if old := e.preempts.put(p); old != nil {
@@ -147,28 +143,22 @@ func (e *Engine) onPreempt(m *nats.Msg) {
 	userID, _ := env.Meta[edge.MetaUserID].(string)
 	log := telemetry.ForConversation(e.d.Log, cid).With().Str("message_id", um.ID).Logger()
 	go e.runPreempt(ctx, p, um, userID, log)
+	return nil
 }
 
 // onTurnEvent cancels the preemptive answer a TurnEvent preempt_cancelled
 // names.
-func (e *Engine) onTurnEvent(m *nats.Msg) {
-	p, err := subjects.Parse(m.Subject)
-	if err != nil {
-		return
+func (e *Engine) onTurnEvent(_ context.Context, _ protocol.Envelope, ev *protocol.TurnEvent, in bus.Inbound) error {
+	if ev.Kind != protocol.TurnEventKindPreemptCancelled || ev.UtteranceID == nil {
+		return nil
 	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	ev, ok := env.Body.(*protocol.TurnEvent)
-	if !ok || ev.Kind != protocol.TurnEventKindPreemptCancelled || ev.UtteranceID == nil {
-		return
-	}
-	if pre := e.preempts.get(p.ConversationID, *ev.UtteranceID); pre != nil && e.preempts.drop(pre) {
+	cid := in.Conversation
+	if pre := e.preempts.get(cid, *ev.UtteranceID); pre != nil && e.preempts.drop(pre) {
 		pre.cancel()
 		e.d.Metrics.Preempts.WithLabelValues("cancelled").Inc()
-		e.d.Log.Debug().Str("conversation_id", p.ConversationID).Str("message_id", pre.id).Dur("held", time.Since(pre.started)).Msg("preemptive answer cancelled")
+		e.d.Log.Debug().Str("conversation_id", cid).Str("message_id", pre.id).Dur("held", time.Since(pre.started)).Msg("preemptive answer cancelled")
 	}
+	return nil
 }
 
 // runPreempt builds the request and streams the answer into p.

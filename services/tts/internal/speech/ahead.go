@@ -3,15 +3,15 @@ package speech
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/subjects"
 )
 
 // Ahead synthesis hides the backend's time to first audio of a preemptive
@@ -264,25 +264,23 @@ func (st *aheadStore) close() {
 
 // onSpecSpeak takes the first sentence of a preemptive answer (one
 // replica of the queue group gets it) and synthesises it ahead.
-func (sp *Speaker) onSpecSpeak(m *nats.Msg) {
-	cid, err := subjects.SpecConversation(m.Subject)
-	if err != nil {
-		return
-	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	b, ok := env.Body.(*protocol.AssistantSentence)
-	if !ok || b.ConversationID != cid || b.Sequence != 1 || strings.TrimSpace(b.Text) == "" {
-		return
+func (sp *Speaker) onSpecSpeak(_ context.Context, _ protocol.Envelope, b *protocol.AssistantSentence, in bus.Inbound) error {
+	cid := in.Conversation
+	switch {
+	case b.ConversationID != cid:
+		return fmt.Errorf("a sentence of conversation %q on the subject of %q", b.ConversationID, cid)
+	case b.Sequence != 1:
+		return fmt.Errorf("sentence %d sent ahead; only the first is", b.Sequence)
+	case strings.TrimSpace(b.Text) == "":
+		return nil
 	}
 	e, ctx := sp.ahead.begin(sp.synthesisFor(cid, b.Text))
 	if e == nil {
-		return
+		return nil
 	}
 	log := sp.d.Log.With().Str("conversation_id", cid).Logger()
 	go sp.synthesizeAhead(ctx, e, log)
+	return nil
 }
 
 // synthesizeAhead runs the backend request of an entry; the metrics are
@@ -314,18 +312,11 @@ func (sp *Speaker) synthesizeAhead(ctx context.Context, e *aheadEntry, log zerol
 
 // onTurnEvent drops the entries of a conversation whose preemptive answer
 // was cancelled: the user spoke again.
-func (sp *Speaker) onTurnEvent(m *nats.Msg) {
-	p, err := subjects.Parse(m.Subject)
-	if err != nil {
-		return
+func (sp *Speaker) onTurnEvent(_ context.Context, _ protocol.Envelope, ev *protocol.TurnEvent, in bus.Inbound) error {
+	if ev.Kind == protocol.TurnEventKindPreemptCancelled {
+		sp.ahead.drop(in.Conversation, "cancelled")
 	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	if ev, ok := env.Body.(*protocol.TurnEvent); ok && ev.Kind == protocol.TurnEventKindPreemptCancelled {
-		sp.ahead.drop(p.ConversationID, "cancelled")
-	}
+	return nil
 }
 
 // countAhead records an entry's end; for a used one, the backend time to

@@ -1,11 +1,11 @@
 package speech
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
@@ -31,67 +31,42 @@ type orphan struct {
 // stopAhead drops the queue subscription to sentences to synthesise ahead
 // (a draining replica takes none), keeping the routes of the turns it holds.
 func (sp *Speaker) listen() (unsubscribe, stopAhead func(), err error) {
-	var subs []*nats.Subscription
-	var ahead *nats.Subscription
-	unsubscribe = func() {
-		for _, s := range subs {
-			_ = s.Unsubscribe()
-		}
+	subs, err := sp.routes().Subscribe(context.Background(), sp.d.NC)
+	if err != nil {
+		return nil, nil, fmt.Errorf("speech: %w", err)
 	}
-	stopAhead = func() {
-		if ahead != nil {
-			_ = ahead.Unsubscribe()
-		}
-	}
-	type route struct {
-		subject, queue string
-		fn             nats.MsgHandler
-	}
-	routes := []route{
-		{subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), "", sp.onStop},
-		{subjects.AllOfType(subjects.OriginServer, protocol.TypeAssistantSentence), "", sp.onSentence},
-		{subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer), "", sp.onStart},
-		{subjects.AllOfType(subjects.OriginServer, protocol.TypeErrorMessage), "", sp.onError},
-	}
+	return subs.Close, func() { subs.Unsubscribe(routeAhead) }, nil
+}
+
+// routeAhead is the route of the sentences to synthesise ahead.
+const routeAhead = "spec_speak"
+
+// routes is the tts's core-NATS route table.
+func (sp *Speaker) routes() *bus.Routes {
+	// A burst must not make the connection drop messages.
+	limits := bus.PendingLimits(1<<20, 256<<20)
+	rt := bus.NewRoutes("tts", sp.d.Log)
+	bus.On(rt, "control_stop", subjects.AllOfType(subjects.OriginClient, protocol.TypeControlStop), sp.onStop, limits, bus.ConversationSubject())
+	bus.On(rt, "sentence", subjects.AllOfType(subjects.OriginServer, protocol.TypeAssistantSentence), sp.onSentence, limits)
+	bus.On(rt, "start_answer", subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer), sp.onStart, limits, bus.ConversationSubject())
+	bus.On(rt, "error", subjects.AllOfType(subjects.OriginServer, protocol.TypeErrorMessage), sp.onError, limits)
 	if sp.ahead != nil {
 		// One replica synthesises a sentence ahead; every replica hears
 		// the cancellations (the one holding the entry drops it).
-		routes = append(routes,
-			route{subjects.AllSpecSpeak, AheadQueue, sp.onSpecSpeak},
-			route{subjects.AllOfType(subjects.OriginAgent, protocol.TypeTurnEvent), "", sp.onTurnEvent})
+		bus.On(rt, routeAhead, subjects.AllSpecSpeak, sp.onSpecSpeak, limits, bus.Queue(AheadQueue), bus.SpecSubject())
+		bus.On(rt, "turn_event", subjects.AllOfType(subjects.OriginAgent, protocol.TypeTurnEvent), sp.onTurnEvent, limits, bus.ConversationSubject())
 	}
-	for _, r := range routes {
-		s, err := sp.d.NC.QueueSubscribe(r.subject, r.queue, r.fn)
-		if err != nil {
-			unsubscribe()
-			return nil, nil, fmt.Errorf("speech: subscribe %s: %w", r.subject, err)
-		}
-		if r.queue != "" {
-			ahead = s
-		}
-		// A burst must not make the connection drop messages.
-		_ = s.SetPendingLimits(1<<20, 256<<20)
-		subs = append(subs, s)
-	}
-	return unsubscribe, stopAhead, sp.d.NC.Flush()
+	return rt
 }
 
-func (sp *Speaker) onSentence(m *nats.Msg) {
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	b, ok := env.Body.(*protocol.AssistantSentence)
-	if !ok {
-		return
-	}
+func (sp *Speaker) onSentence(_ context.Context, env protocol.Envelope, b *protocol.AssistantSentence, _ bus.Inbound) error {
 	s := sentence{env: env, body: b, id: sentenceID(b), received: time.Now()}
 	st := sp.stops
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if t := st.byID[b.PreviousID]; t != nil {
 		t.deliver(s)
-		return
+		return nil
 	}
 	now := s.received
 	if len(st.orphans) >= orphanMax {
@@ -105,42 +80,27 @@ func (sp *Speaker) onSentence(m *nats.Msg) {
 		st.orphans = kept[:min(len(kept), orphanMax-1)]
 	}
 	st.orphans = append(st.orphans, orphan{s: s, at: now})
+	return nil
 }
 
 // onStart ends the reading of the conversation's older turn here: the llm
 // answers one message at a time, so it is done with that one.
-func (sp *Speaker) onStart(m *nats.Msg) {
-	p, err := subjects.Parse(m.Subject)
-	if err != nil {
-		return
-	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	sa, ok := env.Body.(*protocol.StartAnswer)
-	if !ok {
-		return
-	}
+func (sp *Speaker) onStart(_ context.Context, _ protocol.Envelope, sa *protocol.StartAnswer, in bus.Inbound) error {
 	st := sp.stops
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, t := range st.byID {
-		if t.cid == p.ConversationID && t.id != sa.ID {
+		if t.cid == in.Conversation && t.id != sa.ID {
 			t.end()
 		}
 	}
+	return nil
 }
 
 // onError ends the reading of a turn the llm gave up on.
-func (sp *Speaker) onError(m *nats.Msg) {
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	e, ok := env.Body.(*protocol.ErrorMessage)
-	if !ok || e.OriginatingID == nil {
-		return
+func (sp *Speaker) onError(_ context.Context, _ protocol.Envelope, e *protocol.ErrorMessage, _ bus.Inbound) error {
+	if e.OriginatingID == nil {
+		return nil // not about a turn
 	}
 	st := sp.stops
 	st.mu.Lock()
@@ -148,6 +108,7 @@ func (sp *Speaker) onError(m *nats.Msg) {
 	if t := st.byID[*e.OriginatingID]; t != nil {
 		t.end()
 	}
+	return nil
 }
 
 // claimOrphans hands t the sentences that arrived before it was taken;

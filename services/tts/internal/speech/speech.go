@@ -160,22 +160,11 @@ func (sp *Speaker) Run(ctx, work context.Context, cons jetstream.Consumer) error
 // onStop handles a ControlStop on core NATS: every replica hears it, the
 // one speaking the turn halts it. A stop of any type (speech, generation,
 // all) ends the turn's speech.
-func (sp *Speaker) onStop(m *nats.Msg) {
-	p, err := subjects.Parse(m.Subject)
-	if err != nil {
-		return
+func (sp *Speaker) onStop(_ context.Context, _ protocol.Envelope, stop *protocol.ControlStop, in bus.Inbound) error {
+	if sp.stops.stop(in.Conversation, deref(stop.TargetID)) {
+		sp.d.Log.Debug().Str("conversation_id", in.Conversation).Msg("speech stopped")
 	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	stop, ok := env.Body.(*protocol.ControlStop)
-	if !ok {
-		return
-	}
-	if sp.stops.stop(p.ConversationID, deref(stop.TargetID)) {
-		sp.d.Log.Debug().Str("conversation_id", p.ConversationID).Msg("speech stopped")
-	}
+	return nil
 }
 
 // take decides what to do with one StartAnswer; it never blocks the consumer.
