@@ -171,24 +171,23 @@ func (sp *Speaker) onStop(_ context.Context, _ protocol.Envelope, stop *protocol
 func (sp *Speaker) take(ctx context.Context, m jetstream.Msg) {
 	if ctx.Err() != nil {
 		// Delivered while the replica stops taking turns: another takes it.
-		_ = m.Nak()
+		settle(ctx, sp.d.Log, m, bus.GiveBack())
 		return
 	}
 	md, err := m.Metadata()
 	if err != nil {
-		_ = m.Term()
+		settle(ctx, sp.d.Log, m, bus.Fail(fmt.Errorf("StartAnswer without metadata: %w", err)))
 		return
 	}
 	env, err := protocol.Decode(m.Data())
 	if err != nil {
-		sp.d.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("undecodable StartAnswer skipped")
-		_ = m.Term()
+		settle(ctx, sp.d.Log, m, bus.Fail(fmt.Errorf("undecodable StartAnswer: %w", err)))
 		return
 	}
 	sa, ok := env.Body.(*protocol.StartAnswer)
 	if !ok || !spoken(sa) {
 		sp.d.Metrics.Turns.WithLabelValues("text").Inc()
-		_ = m.Ack()
+		settle(ctx, sp.d.Log, m, bus.Ack())
 		return
 	}
 	log := sp.d.Log.With().Str("conversation_id", sa.ConversationID).Str("turn_id", sa.ID).Logger()
@@ -196,22 +195,22 @@ func (sp *Speaker) take(ctx context.Context, m jetstream.Msg) {
 	case time.Since(md.Timestamp) > sp.s.MaxLag:
 		sp.d.Metrics.Turns.WithLabelValues("stale").Inc()
 		log.Warn().Dur("age", time.Since(md.Timestamp)).Msg("voice turn too old to speak")
-		_ = m.Ack()
+		settle(ctx, log, m, bus.Ack())
 		return
 	case sp.stops.wasStopped(sa.ID):
 		sp.d.Metrics.Turns.WithLabelValues("stopped").Inc()
-		_ = m.Ack()
+		settle(ctx, log, m, bus.Ack())
 		return
 	case sp.stops.holds(sa.ID):
 		// A redelivery of a turn spoken here (a heartbeat came late): it
 		// stays here.
-		_ = m.Ack()
+		settle(ctx, log, m, bus.Ack())
 		return
 	}
 	if n := sp.active.Add(1); n > int64(sp.s.MaxTurns) {
 		sp.active.Add(-1)
 		sp.d.Metrics.Turns.WithLabelValues("busy").Inc()
-		_ = m.NakWithDelay(100 * time.Millisecond) // another replica takes it
+		settle(ctx, sp.d.Log, m, bus.RetryIn(100*time.Millisecond, nil)) // another replica takes it
 		return
 	}
 	t := sp.newTurn(ctx, m, md, sa, log)

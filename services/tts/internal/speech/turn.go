@@ -121,7 +121,7 @@ speaking:
 	err := <-readErr
 	switch cause := context.Cause(t.ctx); {
 	case errors.Is(cause, ErrShutdown) || handBack:
-		_ = t.msg.Nak() // another replica resumes after the last stored sentence
+		settle(t.ctx, t.log, t.msg, bus.GiveBack()) // another replica resumes after the last stored sentence
 		return
 	case errors.Is(cause, ErrStopped):
 		m.Turns.WithLabelValues("stopped").Inc()
@@ -131,14 +131,12 @@ speaking:
 		// later, here or elsewhere, after what was spoken.
 		t.log.Warn().Err(err).Msg("reading the turn's sentences failed; retrying the turn")
 		m.Turns.WithLabelValues("failed").Inc()
-		_ = t.msg.NakWithDelay(time.Second)
+		settle(t.ctx, t.log, t.msg, bus.RetryIn(time.Second, nil))
 		return
 	default:
 		m.Turns.WithLabelValues("spoken").Inc()
 	}
-	if err := t.msg.Ack(); err != nil {
-		t.log.Warn().Err(err).Msg("ack of the turn failed")
-	}
+	settle(t.ctx, t.log, t.msg, bus.Ack())
 }
 
 // follow feeds queue with the turn's sentences in sequence order until the
