@@ -216,3 +216,6 @@ for (const b of bodies) {
 }
 shapeLines.push('}')
 writeFileSync(join(outDir, 'shapes.gen.ts'), shapeLines.join('\n') + '\n')
+
+// The REST API's types come from the OpenAPI document (src/rest.gen.ts).
+await import('./gen-rest-types.mjs')

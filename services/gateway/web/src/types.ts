@@ -1,100 +1,58 @@
-// JSON shapes of the gateway's REST API (services/gateway/API.md).
+// JSON shapes of the gateway's REST API (services/gateway/API.md), from the
+// types generated from its OpenAPI document (proto-schemas/rest/openapi.json,
+// `npm run gen` writes src/rest.gen.ts). Where the client builds a shape
+// itself before the server has stored it (a message from its envelopes, a
+// tool call as it runs), the fields the server always sends are optional
+// here, and the client's own fields are added.
+import type * as Rest from './rest.gen'
 
-export type ConversationStatus = 'active' | 'archived' | 'deleted'
+export type Conversation = Rest.Conversation
+export type ConversationStatus = Conversation['status']
 
-export interface Conversation {
-  id: string
-  title: string
-  status: ConversationStatus
-  createdAt: number
-  updatedAt: number
-  messageCount: number
-  tipMessageId?: string
-  lastClientStanzaId: number
-}
+export type Votes = Rest.Votes
+export type VoteValue = NonNullable<Votes['userVote']>
 
-export type VoteValue = 'up' | 'down' | 'critical'
-
-export interface Votes {
-  upvotes: number
-  downvotes: number
-  specialVotes: number
-  userVote: VoteValue | null
-}
-
-export interface ToolUse {
-  id: string
-  toolName: string
-  arguments: unknown
-  result?: unknown
-  status: string
-  errorCode?: string
-  errorMessage?: string
-  // How long the tool ran, as the server stored it.
-  durationMs?: number
+export interface ToolUse extends Omit<Rest.ToolUse, 'votes'> {
   votes?: Votes
   // Filled in live from the envelopes' arrival times.
   startedAt?: number
   finishedAt?: number
 }
 
-export interface MemoryUsed {
+export interface MemoryUsed extends Omit<Rest.MemoryUsed, 'id' | 'votes'> {
   id?: string
-  memoryId: string
-  content: string
-  similarity: number
   votes?: Votes
 }
 
-export interface Reasoning {
+export interface Reasoning extends Omit<Rest.ReasoningStep, 'id' | 'votes'> {
   id?: string
-  sequence: number
-  content: string
   votes?: Votes
 }
 
-export type Role = 'user' | 'assistant' | 'system'
-export type MessageStatus = 'pending' | 'streaming' | 'completed' | 'failed'
+export type Role = Rest.Message['role']
+export type MessageStatus = Rest.Message['status']
 
-export interface Message {
-  id: string
-  previousId?: string
-  role: Role
-  content: string
-  status: MessageStatus
-  interrupted: boolean
-  sequenceNumber: number
-  createdAt: number
-  siblingCount: number
+// playing: the client's own state while a sentence is heard.
+export type Playout = Rest.SpokenSentence['playout'] | 'playing'
+
+export interface SpokenSentence extends Omit<Rest.SpokenSentence, 'playout'> {
+  playout: Playout
+}
+
+export interface Message
+  extends Omit<Rest.Message, 'toolUses' | 'memoriesUsed' | 'reasoning' | 'votes' | 'noteCount' | 'spoken'> {
   toolUses?: ToolUse[]
   memoriesUsed?: MemoryUsed[]
   reasoning?: Reasoning[]
   votes?: Votes
   noteCount?: number
-  // The sentences stored so far of an answer still streaming.
-  sentences?: { sequence: number; text: string }[]
   // A spoken answer's sentences with what became of their audio.
   spoken?: SpokenSentence[]
 }
 
-export type Playout = 'pending' | 'playing' | 'played' | 'interrupted' | 'unplayed'
-
-export interface SpokenSentence {
-  sequence: number
-  text: string
-  playout: Playout
-  playedMs: number
-}
-
 // POST /v1/conversations/{id}/token: a LiveKit token for the conversation's
 // room, valid for a few minutes (the join); LiveKit renews it in the room.
-export interface RoomToken {
-  url: string
-  token: string
-  room: string
-  identity: string
-  expiresAt: number
-}
+export type RoomToken = Rest.RoomToken
 
 export interface ConversationWithMessages extends Conversation {
   messages: Message[]
@@ -103,96 +61,30 @@ export interface ConversationWithMessages extends Conversation {
   streamSeq?: number
 }
 
-export interface ConversationPage {
-  conversations: Conversation[]
-  nextCursor?: string
-}
+export type ConversationPage = Rest.ConversationPage
 
-export interface Siblings {
-  parentId: string | null
+export interface Siblings extends Omit<Rest.Siblings, 'siblings'> {
   siblings: Message[]
-  currentId: string | null
 }
 
-export interface Memory {
-  id: string
-  content: string
-  tags: string[]
-  importance: number
-  pinned: boolean
-  archived: boolean
-  createdAt: number
-  updatedAt: number
-  similarity?: number
-}
+export type Memory = Rest.Memory
+export type MemoryPage = Rest.MemoryPage
+export type MemoryUse = Rest.MemoryUse
 
-export interface MemoryPage {
-  memories: Memory[]
-  nextCursor?: string
-}
+export type Note = Rest.Note
+export type NoteCategory = Note['category']
 
-export interface MemoryUse {
-  messageId: string
-  conversationId: string
-  conversationTitle: string
-  excerpt: string
-  similarity: number
-  createdAt: number
-}
+export type VoteTarget = NonNullable<Rest.VoteRequest['targetType']>
 
-export interface Note {
-  id: string
-  content: string
-  category: NoteCategory
-  createdAt: number
-}
+export type VoteResult = Omit<Rest.VoteResult, 'targetType'> & { targetType: VoteTarget }
 
-export type NoteCategory = 'improvement' | 'correction' | 'context' | 'general'
+export type Tool = Rest.Tool
+export type MCPServer = Rest.MCPServer
 
-export type VoteTarget = 'message' | 'sentence' | 'tool_use' | 'memory' | 'reasoning' | 'memory_usage'
+export type EngineInfo = Rest.EngineInfo
 
-export interface VoteResult extends Votes {
-  targetType: VoteTarget
-  targetId: string
-}
-
-export interface Tool {
-  name: string
-  description: string
-  parameters: unknown
-  enabled: boolean
-  source: string
-}
-
-export interface MCPServer {
-  name: string
-  transport: 'stdio' | 'http'
-  command?: string
-  args?: string[]
-  url?: string
-  enabled: boolean
-  status: string
-  lastError?: string
-}
-
-export interface EngineInfo {
-  name: string
-  engine: string
-  model?: string
-  voice?: string
-  reachable: boolean
-  url?: string
-  error?: string
-}
-
-export interface ServerInfoJSON {
-  connection: { status: string; latencyMs: number; error?: string }
+export interface ServerInfoJSON extends Omit<Rest.ServerInfo, 'models'> {
   models: { llm: EngineInfo; asr: EngineInfo; tts: EngineInfo; embeddings: EngineInfo }
-  mcpServers: { name: string; status: string }[]
 }
 
-export interface Session {
-  user: string
-  admin: boolean
-  expiresAt: number
-}
+export type Session = Rest.Session
