@@ -153,8 +153,7 @@ func (s *Settler) Settle(ctx context.Context, m jetstream.Msg, o Outcome) {
 			reason = errors.New("failed")
 		}
 		if s.DeadLetters != nil {
-			log.Error().Err(reason).Msg("dead-lettering message")
-			if err := s.DeadLetters.Put(context.WithoutCancel(ctx), s.Consumer, m.Data(), d, reason); err != nil {
+			if err := s.DeadLetter(context.WithoutCancel(ctx), m.Data(), d, reason); err != nil {
 				log.Error().Err(err).Msg("dead letter failed; retrying the message")
 				_ = m.NakWithDelay(s.Delay(d.NumDelivered))
 				return
@@ -170,6 +169,19 @@ func (s *Settler) Settle(ctx context.Context, m jetstream.Msg, o Outcome) {
 		}
 		_ = m.TermWithReason(reason)
 	}
+}
+
+// DeadLetter stores data, delivered as d, in DeadLetters with cause as the
+// reason, without settling its message: for a loop that acknowledges a
+// batch as a whole (AckAll), the bad envelopes in it dead-lettered one by
+// one.
+func (s *Settler) DeadLetter(ctx context.Context, data []byte, d Delivery, cause error) error {
+	s.Log.Error().Err(cause).Str("consumer", s.Consumer).Str("subject", d.Subject).Uint64("seq", d.Sequence).
+		Uint64("delivered", d.NumDelivered).Msg("dead-lettering message")
+	if s.DeadLetters == nil {
+		return errors.New("bus: no dead-letter store to put a failed message in")
+	}
+	return s.DeadLetters.Put(ctx, s.Consumer, data, d, cause)
 }
 
 // Process handles m with f (a panic becomes a permanent failure), judges

@@ -204,10 +204,9 @@ func (l *Loop) process(ctx context.Context, msgs []jetstream.Msg) error {
 	if telemetry.TracingEnabled() {
 		traceApplied(ctx, l.Stream, parts, t0, len(msgs))
 	}
-	// AckAll policy: acking the last message acknowledges the whole batch.
-	if err := msgs[len(msgs)-1].Ack(); err != nil {
-		l.Log.Warn().Err(err).Msg("ack failed; the batch will be redelivered and skipped by offset")
-	}
+	// AckAll policy: acking the last message acknowledges the whole batch
+	// (one whose ack fails is redelivered and skipped by offset).
+	l.settler().Settle(ctx, msgs[len(msgs)-1], bus.Ack())
 	var offsets map[string]uint64
 	for k, ok := range applied {
 		if !ok {
@@ -332,12 +331,18 @@ func (l *Loop) applyRange(ctx context.Context, part Shard, items []Item, upTo ui
 	return nil
 }
 
+// deadLetter stores one bad envelope of a batch (the batch is acknowledged
+// as a whole).
 func (l *Loop) deadLetter(ctx context.Context, data []byte, d bus.Delivery, cause error) error {
-	l.Log.Warn().Err(cause).Str("subject", d.Subject).Uint64("seq", d.Sequence).Msg("dead-lettering envelope")
-	if err := l.DLQ.Put(ctx, l.Consumer, data, d, cause); err != nil {
+	if err := l.settler().DeadLetter(ctx, data, d, cause); err != nil {
 		return fmt.Errorf("persistence: dead letter: %w", err)
 	}
 	return nil
+}
+
+// settler settles the loop's batches (bus.Settler).
+func (l *Loop) settler() *bus.Settler {
+	return &bus.Settler{Consumer: l.Consumer, DeadLetters: l.DLQ, Log: l.Log}
 }
 
 var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/persistence")
