@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
@@ -67,9 +67,7 @@ func (t *tracker) bargeIn(utterance string, onset time.Time) {
 	if cut.Turn != "" {
 		turnID = cut.Turn
 	}
-	m := t.r.d.Metrics
-	m.BargeIns.Inc()
-	m.BargeInStop.Observe(stopped.Sub(decided).Seconds())
+	t.m.bargedIn(stopped.Sub(decided))
 	// The barge-in is in the trace of the turn it interrupts: under the
 	// voice.playout span of the sentence it cut, else (between sentences)
 	// under the latest one played, else under the turn.
@@ -138,20 +136,14 @@ func (t *tracker) heard(b *protocol.Transcription) {
 // ended. Confirming on it puts the ControlStop and the playout records on
 // the stream before the interruption's UserMessage, so its turn's history
 // holds only what was heard.
-func (t *tracker) onSpecTranscript(m *nats.Msg) {
+func (t *tracker) onSpecTranscript(_ context.Context, _ protocol.Envelope, tr *protocol.Transcription, _ bus.Inbound) error {
 	t.mu.Lock()
 	paused := t.paused != nil
 	t.mu.Unlock()
-	if !paused {
-		return
-	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		return
-	}
-	if tr, ok := env.Body.(*protocol.Transcription); ok {
+	if paused {
 		t.heard(&protocol.Transcription{ID: tr.ID, ConversationID: tr.ConversationID, Text: tr.Text})
 	}
+	return nil
 }
 
 // interrupterEndedLocked notes the end of an utterance that barged in, and
@@ -200,7 +192,7 @@ func (t *tracker) resume(p *interruption, now time.Time) {
 	}
 	t.r.player.Resume()
 	held := now.Sub(p.at)
-	t.r.d.Metrics.FalseInterruptions.Inc()
+	t.m.falseInterruption()
 	t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).
 		Msg("false interruption: no words; playout resumed")
 	cid := t.r.cid
@@ -223,7 +215,7 @@ func (t *tracker) resume(p *interruption, now time.Time) {
 func (t *tracker) confirm(p *interruption, by string) {
 	t.r.player.Stop(p.turn)
 	now := time.Now()
-	t.r.d.Metrics.BargeInConfirm.Observe(time.Since(p.at).Seconds())
+	t.m.confirmed(time.Since(p.at))
 	t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", by).Dur("paused", time.Since(p.at)).Msg("barge-in confirmed: answer stopped")
 	turnID, cut := p.turn, p.cut
 	cid := t.r.cid

@@ -40,7 +40,7 @@ func newAnswering(t *testing.T) *answering {
 	cfg := Config{BargeInWordsWait: 300 * time.Millisecond}.WithDefaults()
 	r := &Room{cfg: cfg, d: Deps{NC: nc, JS: js, Log: zerolog.Nop(), Metrics: DefaultMetrics()}, cid: protocol.NewID("ac"),
 		log: zerolog.Nop(), pub: bus.NewPublisher(js), ctx: ctx, cancel: cancel}
-	r.turns = newTracker(r)
+	r.turns = newTracker(r, newTurnMetrics(r.d.Metrics, nil))
 	p, err := NewPlayer(r.turns.onPlay)
 	if err != nil {
 		t.Fatal(err)

@@ -16,8 +16,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
-	"github.com/alicia-voice/alicia/pkg/subjects"
-	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
 // Deps are what rooms share.
@@ -75,7 +73,7 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 		r.user = *disp.UserID
 	}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	r.turns = newTracker(r)
+	r.turns = newTracker(r, newTurnMetrics(d.Metrics, cfg.OnVoiceToVoice))
 	player, err := NewPlayer(r.turns.onPlay)
 	if err != nil {
 		r.cancel()
@@ -140,39 +138,20 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 	return r, nil
 }
 
-// start subscribes to playout audio and the conversation's answers.
+// start subscribes to playout audio, the speculative transcripts and the
+// conversation's answers.
 func (r *Room) start() error {
-	sub, err := r.d.NC.Subscribe(subjects.AudioOut(r.cid), func(m *nats.Msg) {
-		env, err := protocol.Decode(m.Data)
-		if err != nil {
-			r.log.Warn().Err(err).Msg("bad speech audio")
-			return
-		}
-		if sa, ok := env.Body.(*protocol.SpeechAudio); ok {
-			if sa.Chunk == 0 { // once per sentence: the span that synthesised it, the parent of its voice.playout
-				if sc, ok := telemetry.SpanContextFromMeta(env.Meta); ok {
-					r.turns.sentenceAudio(sa.SentenceID, sc)
-				}
-			}
-			r.player.Add(sa)
-		}
-	})
+	subs, err := r.routes().Subscribe(r.ctx, r.d.NC)
 	if err != nil {
-		return fmt.Errorf("agent: subscribe audio: %w", err)
-	}
-	specSub, err := r.d.NC.Subscribe(subjects.SpecTranscript(r.cid), r.onSpecTranscript)
-	if err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("agent: subscribe speculative transcripts: %w", err)
+		return fmt.Errorf("agent: %w", err)
 	}
 	if err := r.turns.follow(r.ctx); err != nil {
-		_ = sub.Unsubscribe()
-		_ = specSub.Unsubscribe()
+		subs.Close()
 		return err
 	}
 	r.wg.Add(1)
 	go func() { defer r.wg.Done(); r.player.Run(r.ctx) }()
-	go func() { <-r.ctx.Done(); _ = sub.Unsubscribe(); _ = specSub.Unsubscribe() }()
+	go func() { <-r.ctx.Done(); subs.Close() }()
 	return nil
 }
 

@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -253,20 +253,12 @@ func (s *specs) get(id string) *speculation {
 }
 
 // onSpecTranscript takes a speculative transcript from the asr.
-func (r *Room) onSpecTranscript(m *nats.Msg) {
-	sp := r.specs.get(m.Header.Get(HeaderASRJob))
-	if sp == nil {
-		return // dropped or already settled
-	}
-	env, err := protocol.Decode(m.Data)
-	if err != nil {
-		r.log.Warn().Err(err).Msg("bad speculative transcript")
-		return
-	}
-	tr, ok := env.Body.(*protocol.Transcription)
-	if !ok || tr.ID != sp.utt {
-		return
+func (r *Room) onSpecTranscript(_ context.Context, _ protocol.Envelope, tr *protocol.Transcription, in bus.Inbound) error {
+	sp := r.specs.get(in.Header.Get(HeaderASRJob))
+	if sp == nil || tr.ID != sp.utt {
+		return nil // dropped or already settled
 	}
 	sp.resolve(tr.Text, tr.Confidence)
 	r.endOfTurn(tr, sp.jobID, true)
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
@@ -45,20 +44,11 @@ type speechEnd struct {
 	span trace.SpanContext
 }
 
-// playout is the voice.playout span of the sentence being played: one per
-// sentence, from its first frame to its last (or to the cut), parented on
-// the span that synthesised its audio. A sentence paused by a barge-in and
-// played again from its start keeps its span.
-type playout struct {
-	span     trace.Span
-	turn     string
-	sentence string
-}
-
 // tracker follows the conversation's answers on the stream, times the
 // voice turn, and records what was played.
 type tracker struct {
 	r *Room
+	m turnMetrics
 
 	mu            sync.Mutex
 	turns         map[string]*turn
@@ -87,52 +77,9 @@ type tracker struct {
 	barging sync.Mutex
 }
 
-func newTracker(r *Room) *tracker {
-	return &tracker{r: r, turns: map[string]*turn{}, speechEnds: map[string]speechEnd{}, transcribedIn: map[string]time.Duration{},
+func newTracker(r *Room, m turnMetrics) *tracker {
+	return &tracker{r: r, m: m, turns: map[string]*turn{}, speechEnds: map[string]speechEnd{}, transcribedIn: map[string]time.Duration{},
 		audioSpans: map[string]trace.SpanContext{}, records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
-}
-
-func (t *tracker) publishLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			t.endPlayout("", "", playoutUnfinished, 0, time.Now()) // the room closed mid-sentence
-			return
-		case f := <-t.records:
-			f(ctx)
-		}
-	}
-}
-
-// markLoop sends the live playout marks to the room's participants.
-func (t *tracker) markLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case frame := <-t.marks:
-			if err := t.r.broadcast(frame); err != nil {
-				t.r.log.Debug().Err(err).Msg("playout mark")
-			}
-		}
-	}
-}
-
-// mark tells the room's participants what happens to a sentence's audio
-// (SentencePlayout on the data channel, not stored): they show which
-// sentence is heard and, after a barge-in, what was not. A full queue drops
-// the mark: it is a view, the record on the stream is the truth.
-func (t *tracker) mark(turnID, sentenceID string, seq int32, status protocol.SentencePlayoutStatus, played time.Duration) {
-	cid := t.r.cid
-	frame, err := protocol.Encode(protocol.New(cid, &protocol.SentencePlayout{ConversationID: cid, MessageID: turnID, SentenceID: sentenceID,
-		Sequence: seq, Status: status, PlayedMs: int32(played / time.Millisecond)}))
-	if err != nil {
-		return
-	}
-	select {
-	case t.marks <- frame:
-	default:
-	}
 }
 
 // follow reads the conversation's StartAnswer, AssistantSentence and
@@ -169,12 +116,7 @@ func (t *tracker) follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: follow %s: %w", cid, err)
 	}
-	spec, err := t.r.d.NC.Subscribe(subjects.SpecTranscript(cid), t.onSpecTranscript)
-	if err != nil {
-		cc.Stop()
-		return fmt.Errorf("agent: follow %s: %w", cid, err)
-	}
-	go func() { <-ctx.Done(); cc.Stop(); _ = spec.Unsubscribe() }()
+	go func() { <-ctx.Done(); cc.Stop() }()
 	go t.publishLoop(ctx)
 	go t.markLoop(ctx)
 	return nil
@@ -253,7 +195,7 @@ func (t *tracker) transcribed(utterance string) {
 	}
 	t.mu.Unlock()
 	if ok {
-		t.r.d.Metrics.SpeechEndToTranscript.Observe(time.Since(end.at).Seconds())
+		t.m.speechEndToTranscript(time.Since(end.at))
 	}
 }
 
@@ -279,24 +221,8 @@ func (t *tracker) onPlay(ev PlayEvent) {
 		t.mu.Unlock()
 		if ok {
 			v2v := ev.At.Sub(end.at)
-			t.r.d.Metrics.VoiceToVoice.Observe(v2v.Seconds())
-			if f := t.r.cfg.OnVoiceToVoice; f != nil {
-				f(v2v)
-			}
-			// From the end of the user's speech to the answer's first frame,
-			// under the voice.end_of_speech span that started the turn's
-			// trace, linked to the span that made the audio heard first.
-			opts := []trace.SpanStartOption{trace.WithTimestamp(end.at)}
-			if audioSpan.IsValid() {
-				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: audioSpan}))
-			}
-			_, span := tracer.Start(withParent(end.span), "voice.turn", opts...)
-			span.SetAttributes(attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", ev.Turn),
-				attribute.String("alicia.user_message_id", tu.userMsg), attribute.Int64("alicia.voice_to_voice_us", v2v.Microseconds()))
-			if haveTranscript {
-				span.SetAttributes(attribute.Int64("alicia.speech_end_to_transcript_us", transcribed.Microseconds()))
-			}
-			span.End(trace.WithTimestamp(ev.At))
+			t.m.voiceToVoice(v2v)
+			t.voiceTurnSpan(ev, tu.userMsg, end, audioSpan, transcribed, haveTranscript)
 		}
 	case SentenceStart:
 		t.startPlayout(ev)
@@ -317,95 +243,6 @@ func (t *tracker) onPlay(ev PlayEvent) {
 			t.record(ev.Turn, s, protocol.SentencePlayoutStatusPlayed, ev.Played, sc)
 		}
 	}
-}
-
-// playoutUnfinished is the playout status of a voice.playout span whose
-// sentence never reached its last frame nor was cut by a barge-in: the
-// room closed, or the player went on without it.
-const playoutUnfinished protocol.SentencePlayoutStatus = "unfinished"
-
-// withParent is a context whose span is sc (none when invalid: a root).
-func withParent(sc trace.SpanContext) context.Context {
-	if !sc.IsValid() {
-		return context.Background()
-	}
-	return trace.ContextWithSpanContext(context.Background(), sc)
-}
-
-// sentenceAudio notes the span context a sentence's audio came with (the
-// tts's span that synthesised it), once per sentence: its first chunk.
-func (t *tracker) sentenceAudio(sentenceID string, sc trace.SpanContext) {
-	t.mu.Lock()
-	if len(t.audioSpans) >= 256 { // sentences whose audio never played
-		clear(t.audioSpans)
-	}
-	t.audioSpans[sentenceID] = sc
-	t.mu.Unlock()
-}
-
-// startPlayout opens the voice.playout span of the sentence whose first
-// frame just went out. The same sentence again (played from its start
-// after a false interruption) keeps its span, with an event.
-func (t *tracker) startPlayout(ev PlayEvent) {
-	t.mu.Lock()
-	prev := t.playing
-	if prev != nil && prev.turn == ev.Turn && prev.sentence == ev.Sentence {
-		t.mu.Unlock()
-		prev.span.AddEvent("playout.restarted", trace.WithTimestamp(ev.At))
-		return
-	}
-	t.playing = nil
-	tu := t.turnLocked(ev.Turn)
-	parent, ok := t.audioSpans[ev.Sentence]
-	if ok {
-		delete(t.audioSpans, ev.Sentence)
-	}
-	opts := []trace.SpanStartOption{trace.WithTimestamp(ev.At), trace.WithAttributes(
-		attribute.String("alicia.conversation_id", t.r.cid), attribute.String("alicia.message_id", ev.Turn),
-		attribute.String("alicia.sentence_id", ev.Sentence), attribute.Int("alicia.sentence.sequence", int(ev.Seq)))}
-	switch {
-	case !parent.IsValid():
-		parent = tu.trace // audio without trace meta: under the turn
-	case !tu.trace.IsValid():
-		tu.trace = parent
-	case tu.trace.TraceID() != parent.TraceID():
-		// A speculative answer's audio is in the trace of its speculative
-		// transcript, not in the end of speech's: linked to it.
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: tu.trace}))
-	}
-	_, span := tracer.Start(withParent(parent), "voice.playout", opts...)
-	tu.played = span.SpanContext()
-	t.playing = &playout{span: span, turn: ev.Turn, sentence: ev.Sentence}
-	t.mu.Unlock()
-	if prev != nil { // cut without a word to the tracker
-		endSpan(prev.span, playoutUnfinished, 0, ev.At)
-	}
-}
-
-// endPlayout ends the open voice.playout span, if it is of turnID and
-// sentenceID (an empty one matches any), with status and how much was
-// played, and returns its span context — else the turn's, for the
-// SentencePlayout record.
-func (t *tracker) endPlayout(turnID, sentenceID string, status protocol.SentencePlayoutStatus, played time.Duration, at time.Time) trace.SpanContext {
-	t.mu.Lock()
-	po := t.playing
-	if po == nil || turnID != "" && po.turn != turnID || sentenceID != "" && po.sentence != sentenceID {
-		var sc trace.SpanContext
-		if tu := t.turns[turnID]; tu != nil {
-			sc = tu.trace
-		}
-		t.mu.Unlock()
-		return sc
-	}
-	t.playing = nil
-	t.mu.Unlock()
-	endSpan(po.span, status, played, at)
-	return po.span.SpanContext()
-}
-
-func endSpan(span trace.Span, status protocol.SentencePlayoutStatus, played time.Duration, at time.Time) {
-	span.SetAttributes(attribute.String("alicia.playout_status", string(status)), attribute.Int64("alicia.played_ms", played.Milliseconds()))
-	span.End(trace.WithTimestamp(at))
 }
 
 // busy reports whether the agent is answering: a turn whose audio is
@@ -449,36 +286,4 @@ func (t *tracker) speaking() bool {
 		}
 	}
 	return true
-}
-
-func (t *tracker) enqueue(f func(context.Context)) {
-	t.unrecorded.Add(1)
-	wrapped := func(ctx context.Context) {
-		defer t.unrecorded.Add(-1)
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		f(ctx)
-	}
-	select {
-	case t.records <- wrapped:
-	default: // a full queue means JetStream is stuck: publish beside it rather than block audio
-		go wrapped(t.r.ctx)
-	}
-}
-
-// record publishes a SentencePlayout. Records go out in order, within
-// milliseconds, long before the user's next message (which waits for the
-// end-pointing silence and the transcription) is published. sc, the
-// sentence's voice.playout span (or a span of its turn), goes into its meta:
-// persistence stores it in the turn's trace.
-func (t *tracker) record(turnID string, s *sentence, status protocol.SentencePlayoutStatus, played time.Duration, sc trace.SpanContext) {
-	t.mark(turnID, s.id, s.seq, status, played)
-	cid := t.r.cid
-	env := protocol.New(cid, &protocol.SentencePlayout{ConversationID: cid, MessageID: turnID, SentenceID: s.id, Sequence: s.seq,
-		Status: status, PlayedMs: int32(played / time.Millisecond)})
-	t.enqueue(func(ctx context.Context) {
-		if _, err := t.r.pub.PublishAgent(withSpan(ctx, sc), env, s.id+":playout"); err != nil {
-			t.r.log.Error().Err(err).Str("sentence_id", s.id).Msg("publish SentencePlayout")
-		}
-	})
 }
