@@ -131,8 +131,11 @@ func (s *Settler) Judge(ctx context.Context, err error, attempt uint64) Outcome 
 // never lost.
 func (s *Settler) Settle(ctx context.Context, m jetstream.Msg, o Outcome) {
 	d := DeliveryOf(m)
-	log := s.Log.With().Str("consumer", s.Consumer).Str("subject", d.Subject).Uint64("seq", d.Sequence).
-		Uint64("delivered", d.NumDelivered).Logger()
+	lc := s.Log.With().Str("subject", d.Subject).Uint64("seq", d.Sequence).Uint64("delivered", d.NumDelivered)
+	if s.Consumer != "" {
+		lc = lc.Str("consumer", s.Consumer)
+	}
+	log := lc.Logger()
 	switch o.Verdict {
 	case VerdictAck:
 		if err := m.Ack(); err != nil {

@@ -116,7 +116,7 @@ func (w *Worker) Run(ctx, work context.Context) error {
 	// client does not withdraw it from the server.
 	slots.Wait()
 	for _, m := range held {
-		_ = m.Nak()
+		w.settler().Settle(ctx, m, bus.GiveBack())
 	}
 	finished := make(chan struct{})
 	go func() { jobs.Wait(); close(finished) }()
