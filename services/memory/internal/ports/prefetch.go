@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -42,12 +43,15 @@ func WriteSubjects() []string {
 		subjects.AllOfType(subjects.OriginAgent, protocol.TypeMemoryAction)}
 }
 
+// writeRoutes name the routes of WriteSubjects, in order.
+var writeRoutes = []string{"system", "client", "server", "agent"}
+
 // Writes is the subscription of every replica to the memory writes on the
 // bus (core NATS: a message arrives when it is published, before
 // persistence can have applied it). It is the prefetch cache's Watch.
 type Writes struct {
 	nc   *nats.Conn
-	subs []*nats.Subscription
+	subs *bus.Subscriptions
 
 	mu sync.Mutex
 	// ready is the epoch in which the subscriptions are known to be in
@@ -66,25 +70,25 @@ func NewWrites(nc *nats.Conn) *Writes { return &Writes{nc: nc} }
 // its JetStream message id. Call it once, before the cache is used; Stop
 // when done.
 func (w *Writes) Start(written func(userID, msgID string), log zerolog.Logger) error {
-	h := func(m *nats.Msg) {
-		user := ""
-		if env, err := protocol.Decode(m.Data); err == nil {
-			user, _ = env.Meta[app.MetaUserID].(string)
-		} else {
-			log.Debug().Err(err).Str("subject", m.Subject).Msg("unreadable memory action: every prefetched search dropped")
-		}
-		written(user, m.Header.Get(jetstream.MsgIDHeader))
+	rt := bus.NewRoutes("memory-writes", log)
+	// A write that cannot be read (counted and logged) drops every user's
+	// prefetched searches. The client's pending limits stay: a write
+	// dropped by a slow handler changes the epoch, and every entry goes.
+	unreadable := bus.OnDrop(func(m *nats.Msg, _ error) { written("", m.Header.Get(jetstream.MsgIDHeader)) })
+	for i, s := range WriteSubjects() {
+		bus.OnDecoded(rt, writeRoutes[i], s, protocol.Decode, func(_ context.Context, env protocol.Envelope, in bus.Inbound) error {
+			user, _ := env.Meta[app.MetaUserID].(string)
+			written(user, in.Header.Get(jetstream.MsgIDHeader))
+			return nil
+		}, unreadable)
 	}
-	for _, s := range WriteSubjects() {
-		sub, err := w.nc.Subscribe(s, h)
-		if err != nil {
-			w.Stop()
-			return err
-		}
-		// The client's pending limits stay: a write dropped by a slow
-		// handler changes the epoch, and every entry goes.
-		w.subs = append(w.subs, sub)
+	subs, err := rt.Subscribe(context.Background(), w.nc)
+	if err != nil {
+		return err
 	}
+	w.mu.Lock()
+	w.subs = subs
+	w.mu.Unlock()
 	// The subscriptions are in place on the server before the first entry.
 	e := w.Epoch()
 	if err := w.nc.Flush(); err != nil {
@@ -103,10 +107,10 @@ func (w *Writes) Start(written func(userID, msgID string), log zerolog.Logger) e
 // or a subscription dropped a message.
 func (w *Writes) Epoch() uint64 {
 	n := w.nc.Stats().Reconnects
-	for _, s := range w.subs {
+	w.each(func(s *nats.Subscription) {
 		d, _ := s.Dropped()
 		n += uint64(d)
-	}
+	})
 	return n
 }
 
@@ -141,18 +145,32 @@ func (w *Writes) Settled() bool {
 	if !ready {
 		return false
 	}
-	for _, s := range w.subs {
+	settled := true
+	w.each(func(s *nats.Subscription) {
 		if n, _, err := s.Pending(); err != nil || n > 0 {
-			return false
+			settled = false
 		}
+	})
+	return settled
+}
+
+// each calls f with every write subscription (none before Start).
+func (w *Writes) each(f func(*nats.Subscription)) {
+	w.mu.Lock()
+	subs := w.subs
+	w.mu.Unlock()
+	if subs != nil {
+		subs.Each(func(_ string, s *nats.Subscription) { f(s) })
 	}
-	return true
 }
 
 // Stop unsubscribes.
 func (w *Writes) Stop() {
-	for _, s := range w.subs {
-		_ = s.Unsubscribe()
+	w.mu.Lock()
+	subs := w.subs
+	w.mu.Unlock()
+	if subs != nil {
+		subs.Close()
 	}
 }
 
@@ -199,25 +217,21 @@ func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, sea
 		})
 		return true
 	}
-	sub, err := nc.QueueSubscribe(subjects.AllOfType(subjects.OriginClient, protocol.TypeUserMessage), PrefetchQueue, func(m *nats.Msg) {
-		env, err := protocol.Decode(m.Data)
-		if err != nil {
-			return // persistence dead-letters it; no turn will ask
-		}
-		um, ok := env.Body.(*protocol.UserMessage)
+	rt := bus.NewRoutes("memory-prefetch", log)
+	bus.On(rt, "user_message", subjects.AllOfType(subjects.OriginClient, protocol.TypeUserMessage), func(_ context.Context, env protocol.Envelope, um *protocol.UserMessage, _ bus.Inbound) error {
 		user, _ := env.Meta[app.MetaUserID].(string)
-		if !ok || user == "" {
-			return
+		if user == "" {
+			return nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
-			return
+			return nil
 		}
 		select {
 		case sem <- struct{}{}:
 		default:
-			return
+			return nil
 		}
 		wg.Add(1)
 		routed := route(um.ID)
@@ -240,18 +254,16 @@ func PrefetchUserMessages(work context.Context, nc *nats.Conn, p Prefetcher, sea
 				log.Debug().Err(err).Str("conversation_id", env.ConversationID).Msg("prefetched memory search failed")
 			}
 		}()
-	})
+		return nil
+	}, bus.Queue(PrefetchQueue))
+	subs, err := rt.Subscribe(work, nc)
 	if err != nil {
-		return nil, err
-	}
-	if err := nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
 		return nil, err
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			_ = sub.Unsubscribe()
+			subs.Close()
 			mu.Lock()
 			stopped = true
 			for s, t := range routes {

@@ -1,6 +1,8 @@
 package ports_test
 
 import (
+	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,10 +11,12 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
+	"github.com/alicia-voice/alicia/services/memory/internal/app"
 	"github.com/alicia-voice/alicia/services/memory/internal/ports"
 )
 
@@ -86,4 +90,95 @@ func TestWritesSettled(t *testing.T) {
 	}
 	<-entered
 	testkit.Eventually(t, 5*time.Second, func() bool { return handled.Load() == 2 }, "the write after the reconnection handled")
+}
+
+// prefetcher records the searches PrefetchUserMessages starts.
+type prefetcher struct{ texts chan string }
+
+func (p prefetcher) Prefetch(_ context.Context, userID, text string) (bool, error) {
+	p.texts <- userID + ": " + text
+	return true, nil
+}
+
+// malformed publishes data on subject and waits until table's route has
+// counted and logged it.
+func malformed(t *testing.T, nc *nats.Conn, logs *testkit.SyncBuffer, table, route, subject string, data []byte) {
+	t.Helper()
+	before := bus.Dropped(table, route)
+	if err := nc.Publish(subject, data); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool { return bus.Dropped(table, route) == before+1 }, "the malformed message counted")
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		l := logs.String()
+		return strings.Contains(l, `"level":"warn"`) && strings.Contains(l, `"subject":"`+subject+`"`) && strings.Contains(l, `"route":"`+route+`"`)
+	}, "the malformed message logged")
+}
+
+func encode(t *testing.T, env protocol.Envelope) []byte {
+	t.Helper()
+	b, err := protocol.Encode(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRoutesCountAndLogMalformedMessages: a UserMessage or a memory write
+// that does not decode is counted under its route and logged with its
+// subject; the next good ones are handled (a search prefetched for the
+// user; the write told with its user).
+func TestRoutesCountAndLogMalformedMessages(t *testing.T) {
+	ns := natstest.Run(t)
+	nc := natstest.Connect(t, ns)
+	pub := natstest.Connect(t, ns)
+	var logs testkit.SyncBuffer
+	log := zerolog.New(&logs)
+
+	p := prefetcher{texts: make(chan string, 4)}
+	stop, err := ports.PrefetchUserMessages(context.Background(), nc, p, nil, time.Minute, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	subject := subjects.Client("ac_routes", protocol.TypeUserMessage)
+	malformed(t, pub, &logs, "memory-prefetch", "user_message", subject, []byte("\xc1 not an envelope"))
+	env := protocol.New("ac_routes", &protocol.UserMessage{ID: "um_1", ConversationID: "ac_routes", Content: "my cat"})
+	env.Meta = map[string]any{app.MetaUserID: "u1"}
+	if err := pub.Publish(subject, encode(t, env)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-p.texts:
+		if got != "u1: my cat" {
+			t.Fatalf("prefetched %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the good UserMessage after the malformed one was not prefetched")
+	}
+
+	written := make(chan string, 4)
+	w := ports.NewWrites(nc)
+	if err := w.Start(func(user, _ string) { written <- user }, log); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	writes := subjects.System(protocol.TypeMemoryAction)
+	malformed(t, pub, &logs, "memory-writes", "system", writes, []byte("\xc1 not an envelope"))
+	if got := <-written; got != "" {
+		t.Fatalf("an unreadable write names user %q; it must drop every user's searches", got)
+	}
+	env = protocol.New("", &protocol.MemoryAction{Action: protocol.MemoryActionActionDelete, ID: "mem_1", Timestamp: 1})
+	env.Meta = map[string]any{app.MetaUserID: "u1"}
+	if err := pub.Publish(writes, encode(t, env)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-written:
+		if got != "u1" {
+			t.Fatalf("write of %q, want u1", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the good write after the malformed one was not told")
+	}
 }
