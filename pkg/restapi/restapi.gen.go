@@ -61,7 +61,7 @@ type ConversationPatch struct {
 	Title  *string `json:"title,omitempty"`
 }
 
-// ConversationWithMessages defines model for ConversationWithMessages.
+// ConversationWithMessages A Conversation with its messages.
 type ConversationWithMessages struct {
 	// CreatedAt milliseconds since the Unix epoch
 	CreatedAt int64  `json:"createdAt"`
@@ -491,7 +491,7 @@ type VoteRequest struct {
 	Vote       string `json:"vote"`
 }
 
-// VoteResult defines model for VoteResult.
+// VoteResult The Votes of a target after a vote.
 type VoteResult struct {
 	Downvotes int `json:"downvotes"`
 

@@ -46,6 +46,8 @@ type stackOptions struct {
 	memory     bool
 	embeddings string
 	gateway    func(*gateway.Config)
+	// runContext, when set, wraps the context the gateway runs with.
+	runContext func(context.Context) context.Context
 }
 
 // newStack runs NATS, Postgres, persistence and the gateway (and what opts add).
@@ -92,7 +94,11 @@ func newStack(t *testing.T, opts ...func(*stackOptions)) *stack {
 	addr := make(chan string, 1)
 	gdone := make(chan error, 1)
 	done = append(done, gdone)
-	go func() { gdone <- gateway.Run(ctx, gcfg, zerolog.Nop(), func(a string) { addr <- a }) }()
+	gctx := ctx
+	if o.runContext != nil {
+		gctx = o.runContext(ctx)
+	}
+	go func() { gdone <- gateway.Run(gctx, gcfg, zerolog.Nop(), func(a string) { addr <- a }) }()
 	t.Cleanup(func() {
 		cancel()
 		for _, c := range done {

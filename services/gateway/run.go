@@ -199,6 +199,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	if err := serveWebClient(e, cfg); err != nil {
 		return err
 	}
+	if routes, ok := ctx.Value(routesKey{}).(func([]*echo.Route)); ok {
+		routes(e.Routes())
+	}
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -291,6 +294,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	}
 	return nil
 }
+
+// routesKey carries, in Run's context, a function that is given every
+// route Run registered (the contract test holds them to the OpenAPI
+// document).
+type routesKey struct{}
 
 // RegisterMetrics registers the gateway's metrics (the sessions bucket's
 // size) on the default registry, as Run does.
