@@ -113,7 +113,7 @@ func revocations(ctx context.Context, nc *nats.Conn, sessions *session.Store, ws
 		}
 	}
 	return endKeys, func() {
-		_ = sub.Unsubscribe()
+		sub.Close()
 		cancel()
 		<-watched
 		removals.Wait()

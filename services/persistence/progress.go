@@ -1,12 +1,15 @@
 package persistence
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/services/persistence/internal/consume"
 )
@@ -26,30 +29,30 @@ type announcements struct {
 	nc       *nats.Conn
 	instance string
 	log      zerolog.Logger
-	subs     []*nats.Subscription
+	subs     *bus.Subscriptions
 }
 
 func progressAnnouncements(nc *nats.Conn, progress map[string]*consume.Progress, instance string, log zerolog.Logger) (*announcements, error) {
 	a := &announcements{nc: nc, instance: instance, log: log}
+	rt := bus.NewRoutes("persistence", log)
 	for stream, p := range progress {
-		sub, err := nc.Subscribe(subjects.PersistenceProgress(stream), func(m *nats.Msg) {
-			var n progressNote
-			if err := json.Unmarshal(m.Data, &n); err != nil {
-				a.log.Warn().Err(err).Str("subject", m.Subject).Msg("unreadable progress announcement")
-				return
-			}
+		bus.OnDecoded(rt, progressRoute(stream), subjects.PersistenceProgress(stream), bus.JSON[progressNote], func(_ context.Context, n progressNote, _ bus.Inbound) error {
 			if n.Instance != instance {
 				p.Advance(n.Offsets)
 			}
+			return nil
 		})
-		if err != nil {
-			a.stop()
-			return nil, fmt.Errorf("persistence: progress announcements of %s: %w", stream, err)
-		}
-		a.subs = append(a.subs, sub)
 	}
+	subs, err := rt.Subscribe(context.Background(), nc)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: progress announcements: %w", err)
+	}
+	a.subs = subs
 	return a, nil
 }
+
+// progressRoute names the route of a stream's announcements.
+func progressRoute(stream string) string { return "progress_" + strings.ToLower(stream) }
 
 // publish announces offsets of stream (at most once: a lost one is made up
 // for by the database when a reader waits).
@@ -63,8 +66,4 @@ func (a *announcements) publish(stream string, offsets map[string]uint64) {
 	}
 }
 
-func (a *announcements) stop() {
-	for _, s := range a.subs {
-		_ = s.Unsubscribe()
-	}
-}
+func (a *announcements) stop() { a.subs.Close() }

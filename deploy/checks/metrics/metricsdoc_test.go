@@ -154,6 +154,7 @@ func collectOnce(t *testing.T) []metric {
 	prometheus.DefaultRegisterer = saved
 	add("every service reading JetStream", []prometheus.Collector{telemetry.ConsumerLagMetrics()})
 	add("the service that gave up on the envelope", []prometheus.Collector{bus.DeadLetterMetrics()})
+	add("every service with core-NATS routes", []prometheus.Collector{bus.RouteMetrics()})
 	add("the edges: gateway, room-agent", []prometheus.Collector{edge.RefusalMetrics()})
 	slices.SortFunc(out, func(a, b metric) int { return strings.Compare(a.name, b.name) })
 	return out

@@ -1,12 +1,14 @@
 package conns
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
 
@@ -33,24 +35,18 @@ func Publish(nc *nats.Conn, r Revocation) error {
 	return nil
 }
 
-// Subscribe hands every revocation published to apply until the
-// subscription is drained or unsubscribed; one that does not decode is
-// logged and dropped. It returns once the server has the subscription.
-func Subscribe(nc *nats.Conn, log zerolog.Logger, apply func(Revocation)) (*nats.Subscription, error) {
-	sub, err := nc.Subscribe(subjects.GatewayRevocations, func(m *nats.Msg) {
-		var r Revocation
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			log.Warn().Err(err).Str("subject", m.Subject).Msg("a revocation that does not decode; dropped")
-			return
-		}
+// Subscribe hands every revocation published to apply until Close; one
+// that does not decode is counted and logged (bus.Routes) and dropped. It
+// returns once the server has the subscription.
+func Subscribe(nc *nats.Conn, log zerolog.Logger, apply func(Revocation)) (*bus.Subscriptions, error) {
+	rt := bus.NewRoutes("gateway", log)
+	bus.OnDecoded(rt, "revocation", subjects.GatewayRevocations, bus.JSON[Revocation], func(_ context.Context, r Revocation, _ bus.Inbound) error {
 		apply(r)
+		return nil
 	})
+	subs, err := rt.Subscribe(context.Background(), nc)
 	if err != nil {
 		return nil, fmt.Errorf("conns: subscribe to revocations: %w", err)
 	}
-	if err := nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("conns: subscribe to revocations: %w", err)
-	}
-	return sub, nil
+	return subs, nil
 }
