@@ -5,10 +5,12 @@ import { App } from './components/App'
 import { OfflineBanner } from './components/OfflineBanner'
 import { prefetch } from './prefetch'
 import { registerServiceWorker } from './pwa'
+import { followNetwork, useApp } from './store/app'
 
 if (window.matchMedia?.('(prefers-color-scheme: dark)').matches) document.documentElement.classList.add('dark')
 
 prefetch()
+followNetwork(useApp)
 registerServiceWorker()
 
 const root = document.getElementById('root')

@@ -5,7 +5,7 @@ import { useApp } from '../store/app'
 import { Notes, VoteBar } from './Feedback'
 import { MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
 import { Waterfall } from './Waterfall'
-import { errorMeaning } from './errors'
+import { errorMeaning } from '../ui/errors'
 import { IconChevronLeft, IconChevronRight, IconEdit, IconRefresh, IconArrowRight } from './Icons'
 
 // The Markdown renderer loads with the first answer shown, not with the

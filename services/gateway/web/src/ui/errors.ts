@@ -1,4 +1,5 @@
-// What an ErrorMessage code means to the person reading it.
+// What an error means to the person reading it.
+// errorMeaning: what an ErrorMessage code means.
 export function errorMeaning(code: number): string {
   switch (code) {
     case 101:
@@ -23,4 +24,10 @@ export function errorMeaning(code: number): string {
     default:
       return code >= 300 && code < 400 ? 'A tool failed.' : 'An error occurred.'
   }
+}
+
+// messageOf is what a failed request or action says to the person: an
+// Error's message (an ApiError's is the server's sentence), else the value.
+export function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e)
 }
