@@ -41,7 +41,7 @@ describe('session', () => {
 
   it('an ended session says so and closes the open conversation', () => {
     const s = createAppStore()
-    s.setState({ session: { user: 'alice', admin: false }, chatLoad: 'ready' })
+    s.setState({ session: { user: 'alice', admin: false, expiresAt: 0 }, chatLoad: 'ready' })
     s.getState().expired()
     expect(s.getState()).toMatchObject({ session: null, sessionError: 'Your session has ended. Sign in again.', chatLoad: 'idle' })
   })
