@@ -85,15 +85,7 @@ func TestRoutesDropCountAndLog(t *testing.T) {
 		{"bad json", "json", "test.json", bus.DropEnvelope, []byte("{")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := bus.Dropped("bus-test", tc.route)
-			publish(t, nc, tc.subject, tc.data)
-			testkit.Eventually(t, 5*time.Second, func() bool { return bus.Dropped("bus-test", tc.route) == before+1 }, "drop counted")
-			testkit.Eventually(t, 5*time.Second, func() bool {
-				return strings.Contains(logs.String(), `"subject":"`+tc.subject+`"`) && strings.Contains(logs.String(), `"reason":"`+tc.reason+`"`)
-			}, "drop logged")
-			if !strings.Contains(logs.String(), `"level":"warn"`) || !strings.Contains(logs.String(), `"route":"`+tc.route+`"`) {
-				t.Errorf("log = %s", logs.String())
-			}
+			natstest.Dropped(t, nc, &logs, "bus-test", tc.route, tc.reason, tc.subject, tc.data)
 		})
 	}
 	publish(t, nc, good, stopOn("ac_good", "x"))

@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -28,15 +27,7 @@ func TestProgressRoutes(t *testing.T) {
 	defer a.stop()
 
 	route, subject := progressRoute(bus.StreamConversations), subjects.PersistenceProgress(bus.StreamConversations)
-	before := bus.Dropped("persistence", route)
-	if err := nc.Publish(subject, []byte("{not json")); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 5*time.Second, func() bool { return bus.Dropped("persistence", route) == before+1 }, "the malformed announcement counted")
-	testkit.Eventually(t, 5*time.Second, func() bool {
-		l := logs.String()
-		return strings.Contains(l, `"level":"warn"`) && strings.Contains(l, `"subject":"`+subject+`"`) && strings.Contains(l, `"reason":"envelope"`)
-	}, "the malformed announcement logged")
+	natstest.Dropped(t, nc, &logs, "persistence", route, bus.DropEnvelope, subject, []byte("{not json"))
 
 	other := &announcements{nc: nc, instance: "other", log: zerolog.Nop()}
 	other.publish(bus.StreamConversations, map[string]uint64{"p0": 42})

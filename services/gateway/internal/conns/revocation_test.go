@@ -1,7 +1,6 @@
 package conns_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -27,15 +26,7 @@ func TestRevocationRoutes(t *testing.T) {
 	}
 	defer sub.Close()
 
-	before := bus.Dropped("gateway", "revocation")
-	if err := nc.Publish(subjects.GatewayRevocations, []byte("{not json")); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 5*time.Second, func() bool { return bus.Dropped("gateway", "revocation") == before+1 }, "the malformed revocation counted")
-	testkit.Eventually(t, 5*time.Second, func() bool {
-		l := logs.String()
-		return strings.Contains(l, `"level":"warn"`) && strings.Contains(l, `"subject":"`+subjects.GatewayRevocations+`"`) && strings.Contains(l, `"reason":"envelope"`)
-	}, "the malformed revocation logged")
+	natstest.Dropped(t, nc, &logs, "gateway", "revocation", bus.DropEnvelope, subjects.GatewayRevocations, []byte("{not json"))
 
 	if err := conns.Publish(nc, conns.Revocation{Conversation: "ac_1"}); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package turn
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,15 +33,7 @@ func TestRoutesCountAndLogAMalformedStop(t *testing.T) {
 	e.stops.begin("ac_routes", "am_1", cancel)
 
 	subject := subjects.Client("ac_routes", protocol.TypeControlStop)
-	before := bus.Dropped("llm", "control_stop")
-	if err := nc.Publish(subject, []byte("\xc1 not an envelope")); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 5*time.Second, func() bool { return bus.Dropped("llm", "control_stop") == before+1 }, "the malformed stop counted")
-	testkit.Eventually(t, 5*time.Second, func() bool {
-		l := logs.String()
-		return strings.Contains(l, `"level":"warn"`) && strings.Contains(l, `"subject":"`+subject+`"`) && strings.Contains(l, `"reason":"envelope"`)
-	}, "the malformed stop logged")
+	natstest.Dropped(t, nc, &logs, "llm", "control_stop", bus.DropEnvelope, subject, []byte("\xc1 not an envelope"))
 	if ctx.Err() != nil {
 		t.Fatal("a malformed stop stopped the turn")
 	}

@@ -2,7 +2,6 @@ package ports_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,21 +99,6 @@ func (p prefetcher) Prefetch(_ context.Context, userID, text string) (bool, erro
 	return true, nil
 }
 
-// malformed publishes data on subject and waits until table's route has
-// counted and logged it.
-func malformed(t *testing.T, nc *nats.Conn, logs *testkit.SyncBuffer, table, route, subject string, data []byte) {
-	t.Helper()
-	before := bus.Dropped(table, route)
-	if err := nc.Publish(subject, data); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 5*time.Second, func() bool { return bus.Dropped(table, route) == before+1 }, "the malformed message counted")
-	testkit.Eventually(t, 5*time.Second, func() bool {
-		l := logs.String()
-		return strings.Contains(l, `"level":"warn"`) && strings.Contains(l, `"subject":"`+subject+`"`) && strings.Contains(l, `"route":"`+route+`"`)
-	}, "the malformed message logged")
-}
-
 func encode(t *testing.T, env protocol.Envelope) []byte {
 	t.Helper()
 	b, err := protocol.Encode(env)
@@ -142,7 +126,7 @@ func TestRoutesCountAndLogMalformedMessages(t *testing.T) {
 	}
 	defer stop()
 	subject := subjects.Client("ac_routes", protocol.TypeUserMessage)
-	malformed(t, pub, &logs, "memory-prefetch", "user_message", subject, []byte("\xc1 not an envelope"))
+	natstest.Dropped(t, pub, &logs, "memory-prefetch", "user_message", bus.DropEnvelope, subject, []byte("\xc1 not an envelope"))
 	env := protocol.New("ac_routes", &protocol.UserMessage{ID: "um_1", ConversationID: "ac_routes", Content: "my cat"})
 	env.Meta = map[string]any{app.MetaUserID: "u1"}
 	if err := pub.Publish(subject, encode(t, env)); err != nil {
@@ -164,7 +148,7 @@ func TestRoutesCountAndLogMalformedMessages(t *testing.T) {
 	}
 	defer w.Stop()
 	writes := subjects.System(protocol.TypeMemoryAction)
-	malformed(t, pub, &logs, "memory-writes", "system", writes, []byte("\xc1 not an envelope"))
+	natstest.Dropped(t, pub, &logs, "memory-writes", "system", bus.DropEnvelope, writes, []byte("\xc1 not an envelope"))
 	if got := <-written; got != "" {
 		t.Fatalf("an unreadable write names user %q; it must drop every user's searches", got)
 	}

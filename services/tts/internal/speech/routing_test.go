@@ -1,7 +1,6 @@
 package speech
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -34,15 +33,7 @@ func TestRoutesCountAndLogAMalformedSentence(t *testing.T) {
 	}
 
 	subject := subjects.Server("ac_routes", protocol.TypeAssistantSentence)
-	before := bus.Dropped("tts", "sentence")
-	if err := nc.Publish(subject, []byte("\xc1 not an envelope")); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 5*time.Second, func() bool { return bus.Dropped("tts", "sentence") == before+1 }, "the malformed sentence counted")
-	testkit.Eventually(t, 5*time.Second, func() bool {
-		l := logs.String()
-		return strings.Contains(l, `"level":"warn"`) && strings.Contains(l, `"subject":"`+subject+`"`) && strings.Contains(l, `"reason":"envelope"`)
-	}, "the malformed sentence logged")
+	natstest.Dropped(t, nc, &logs, "tts", "sentence", bus.DropEnvelope, subject, []byte("\xc1 not an envelope"))
 	if n := orphans(); n != 0 {
 		t.Fatalf("%d sentences held after a malformed one", n)
 	}
