@@ -176,14 +176,10 @@ function delivery(steps: Step[], turns: { asked: string; gotWall: number }[]): n
   return out
 }
 
-// stackTimes reads a conversation's timeline (the stream's own clock) and
-// gives, for every answer after the first skip, the time from the user's
-// message stored to the answer's first sentence stored: the stack's part of
-// a turn, whatever client sent it.
-async function stackTimes(cid: string, skip: number): Promise<number[]> {
-  return stackOf(await timeline(cid), skip)
-}
-
+// stackOf gives, from a conversation's timeline (the stream's own clock),
+// for every answer after the first skip, the time from the user's message
+// stored to the answer's first sentence stored: the stack's part of a turn,
+// whatever client sent it.
 function stackOf(steps: Step[], skip: number): number[] {
   const out: number[] = []
   for (const start of steps.filter((x) => x.type === 'StartAnswer')) {

@@ -63,7 +63,7 @@ describe('stream assembly', () => {
 
   it('attaches tool uses, results, memory traces and reasoning to their answer', () => {
     seq = 0
-    let s = run(emptyChat(cid), [
+    const s = run(emptyChat(cid), [
       server(MessageType.StartAnswer, { id: 'am_a', previousId: 'am_u', conversationId: cid }),
       server(MessageType.ReasoningStep, { id: 'ar_2', messageId: 'am_a', conversationId: cid, sequence: 2, content: 'then' }),
       server(MessageType.ReasoningStep, { id: 'ar_1', messageId: 'am_a', conversationId: cid, sequence: 1, content: 'first' }),
@@ -91,7 +91,7 @@ describe('stream assembly', () => {
 
   it('marks a stopped answer interrupted', () => {
     seq = 0
-    let s = run(emptyChat(cid), [
+    const s = run(emptyChat(cid), [
       server(MessageType.StartAnswer, { id: 'am_a', previousId: 'am_u', conversationId: cid }),
       server(MessageType.AssistantSentence, { previousId: 'am_a', conversationId: cid, sequence: 1, text: 'Partial.' }),
       server(MessageType.ControlStop, { conversationId: cid, targetId: 'am_a', stopType: 'all' }),
