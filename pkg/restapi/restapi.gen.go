@@ -10,35 +10,36 @@ import (
 
 // Connection defines model for Connection.
 type Connection struct {
-	// Error administrators only
-	Error string `json:"error,omitempty"`
+	// Status connected, degraded or disconnected
+	Status string `json:"status"`
 
 	// LatencyMs round trip to NATS, whole milliseconds rounded up
 	LatencyMs int64 `json:"latencyMs"`
 
-	// Status connected, degraded or disconnected
-	Status string `json:"status"`
+	// Error administrators only
+	Error string `json:"error,omitempty"`
 }
 
 // Conversation defines model for Conversation.
 type Conversation struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+
 	// CreatedAt milliseconds since the Unix epoch
-	CreatedAt int64  `json:"createdAt"`
-	ID        string `json:"id"`
-
-	// LastClientStanzaID the highest client stanza id stored (0 when none): a client resuming the conversation numbers its envelopes after it
-	LastClientStanzaID int32 `json:"lastClientStanzaId"`
-
-	// MessageCount the conversation's messages on every branch
-	MessageCount int    `json:"messageCount"`
-	Status       string `json:"status"`
-
-	// TipMessageID the head of the current branch
-	TipMessageID *string `json:"tipMessageId,omitempty"`
-	Title        string  `json:"title"`
+	CreatedAt int64 `json:"createdAt"`
 
 	// UpdatedAt milliseconds since the Unix epoch
 	UpdatedAt int64 `json:"updatedAt"`
+
+	// MessageCount the conversation's messages on every branch
+	MessageCount int `json:"messageCount"`
+
+	// TipMessageID the head of the current branch
+	TipMessageID *string `json:"tipMessageId,omitempty"`
+
+	// LastClientStanzaID the highest client stanza id stored (0 when none): a client resuming the conversation numbers its envelopes after it
+	LastClientStanzaID int32 `json:"lastClientStanzaId"`
 }
 
 // ConversationCreate The body may be empty.
@@ -56,36 +57,38 @@ type ConversationPage struct {
 
 // ConversationPatch At least one of title and status.
 type ConversationPatch struct {
+	Title *string `json:"title,omitempty"`
+
 	// Status active or archived
 	Status *string `json:"status,omitempty"`
-	Title  *string `json:"title,omitempty"`
 }
 
 // ConversationWithMessages A Conversation with its messages.
 type ConversationWithMessages struct {
-	// CreatedAt milliseconds since the Unix epoch
-	CreatedAt int64  `json:"createdAt"`
-	ID        string `json:"id"`
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
 
-	// LastClientStanzaID the highest client stanza id stored (0 when none): a client resuming the conversation numbers its envelopes after it
-	LastClientStanzaID int32 `json:"lastClientStanzaId"`
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
+
+	// UpdatedAt milliseconds since the Unix epoch
+	UpdatedAt int64 `json:"updatedAt"`
 
 	// MessageCount the conversation's messages on every branch
 	MessageCount int `json:"messageCount"`
 
+	// TipMessageID the head of the current branch
+	TipMessageID *string `json:"tipMessageId,omitempty"`
+
+	// LastClientStanzaID the highest client stanza id stored (0 when none): a client resuming the conversation numbers its envelopes after it
+	LastClientStanzaID int32 `json:"lastClientStanzaId"`
+
 	// Messages the current branch (or the one through ?through=), root first
 	Messages []Message `json:"messages"`
-	Status   string    `json:"status"`
 
 	// StreamSeq the CONVERSATIONS stream's last sequence, read before the messages
 	StreamSeq uint64 `json:"streamSeq"`
-
-	// TipMessageID the head of the current branch
-	TipMessageID *string `json:"tipMessageId,omitempty"`
-	Title        string  `json:"title"`
-
-	// UpdatedAt milliseconds since the Unix epoch
-	UpdatedAt int64 `json:"updatedAt"`
 }
 
 // EnabledPatch defines model for EnabledPatch.
@@ -96,18 +99,19 @@ type EnabledPatch struct {
 
 // EngineInfo defines model for EngineInfo.
 type EngineInfo struct {
-	// Engine openai or espeak
-	Engine string `json:"engine"`
+	Name string `json:"name"`
 
-	// Error administrators only
-	Error     string `json:"error,omitempty"`
+	// Engine openai or espeak
+	Engine    string `json:"engine"`
 	Model     string `json:"model,omitempty"`
-	Name      string `json:"name"`
+	Voice     string `json:"voice,omitempty"`
 	Reachable bool   `json:"reachable"`
 
 	// URL administrators only
-	URL   string `json:"url,omitempty"`
-	Voice string `json:"voice,omitempty"`
+	URL string `json:"url,omitempty"`
+
+	// Error administrators only
+	Error string `json:"error,omitempty"`
 }
 
 // Error Every error answer of every /v1 route (unknown routes included).
@@ -123,23 +127,24 @@ type Error struct {
 
 // MCPServer defines model for MCPServer.
 type MCPServer struct {
-	// Args administrators only
-	Args []string `json:"args,omitempty"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
 
 	// Command administrators only
 	Command *string `json:"command,omitempty"`
+
+	// Args administrators only
+	Args []string `json:"args,omitempty"`
+
+	// URL administrators only
+	URL     *string `json:"url,omitempty"`
 	Enabled bool    `json:"enabled"`
+
+	// Status unknown, connecting, connected, disconnected or error
+	Status string `json:"status"`
 
 	// LastError administrators only
 	LastError *string `json:"lastError,omitempty"`
-	Name      string  `json:"name"`
-
-	// Status unknown, connecting, connected, disconnected or error
-	Status    string `json:"status"`
-	Transport string `json:"transport"`
-
-	// URL administrators only
-	URL *string `json:"url,omitempty"`
 }
 
 // MCPServerList defines model for MCPServerList.
@@ -150,23 +155,23 @@ type MCPServerList struct {
 
 // MCPServerPut defines model for MCPServerPut.
 type MCPServerPut struct {
-	// Args 400 for an http server
-	Args []string `json:"args,omitempty"`
+	// Transport http (stdio: 400, those come from the operator's file)
+	Transport string `json:"transport"`
 
 	// Command 400 for an http server
 	Command *string `json:"command,omitempty"`
 
-	// Enabled default: true for a new server, kept for an existing one
-	Enabled *bool `json:"enabled,omitempty"`
+	// Args 400 for an http server
+	Args []string `json:"args,omitempty"`
+
+	// URL an http(s) URL of a public host, or one in ALICIA_MCP_ALLOWED_HOSTS
+	URL *string `json:"url,omitempty"`
 
 	// Env 400 for an http server
 	Env map[string]string `json:"env,omitempty"`
 
-	// Transport http (stdio: 400, those come from the operator's file)
-	Transport string `json:"transport"`
-
-	// URL an http(s) URL of a public host, or one in ALICIA_MCP_ALLOWED_HOSTS
-	URL *string `json:"url,omitempty"`
+	// Enabled default: true for a new server, kept for an existing one
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // MCPServerStatus defines model for MCPServerStatus.
@@ -177,18 +182,18 @@ type MCPServerStatus struct {
 
 // Memory defines model for Memory.
 type Memory struct {
-	Archived bool   `json:"archived"`
-	Content  string `json:"content"`
-
-	// CreatedAt milliseconds since the Unix epoch
-	CreatedAt  int64   `json:"createdAt"`
-	ID         string  `json:"id"`
-	Importance float64 `json:"importance"`
-	Pinned     bool    `json:"pinned"`
+	ID         string   `json:"id"`
+	Content    string   `json:"content"`
+	Tags       []string `json:"tags"`
+	Importance float64  `json:"importance"`
+	Pinned     bool     `json:"pinned"`
+	Archived   bool     `json:"archived"`
 
 	// Similarity search only
-	Similarity float64  `json:"similarity,omitempty"`
-	Tags       []string `json:"tags"`
+	Similarity float64 `json:"similarity,omitempty"`
+
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
 
 	// UpdatedAt milliseconds since the Unix epoch
 	UpdatedAt int64 `json:"updatedAt"`
@@ -197,11 +202,11 @@ type Memory struct {
 // MemoryInput POST needs content; PATCH at least one of content, tags, importance.
 type MemoryInput struct {
 	Content    *string  `json:"content,omitempty"`
+	Tags       []string `json:"tags,omitempty"`
 	Importance *float64 `json:"importance,omitempty"`
 
 	// Pinned create only; a PATCH with it is a 400 (use /pin)
-	Pinned *bool    `json:"pinned,omitempty"`
-	Tags   []string `json:"tags,omitempty"`
+	Pinned *bool `json:"pinned,omitempty"`
 }
 
 // MemoryPage defines model for MemoryPage.
@@ -212,31 +217,30 @@ type MemoryPage struct {
 
 // MemoryUse defines model for MemoryUse.
 type MemoryUse struct {
+	MessageID         string `json:"messageId"`
 	ConversationID    string `json:"conversationId"`
 	ConversationTitle string `json:"conversationTitle"`
 
-	// CreatedAt milliseconds since the Unix epoch
-	CreatedAt int64 `json:"createdAt"`
-
 	// Excerpt the answer's first 200 characters
 	Excerpt    string  `json:"excerpt"`
-	MessageID  string  `json:"messageId"`
 	Similarity float64 `json:"similarity"`
+
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
 }
 
 // MemoryUsePage defines model for MemoryUsePage.
 type MemoryUsePage struct {
-	NextCursor string      `json:"nextCursor,omitempty"`
 	Uses       []MemoryUse `json:"uses"`
+	NextCursor string      `json:"nextCursor,omitempty"`
 }
 
 // MemoryUsed defines model for MemoryUsed.
 type MemoryUsed struct {
-	Content string `json:"content"`
-
 	// ID the use's id (amu_…), the targetId of a memory_usage vote
 	ID         string  `json:"id"`
 	MemoryID   string  `json:"memoryId"`
+	Content    string  `json:"content"`
 	Similarity float64 `json:"similarity"`
 
 	// Votes The votes of everyone on a target and the caller's own.
@@ -245,57 +249,58 @@ type MemoryUsed struct {
 
 // Message defines model for Message.
 type Message struct {
-	Content string `json:"content"`
-
-	// CreatedAt milliseconds since the Unix epoch
-	CreatedAt int64  `json:"createdAt"`
-	ID        string `json:"id"`
+	ID         string  `json:"id"`
+	PreviousID *string `json:"previousId,omitempty"`
+	Role       string  `json:"role"`
+	Content    string  `json:"content"`
+	Status     string  `json:"status"`
 
 	// Interrupted a ControlStop cut the answer (its content is the partial text)
-	Interrupted bool `json:"interrupted"`
+	Interrupted    bool  `json:"interrupted"`
+	SequenceNumber int32 `json:"sequenceNumber"`
 
-	// MemoriesUsed absent when empty
-	MemoriesUsed []MemoryUsed `json:"memoriesUsed,omitempty"`
-	NoteCount    int          `json:"noteCount"`
-	PreviousID   *string      `json:"previousId,omitempty"`
-
-	// Reasoning absent when empty
-	Reasoning []ReasoningStep `json:"reasoning,omitempty"`
-	Role      string          `json:"role"`
-
-	// Sentences an answer still streaming: the sentences stored so far
-	Sentences      []Sentence `json:"sentences,omitempty"`
-	SequenceNumber int32      `json:"sequenceNumber"`
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
 
 	// SiblingCount includes the message itself
 	SiblingCount int `json:"siblingCount"`
 
-	// Spoken a spoken answer: every sentence with what became of its audio
-	Spoken []SpokenSentence `json:"spoken,omitempty"`
-	Status string           `json:"status"`
-
 	// ToolUses in call order; absent when empty
 	ToolUses []ToolUse `json:"toolUses,omitempty"`
 
+	// MemoriesUsed absent when empty
+	MemoriesUsed []MemoryUsed `json:"memoriesUsed,omitempty"`
+
+	// Reasoning absent when empty
+	Reasoning []ReasoningStep `json:"reasoning,omitempty"`
+
 	// Votes The votes of everyone on a target and the caller's own.
-	Votes Votes `json:"votes"`
+	Votes     Votes `json:"votes"`
+	NoteCount int   `json:"noteCount"`
+
+	// Sentences an answer still streaming: the sentences stored so far
+	Sentences []Sentence `json:"sentences,omitempty"`
+
+	// Spoken a spoken answer: every sentence with what became of its audio
+	Spoken []SpokenSentence `json:"spoken,omitempty"`
 }
 
 // Note defines model for Note.
 type Note struct {
-	Category string `json:"category"`
+	ID       string `json:"id"`
 	Content  string `json:"content"`
+	Category string `json:"category"`
 
 	// CreatedAt milliseconds since the Unix epoch
-	CreatedAt int64  `json:"createdAt"`
-	ID        string `json:"id"`
+	CreatedAt int64 `json:"createdAt"`
 }
 
 // NoteCreate defines model for NoteCreate.
 type NoteCreate struct {
+	Content string `json:"content"`
+
 	// Category default general
 	Category string `json:"category,omitempty"`
-	Content  string `json:"content"`
 }
 
 // NoteList defines model for NoteList.
@@ -306,9 +311,9 @@ type NoteList struct {
 
 // ReasoningStep defines model for ReasoningStep.
 type ReasoningStep struct {
-	Content  string `json:"content"`
 	ID       string `json:"id"`
 	Sequence int32  `json:"sequence"`
+	Content  string `json:"content"`
 
 	// Votes The votes of everyone on a target and the caller's own.
 	Votes Votes `json:"votes"`
@@ -316,20 +321,20 @@ type ReasoningStep struct {
 
 // RoomToken defines model for RoomToken.
 type RoomToken struct {
-	// ExpiresAt milliseconds since the Unix epoch
-	ExpiresAt int64 `json:"expiresAt"`
-
-	// Identity the user
-	Identity string `json:"identity"`
-
-	// Room conv_{id}
-	Room string `json:"room"`
+	// URL the LiveKit server
+	URL string `json:"url"`
 
 	// Token a LiveKit access token for this room only
 	Token string `json:"token"`
 
-	// URL the LiveKit server
-	URL string `json:"url"`
+	// Room conv_{id}
+	Room string `json:"room"`
+
+	// Identity the user
+	Identity string `json:"identity"`
+
+	// ExpiresAt milliseconds since the Unix epoch
+	ExpiresAt int64 `json:"expiresAt"`
 }
 
 // Sentence defines model for Sentence.
@@ -340,21 +345,22 @@ type Sentence struct {
 
 // ServerInfo defines model for ServerInfo.
 type ServerInfo struct {
-	Connection Connection        `json:"connection"`
-	MCPServers []MCPServerStatus `json:"mcpServers"`
+	Connection Connection `json:"connection"`
 
 	// Models llm, asr, tts and embeddings
-	Models map[string]EngineInfo `json:"models"`
+	Models     map[string]EngineInfo `json:"models"`
+	MCPServers []MCPServerStatus     `json:"mcpServers"`
 }
 
 // Session defines model for Session.
 type Session struct {
+	User string `json:"user"`
+
 	// Admin the user is in ALICIA_ADMIN_USERS
 	Admin bool `json:"admin"`
 
 	// ExpiresAt milliseconds since the Unix epoch
-	ExpiresAt int64  `json:"expiresAt"`
-	User      string `json:"user"`
+	ExpiresAt int64 `json:"expiresAt"`
 }
 
 // SessionRequest defines model for SessionRequest.
@@ -365,56 +371,28 @@ type SessionRequest struct {
 
 // Siblings defines model for Siblings.
 type Siblings struct {
-	// CurrentID the sibling on the current branch, null when none is
-	CurrentID *string `json:"currentId"`
-
 	// ParentID null for a root message
 	ParentID *string `json:"parentId"`
 
 	// Siblings oldest first
 	Siblings []Message `json:"siblings"`
+
+	// CurrentID the sibling on the current branch, null when none is
+	CurrentID *string `json:"currentId"`
 }
 
 // SpokenSentence defines model for SpokenSentence.
 type SpokenSentence struct {
-	PlayedMs int32  `json:"playedMs"`
-	Playout  string `json:"playout"`
 	Sequence int32  `json:"sequence"`
 	Text     string `json:"text"`
+	Playout  string `json:"playout"`
+	PlayedMs int32  `json:"playedMs"`
 }
 
 // Step defines model for Step.
 type Step struct {
-	// Envelope the envelope as JSON
-	Envelope json.RawMessage `json:"envelope,omitempty"`
-
-	// Error why the envelope does not decode
-	Error string `json:"error,omitempty"`
-	Final *bool  `json:"final,omitempty"`
-
-	// GapMs since the conversation's envelope before (0 when not known)
-	GapMs     int64  `json:"gapMs"`
-	MessageID string `json:"messageId,omitempty"`
-
-	// OffsetMs since the conversation's first envelope
-	OffsetMs int64 `json:"offsetMs"`
-
-	// Origin client, server or agent
-	Origin  string `json:"origin"`
-	ReplyTo string `json:"replyTo,omitempty"`
-
 	// Sequence the stream sequence
 	Sequence uint64 `json:"seq"`
-
-	// Sentence a sentence's
-	Sentence int32 `json:"sequence,omitempty"`
-	StanzaID int32 `json:"stanzaId"`
-
-	// Status a SentencePlayout's
-	Status string `json:"status,omitempty"`
-
-	// Summary one line about it, never audio
-	Summary string `json:"summary"`
 
 	// Time when the stream stored the envelope (RFC 3339, nanoseconds)
 	Time time.Time `json:"time"`
@@ -422,31 +400,60 @@ type Step struct {
 	// TimeMs milliseconds since the Unix epoch
 	TimeMs int64 `json:"timeMs"`
 
+	// OffsetMs since the conversation's first envelope
+	OffsetMs int64 `json:"offsetMs"`
+
+	// GapMs since the conversation's envelope before (0 when not known)
+	GapMs int64 `json:"gapMs"`
+
+	// Origin client, server or agent
+	Origin string `json:"origin"`
+
 	// Type the message type; invalid for an envelope that does not decode
-	Type string `json:"type"`
+	Type     string `json:"type"`
+	StanzaID int32  `json:"stanzaId"`
+
+	// Summary one line about it, never audio
+	Summary   string `json:"summary"`
+	MessageID string `json:"messageId,omitempty"`
+	ReplyTo   string `json:"replyTo,omitempty"`
+
+	// Sentence a sentence's
+	Sentence int32 `json:"sequence,omitempty"`
+	Final    *bool `json:"final,omitempty"`
+
+	// Status a SentencePlayout's
+	Status string `json:"status,omitempty"`
+
+	// Envelope the envelope as JSON
+	Envelope json.RawMessage `json:"envelope,omitempty"`
+
+	// Error why the envelope does not decode
+	Error string `json:"error,omitempty"`
 }
 
 // TimelinePage defines model for TimelinePage.
 type TimelinePage struct {
-	// Last the stream sequence of the conversation's last envelope, 0 when none
-	Last uint64 `json:"last"`
+	Steps []Step `json:"steps"`
+
+	// Next the next page's after
+	Next uint64 `json:"next"`
 
 	// More the conversation has envelopes after next
 	More bool `json:"more"`
 
-	// Next the next page's after
-	Next  uint64 `json:"next"`
-	Steps []Step `json:"steps"`
+	// Last the stream sequence of the conversation's last envelope, 0 when none
+	Last uint64 `json:"last"`
 }
 
 // Tool defines model for Tool.
 type Tool struct {
-	Description string `json:"description"`
-	Enabled     bool   `json:"enabled"`
 	Name        string `json:"name"`
+	Description string `json:"description"`
 
 	// Parameters the JSON Schema of the arguments
 	Parameters json.RawMessage `json:"parameters"`
+	Enabled    bool            `json:"enabled"`
 
 	// Source builtin or mcp:<server>
 	Source string `json:"source"`
@@ -460,19 +467,20 @@ type ToolList struct {
 
 // ToolUse defines model for ToolUse.
 type ToolUse struct {
+	ID       string `json:"id"`
+	ToolName string `json:"toolName"`
+
 	// Arguments any JSON value
 	Arguments json.RawMessage `json:"arguments"`
 
-	// DurationMs how long the tool ran, once it has
-	DurationMs   *int32  `json:"durationMs,omitempty"`
-	ErrorCode    *string `json:"errorCode,omitempty"`
-	ErrorMessage *string `json:"errorMessage,omitempty"`
-	ID           string  `json:"id"`
-
 	// Result any JSON value
-	Result   json.RawMessage `json:"result,omitempty"`
-	Status   string          `json:"status"`
-	ToolName string          `json:"toolName"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	Status       string          `json:"status"`
+	ErrorCode    *string         `json:"errorCode,omitempty"`
+	ErrorMessage *string         `json:"errorMessage,omitempty"`
+
+	// DurationMs how long the tool ran, once it has
+	DurationMs *int32 `json:"durationMs,omitempty"`
 
 	// Votes The votes of everyone on a target and the caller's own.
 	Votes Votes `json:"votes"`
@@ -480,26 +488,26 @@ type ToolUse struct {
 
 // VoteRequest defines model for VoteRequest.
 type VoteRequest struct {
-	Note          *string `json:"note,omitempty"`
-	QuickFeedback *string `json:"quickFeedback,omitempty"`
-
-	// TargetID default the message
-	TargetID string `json:"targetId,omitempty"`
+	Vote string `json:"vote"`
 
 	// TargetType default message
 	TargetType string `json:"targetType,omitempty"`
-	Vote       string `json:"vote"`
+
+	// TargetID default the message
+	TargetID      string  `json:"targetId,omitempty"`
+	QuickFeedback *string `json:"quickFeedback,omitempty"`
+	Note          *string `json:"note,omitempty"`
 }
 
 // VoteResult The Votes of a target after a vote.
 type VoteResult struct {
-	Downvotes int `json:"downvotes"`
+	TargetType string `json:"targetType"`
+	TargetID   string `json:"targetId"`
+	Upvotes    int    `json:"upvotes"`
+	Downvotes  int    `json:"downvotes"`
 
 	// SpecialVotes critical votes
-	SpecialVotes int    `json:"specialVotes"`
-	TargetID     string `json:"targetId"`
-	TargetType   string `json:"targetType"`
-	Upvotes      int    `json:"upvotes"`
+	SpecialVotes int `json:"specialVotes"`
 
 	// UserVote the caller's own vote, null when none
 	UserVote *string `json:"userVote"`
@@ -507,11 +515,11 @@ type VoteResult struct {
 
 // Votes The votes of everyone on a target and the caller's own.
 type Votes struct {
+	Upvotes   int `json:"upvotes"`
 	Downvotes int `json:"downvotes"`
 
 	// SpecialVotes critical votes
 	SpecialVotes int `json:"specialVotes"`
-	Upvotes      int `json:"upvotes"`
 
 	// UserVote the caller's own vote, null when none
 	UserVote *string `json:"userVote"`

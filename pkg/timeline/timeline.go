@@ -9,7 +9,8 @@
 package timeline
 
 import (
-	"encoding/json"
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
@@ -18,39 +19,19 @@ import (
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
 
-// Step is one envelope of the timeline. The link fields are set where the
-// envelope names them, and are absent otherwise.
-type Step struct {
-	Sequence uint64    `json:"seq"`  // stream sequence
-	Time     time.Time `json:"time"` // stream time (RFC 3339, nanoseconds)
-	TimeMs   int64     `json:"timeMs"`
-	OffsetMs int64     `json:"offsetMs"` // since the conversation's first envelope
-	GapMs    int64     `json:"gapMs"`    // since the envelope before (0 when not known)
-	Origin   string    `json:"origin"`   // client, server or agent
-	Type     string    `json:"type"`
-	StanzaID int32     `json:"stanzaId"` // a server envelope's: -seq, as the edges stamp it
-	Summary  string    `json:"summary"`
-
-	// MessageID is the message the envelope is about: the user message of a
-	// Transcription, UserMessage or input AudioChunk (its utterance), the
-	// answer of a StartAnswer, AssistantMessage, AssistantSentence,
-	// SentenceAudio, SentencePlayout, ToolUseRequest, ReasoningStep or
-	// MemoryTrace.
-	MessageID string `json:"messageId,omitempty"`
-	// ReplyTo is the message an answer answers (StartAnswer,
-	// AssistantMessage).
-	ReplyTo string `json:"replyTo,omitempty"`
-	// Sentence is the sentence's 1-based sequence (AssistantSentence,
-	// SentenceAudio, SentencePlayout).
-	Sentence int32 `json:"sequence,omitempty"`
-	// Final: Transcription.final, AssistantSentence.isFinal (when set).
-	Final *bool `json:"final,omitempty"`
-	// Status of a SentencePlayout: played, interrupted, unplayed.
-	Status string `json:"status,omitempty"`
-
-	Envelope json.RawMessage `json:"envelope,omitempty"`
-	Error    string          `json:"error,omitempty"` // the envelope does not decode
-}
+// Step is one envelope of the timeline, as GET
+// /v1/conversations/{id}/timeline answers it (restapi.Step, generated from
+// the REST contract). The link fields are set where the envelope names
+// them, and are absent otherwise: MessageID is the message the envelope is
+// about (the user message of a Transcription, UserMessage or input
+// AudioChunk, its utterance; the answer of a StartAnswer, AssistantMessage,
+// AssistantSentence, SentenceAudio, SentencePlayout, ToolUseRequest,
+// ReasoningStep or MemoryTrace); ReplyTo the message an answer answers
+// (StartAnswer, AssistantMessage); Sentence a sentence's 1-based sequence
+// (AssistantSentence, SentenceAudio, SentencePlayout); Final
+// Transcription.final or AssistantSentence.isFinal (when set); Status a
+// SentencePlayout's (played, interrupted, unplayed).
+type Step = restapi.Step
 
 // Timeline makes the steps of one conversation, in stream order. The zero
 // value starts at the first step it is given; Anchor starts it later.

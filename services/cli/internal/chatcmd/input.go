@@ -3,6 +3,7 @@ package chatcmd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -131,7 +132,7 @@ const historyShown = 6
 // clear error when it does not exist or is someone else's), learns the last
 // messages for /regenerate and /edit, and continues the client's stanza ids.
 func (s *session) resume(ctx context.Context) error {
-	conv, _, err := s.o.API.GetConversation(ctx, s.cid)
+	conv, raw, err := s.o.API.GetConversation(ctx, s.cid)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (s *session) resume(ctx context.Context) error {
 			s.lastAnswer = m.ID
 		}
 	}
-	s.next = firstStanza(conv.LastClientStanzaID, time.Now())
+	s.next = firstStanza(reportedStanza(raw), time.Now())
 	if s.o.Interactive && len(conv.Messages) > 0 {
 		title := conv.Title
 		if title == "" {
@@ -160,6 +161,18 @@ func (s *session) resume(ctx context.Context) error {
 // stanzaEpoch anchors the fallback stanza ids (seconds since then fit an
 // int32 until 2093).
 var stanzaEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// reportedStanza is the conversation's lastClientStanzaId when the gateway
+// sent one (the generated type reads an absent one as 0).
+func reportedStanza(raw json.RawMessage) *int32 {
+	var conv struct {
+		LastClientStanzaID *int32 `json:"lastClientStanzaId"`
+	}
+	if json.Unmarshal(raw, &conv) != nil {
+		return nil
+	}
+	return conv.LastClientStanzaID
+}
 
 // firstStanza is the first client stanza id of a resumed conversation: after
 // the last one the server stored, when the gateway says which. Otherwise the

@@ -2,6 +2,7 @@ package chatcmd_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -51,11 +52,11 @@ func TestServerTextCannotDriveTheTerminal(t *testing.T) {
 				Conversation: api.Conversation{ID: "ac_chat", Title: setTitle + "Old chat", Status: "active"},
 				Messages: []api.Message{
 					{ID: "am_u0", Role: "user", Content: "hello", Status: "completed"},
-					{ID: "am_a0", PreviousID: "am_u0", Role: "assistant\x1b[8m", Content: "stored" + clearScreen + "answer", Status: "completed",
+					{ID: "am_a0", PreviousID: protocol.Ptr("am_u0"), Role: "assistant\x1b[8m", Content: "stored" + clearScreen + "answer", Status: "completed",
 						MemoriesUsed: []api.MemoryUse{{Content: "mem\u009bory"}},
 						Reasoning:    []api.Reasoning{{Content: "step\x1b[1A"}},
 						ToolUses: []api.ToolUse{{ToolName: "web\x1b[31m", Status: "completed",
-							Arguments: map[string]any{"q\u202e": []any{"\x1b]8;;x\x07"}}, Result: "\u009b2J"}}},
+							Arguments: jsonOf(map[string]any{"q\u202e": []any{"\x1b]8;;x\x07"}}), Result: jsonOf("\u009b2J")}}},
 				},
 			})
 			c := startChat(t, g, func(o *chatcmd.Options) {
@@ -130,4 +131,13 @@ func TestRefusalIsPrintable(t *testing.T) {
 	if msg := err.Error(); len(rawControls(msg)) > 0 || !strings.Contains(msg, `\x1b]0;owned\x07denied\x1b[2J\x1b[H`) {
 		t.Fatalf("error = %q, want the escapes shown as text", msg)
 	}
+}
+
+// jsonOf is v as a stored JSON value.
+func jsonOf(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -69,7 +69,7 @@ func List(ctx context.Context, c *api.Client, o ListOptions, out io.Writer) erro
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTITLE\tSTATUS\tUPDATED\tMESSAGES")
 	for _, cv := range convs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", cv.ID, clip(style.Printable(titleOf(cv)), 40), style.Printable(cv.Status), cv.Updated().Format(TimeFormat), cv.MessageCount)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", cv.ID, clip(style.Printable(titleOf(cv)), 40), style.Printable(cv.Status), api.Updated(cv).Format(TimeFormat), cv.MessageCount)
 	}
 	return tw.Flush()
 }
@@ -92,7 +92,7 @@ func Show(ctx context.Context, c *api.Client, o ShowOptions, out io.Writer) erro
 	}
 	s := o.Style
 	fmt.Fprintf(out, "%s  %s  (%s, %d messages, updated %s)\n", s.Bold(conv.ID), style.Printable(titleOf(conv.Conversation)), style.Printable(conv.Status),
-		conv.MessageCount, conv.Updated().Format(TimeFormat))
+		conv.MessageCount, api.Updated(conv.Conversation).Format(TimeFormat))
 	for _, m := range conv.Messages {
 		fmt.Fprintln(out)
 		PrintMessage(out, s, m)
@@ -169,15 +169,16 @@ func ToolOutcome(ok bool, result any, errCode, errMsg string) string {
 }
 
 func storedToolLine(tu api.ToolUse) string {
-	call := ToolCall(tu.ToolName, tu.Arguments)
+	call := ToolCall(tu.ToolName, jsonValue(tu.Arguments))
 	switch tu.Status {
 	case "pending", "running":
 		return call + " (" + tu.Status + "…)"
 	case "cancelled":
 		return call + " (cancelled)"
 	}
-	ok := tu.Status != "error" && tu.ErrorCode == "" && tu.ErrorMessage == ""
-	return call + " " + ToolOutcome(ok, tu.Result, tu.ErrorCode, tu.ErrorMessage)
+	code, msg := text(tu.ErrorCode), text(tu.ErrorMessage)
+	ok := tu.Status != "error" && code == "" && msg == ""
+	return call + " " + ToolOutcome(ok, jsonValue(tu.Result), code, msg)
 }
 
 func compactJSON(v any) string {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/protocol"
+
 	"github.com/alicia-voice/alicia/services/cli/internal/api"
 	"github.com/alicia-voice/alicia/services/cli/internal/apitest"
 	"github.com/alicia-voice/alicia/services/cli/internal/convcmd"
@@ -164,15 +166,15 @@ func TestShow(t *testing.T) {
 		Conversation: api.Conversation{ID: "ac_show", Title: "Maths", Status: "active", UpdatedAt: ms(12, 5)},
 		Messages: []api.Message{
 			{ID: "am_u1", Role: "user", Content: "What is 2+2?", Status: "completed", CreatedAt: ms(12, 1)},
-			{ID: "am_a1", PreviousID: "am_u1", Role: "assistant", Content: "It is 4.", Status: "completed", CreatedAt: ms(12, 1), SiblingCount: 2,
+			{ID: "am_a1", PreviousID: protocol.Ptr("am_u1"), Role: "assistant", Content: "It is 4.", Status: "completed", CreatedAt: ms(12, 1), SiblingCount: 2,
 				MemoriesUsed: []api.MemoryUse{{MemoryID: "amem_1", Content: "The user likes\nmaths", Similarity: 0.834}},
 				Reasoning:    []api.Reasoning{{Sequence: 1, Content: "Add the numbers."}},
 				ToolUses: []api.ToolUse{
-					{ID: "atu_1", ToolName: "calculator", Arguments: map[string]any{"expression": "2+2"}, Result: 4, Status: "success"},
-					{ID: "atu_2", ToolName: "web_search", Arguments: map[string]any{"q": "2+2"}, Status: "error", ErrorCode: "timeout", ErrorMessage: "no answer in 30s"},
+					{ID: "atu_1", ToolName: "calculator", Arguments: jsonOf(map[string]any{"expression": "2+2"}), Result: jsonOf(4), Status: "success"},
+					{ID: "atu_2", ToolName: "web_search", Arguments: jsonOf(map[string]any{"q": "2+2"}), Status: "error", ErrorCode: protocol.Ptr("timeout"), ErrorMessage: protocol.Ptr("no answer in 30s")},
 				}},
-			{ID: "am_u2", PreviousID: "am_a1", Role: "user", Content: "Tell me a long story", Status: "completed", CreatedAt: ms(12, 4)},
-			{ID: "am_a2", PreviousID: "am_u2", Role: "assistant", Content: "Once upon", Status: "completed", Interrupted: true, CreatedAt: ms(12, 5)},
+			{ID: "am_u2", PreviousID: protocol.Ptr("am_a1"), Role: "user", Content: "Tell me a long story", Status: "completed", CreatedAt: ms(12, 4)},
+			{ID: "am_a2", PreviousID: protocol.Ptr("am_u2"), Role: "assistant", Content: "Once upon", Status: "completed", Interrupted: true, CreatedAt: ms(12, 5)},
 		},
 	})
 	c := client(t, srv.URL, key)
@@ -216,7 +218,7 @@ func TestShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got api.ConversationDetail
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Messages) != 4 || got.Messages[1].ToolUses[1].ErrorCode != "timeout" {
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Messages) != 4 || got.Messages[1].ToolUses[1].ErrorCode == nil || *got.Messages[1].ToolUses[1].ErrorCode != "timeout" {
 		t.Fatalf("show --json = %s (%v)", out.String(), err)
 	}
 }
@@ -309,7 +311,7 @@ func TestHostileTextIsPrintable(t *testing.T) {
 	srv := apitest.New(t, key)
 	srv.Add(api.ConversationDetail{Conversation: api.Conversation{ID: "ac_hostile", Title: "Trip\x1b]0;pwned\x07", Status: "active", UpdatedAt: ms(9, 0), MessageCount: 1},
 		Messages: []api.Message{{ID: "am_1", Role: "assistant", Content: "sure\x1b[2J\u202eevil", CreatedAt: ms(9, 0),
-			ToolUses: []api.ToolUse{{ToolName: "web_search", Status: "success", Result: map[string]any{"text": "\x9b31m"}}}}}})
+			ToolUses: []api.ToolUse{{ToolName: "web_search", Status: "success", Result: jsonOf(map[string]any{"text": "\x9b31m"})}}}}})
 	c := client(t, srv.URL, key)
 	var out bytes.Buffer
 	if err := convcmd.List(context.Background(), c, convcmd.ListOptions{}, &out); err != nil {
@@ -329,4 +331,13 @@ func TestHostileTextIsPrintable(t *testing.T) {
 			t.Fatalf("output lacks %s:\n%s", shown, got)
 		}
 	}
+}
+
+// jsonOf is v as a stored JSON value.
+func jsonOf(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

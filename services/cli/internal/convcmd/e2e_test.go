@@ -62,7 +62,7 @@ func TestAgainstTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	var detail api.ConversationDetail
-	if err := json.Unmarshal(out.Bytes(), &detail); err != nil || len(detail.Messages) != 2 || detail.Messages[1].PreviousID != "am_e2e_u" {
+	if err := json.Unmarshal(out.Bytes(), &detail); err != nil || len(detail.Messages) != 2 || detail.Messages[1].PreviousID == nil || *detail.Messages[1].PreviousID != "am_e2e_u" {
 		t.Fatalf("show --json = %s (%v)", out.String(), err)
 	}
 

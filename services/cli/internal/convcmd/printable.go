@@ -1,6 +1,8 @@
 package convcmd
 
 import (
+	"encoding/json"
+
 	"github.com/alicia-voice/alicia/services/cli/internal/api"
 	"github.com/alicia-voice/alicia/services/cli/internal/style"
 )
@@ -24,10 +26,50 @@ func printableMessage(m api.Message) api.Message {
 	tools := make([]api.ToolUse, len(m.ToolUses))
 	for i, tu := range m.ToolUses {
 		tu.ToolName, tu.Status = style.Printable(tu.ToolName), style.Printable(tu.Status)
-		tu.ErrorCode, tu.ErrorMessage = style.Printable(tu.ErrorCode), style.Printable(tu.ErrorMessage)
-		tu.Arguments, tu.Result = style.PrintableValue(tu.Arguments), style.PrintableValue(tu.Result)
+		tu.ErrorCode, tu.ErrorMessage = printableText(tu.ErrorCode), printableText(tu.ErrorMessage)
+		tu.Arguments, tu.Result = printableJSON(tu.Arguments), printableJSON(tu.Result)
 		tools[i] = tu
 	}
 	m.ToolUses = tools
 	return m
+}
+
+func printableText(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	p := style.Printable(*s)
+	return &p
+}
+
+// printableJSON is a stored JSON value with its strings made printable.
+func printableJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	b, err := json.Marshal(style.PrintableValue(jsonValue(raw)))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// jsonValue decodes a stored JSON value: nil when it is absent or null, the
+// text itself when it is not JSON.
+func jsonValue(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	return v
+}
+
+func text(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -4,6 +4,8 @@
 package livekit
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"errors"
 	"fmt"
@@ -30,14 +32,10 @@ type Tokens struct {
 	TTL               time.Duration
 }
 
-// Grant is a token for one user in one room.
-type Grant struct {
-	URL       string `json:"url"`
-	Token     string `json:"token"`
-	Room      string `json:"room"`
-	Identity  string `json:"identity"`
-	ExpiresAt int64  `json:"expiresAt"` // ms since the Unix epoch
-}
+// Grant is a token for one user in one room, as POST
+// /v1/conversations/{id}/token answers it (ExpiresAt in ms since the Unix
+// epoch).
+type Grant = restapi.RoomToken
 
 // Issue returns a token letting identity join the room of cid — that room
 // only — publish its microphone and data (no camera, no screen share: each

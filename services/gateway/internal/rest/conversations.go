@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"errors"
 	"net/http"
@@ -20,27 +22,11 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
 
-type conversationPage struct {
-	Conversations []store.Conversation `json:"conversations"`
-	NextCursor    string               `json:"nextCursor,omitempty"`
-}
-
-type conversationWithMessages struct {
-	store.Conversation
-	Messages []store.Message `json:"messages"`
-	// StreamSeq is the CONVERSATIONS stream's last sequence, read before
-	// the messages: a WebSocket resuming with lastSequenceSeen =
-	// -StreamSeq gets every server envelope the snapshot may lack.
-	StreamSeq uint64 `json:"streamSeq"`
-}
-
 // createConversation: a Configuration envelope creates the row owned by the
 // key's user (as a WebSocket client's first Configuration does), then a
 // ConversationUpdate sets the title.
 func (a *API) createConversation(c echo.Context) error {
-	var in struct {
-		Title *string `json:"title"`
-	}
+	var in restapi.ConversationCreate
 	if err := bindJSON(c, &in, true); err != nil {
 		return err
 	}
@@ -66,7 +52,7 @@ func (a *API) createConversation(c echo.Context) error {
 		return lookup(err, "conversation")
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/conversations/"+cid)
-	return c.JSON(http.StatusCreated, conv)
+	return c.JSON(http.StatusCreated, conv.Conversation)
 }
 
 func (a *API) listConversations(c echo.Context) error {
@@ -97,7 +83,10 @@ func (a *API) listConversations(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := conversationPage{Conversations: convs}
+	page := restapi.ConversationPage{Conversations: make([]restapi.Conversation, len(convs))}
+	for i, cv := range convs {
+		page.Conversations[i] = cv.Conversation
+	}
 	if next != nil {
 		page.NextCursor = next.Encode()
 	}
@@ -161,7 +150,12 @@ func (a *API) getConversation(c echo.Context) error {
 	if err := a.Store.Feedback(ctx, auth.UserOf(c), msgs); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, conversationWithMessages{Conversation: conv, Messages: msgs, StreamSeq: seq})
+	// StreamSeq is read before the messages: a WebSocket resuming with
+	// lastSequenceSeen = -StreamSeq gets every server envelope the snapshot
+	// may lack.
+	return c.JSON(http.StatusOK, restapi.ConversationWithMessages{ID: conv.ID, Title: conv.Title, Status: conv.Status,
+		CreatedAt: conv.CreatedAt, UpdatedAt: conv.UpdatedAt, MessageCount: conv.MessageCount, TipMessageID: conv.TipMessageID,
+		LastClientStanzaID: conv.LastClientStanzaID, Messages: msgs, StreamSeq: seq})
 }
 
 // snapshotWait bounds how long a conversation read waits for persistence
@@ -185,10 +179,7 @@ func (a *API) streamSeq(ctx context.Context) (uint64, error) {
 // patchConversation renames or archives (or un-archives) through a
 // ConversationUpdate, which the conversation's connected clients also get.
 func (a *API) patchConversation(c echo.Context) error {
-	var in struct {
-		Title  *string `json:"title"`
-		Status *string `json:"status"`
-	}
+	var in restapi.ConversationPatch
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
@@ -217,7 +208,7 @@ func (a *API) patchConversation(c echo.Context) error {
 	if err != nil {
 		return lookup(err, "conversation")
 	}
-	return c.JSON(http.StatusOK, conv)
+	return c.JSON(http.StatusOK, conv.Conversation)
 }
 
 // deleteConversation soft-deletes: status deleted (persistence sets
@@ -250,12 +241,6 @@ func (a *API) deleteConversation(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-type siblingsAnswer struct {
-	ParentID  *string         `json:"parentId"`
-	Siblings  []store.Message `json:"siblings"`
-	CurrentID *string         `json:"currentId"`
-}
-
 // siblings lists the alternatives at a branch point: the messages sharing
 // the path message's parent.
 func (a *API) siblings(c echo.Context) error {
@@ -277,7 +262,7 @@ func (a *API) siblings(c echo.Context) error {
 	if err := a.Store.Feedback(ctx, auth.UserOf(c), sibs); err != nil {
 		return err
 	}
-	out := siblingsAnswer{ParentID: parent, Siblings: sibs}
+	out := restapi.Siblings{ParentID: parent, Siblings: sibs}
 	if current != "" {
 		out.CurrentID = &current
 	}

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,16 +14,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
-
-// errorBody is every error answer: {"error": {"code", "message"}}.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
 
 // fail returns an error echo answers with status and message.
 func fail(status int, format string, args ...any) error {
@@ -51,7 +43,9 @@ func ErrorHandler(log zerolog.Logger) echo.HTTPErrorHandler {
 		if c.Request().Method == http.MethodHead {
 			err = c.NoContent(status)
 		} else {
-			err = c.JSON(status, errorBody{Error: errorDetail{Code: status, Message: msg}})
+			var body restapi.Error
+			body.Error.Code, body.Error.Message = status, msg
+			err = c.JSON(status, body)
 		}
 		if err != nil {
 			log.Debug().Err(err).Msg("write error answer")

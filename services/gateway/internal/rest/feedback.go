@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"net/http"
 	"time"
 
@@ -9,7 +11,6 @@ import (
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
-	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
 
 var targetTypes = []string{"message", "sentence", "tool_use", "memory", "reasoning", "memory_usage"}
@@ -30,13 +31,7 @@ func (a *API) message(c echo.Context) (mid, cid string, err error) {
 // vote publishes a Feedback envelope on the conversation (as a client would)
 // and answers with the target's aggregates once it is applied.
 func (a *API) vote(c echo.Context) error {
-	var in struct {
-		Vote          string  `json:"vote"`
-		TargetType    string  `json:"targetType"`
-		TargetID      string  `json:"targetId"`
-		QuickFeedback *string `json:"quickFeedback"`
-		Note          *string `json:"note"`
-	}
+	var in restapi.VoteRequest
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
@@ -90,10 +85,6 @@ func (a *API) vote(c echo.Context) error {
 	return c.JSON(http.StatusOK, votes)
 }
 
-type notesAnswer struct {
-	Notes []store.Note `json:"notes"`
-}
-
 func (a *API) listNotes(c echo.Context) error {
 	mid, _, err := a.message(c)
 	if err != nil {
@@ -103,14 +94,11 @@ func (a *API) listNotes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, notesAnswer{Notes: notes})
+	return c.JSON(http.StatusOK, restapi.NoteList{Notes: notes})
 }
 
 func (a *API) createNote(c echo.Context) error {
-	var in struct {
-		Content  string `json:"content"`
-		Category string `json:"category"`
-	}
+	var in restapi.NoteCreate
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"net/http"
 	"time"
@@ -13,11 +15,6 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
 )
-
-type memoryPage struct {
-	Memories   []rpc.Memory `json:"memories"`
-	NextCursor string       `json:"nextCursor,omitempty"`
-}
 
 // listMemories lists (newest first, pinned before) or, with ?q=, searches
 // semantically through the memory service.
@@ -49,7 +46,7 @@ func (a *API) listMemories(c echo.Context) error {
 				mems[i].Tags = []string{}
 			}
 		}
-		return c.JSON(http.StatusOK, memoryPage{Memories: mems})
+		return c.JSON(http.StatusOK, restapi.MemoryPage{Memories: memoriesOf(mems)})
 	}
 	limit, err := limitParam(c, defaultLimit, maxLimit)
 	if err != nil {
@@ -71,21 +68,15 @@ func (a *API) listMemories(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := memoryPage{Memories: mems}
+	page := restapi.MemoryPage{Memories: memoriesOf(mems)}
 	if next != nil {
 		page.NextCursor = next.Encode()
 	}
 	return c.JSON(http.StatusOK, page)
 }
 
-type memoryInput struct {
-	Content    *string  `json:"content"`
-	Tags       []string `json:"tags"`
-	Importance *float64 `json:"importance"`
-	Pinned     *bool    `json:"pinned"`
-}
-
-func (in memoryInput) validate(create bool, maxChars int) error {
+// validMemory checks a memory's create (POST) or change (PATCH).
+func validMemory(in restapi.MemoryInput, create bool, maxChars int) error {
 	if create || in.Content != nil {
 		s := ""
 		if in.Content != nil {
@@ -133,15 +124,15 @@ func (a *API) act(c echo.Context, status int, action protocol.MemoryActionAction
 	if err != nil {
 		return lookup(err, "memory")
 	}
-	return c.JSON(status, stored)
+	return c.JSON(status, memoryOf(stored))
 }
 
 func (a *API) createMemory(c echo.Context) error {
-	var in memoryInput
+	var in restapi.MemoryInput
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
-	if err := in.validate(true, a.budgets().MemoryChars); err != nil {
+	if err := validMemory(in, true, a.budgets().MemoryChars); err != nil {
 		return err
 	}
 	if err := a.admitStored(c, len(*in.Content)); err != nil {
@@ -172,7 +163,7 @@ func (a *API) memory(c echo.Context) (rpc.Memory, error) {
 // patchMemory sends the whole memory with the changes applied: an update
 // replaces content and tags.
 func (a *API) patchMemory(c echo.Context) error {
-	var in memoryInput
+	var in restapi.MemoryInput
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
@@ -182,7 +173,7 @@ func (a *API) patchMemory(c echo.Context) error {
 	if in.Content == nil && in.Tags == nil && in.Importance == nil {
 		return fail(http.StatusBadRequest, "give content, tags or importance")
 	}
-	if err := in.validate(false, a.budgets().MemoryChars); err != nil {
+	if err := validMemory(in, false, a.budgets().MemoryChars); err != nil {
 		return err
 	}
 	m, err := a.memory(c)
@@ -223,11 +214,6 @@ func (a *API) archiveMemory(c echo.Context) error {
 	return a.simple(c, http.StatusOK, protocol.MemoryActionActionArchive)
 }
 
-type memoryUsesPage struct {
-	Uses       []store.MemoryUseOf `json:"uses"`
-	NextCursor string              `json:"nextCursor,omitempty"`
-}
-
 // memoryUses lists the answers that used the path's memory (the owner's
 // only), newest first.
 func (a *API) memoryUses(c echo.Context) error {
@@ -247,9 +233,28 @@ func (a *API) memoryUses(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := memoryUsesPage{Uses: uses}
+	page := restapi.MemoryUsePage{Uses: make([]restapi.MemoryUse, len(uses))}
+	for i, u := range uses {
+		page.Uses[i] = restapi.MemoryUse{MessageID: u.MessageID, ConversationID: u.ConversationID, ConversationTitle: u.ConversationTitle,
+			Excerpt: u.Excerpt, Similarity: u.Similarity, CreatedAt: u.CreatedAt}
+	}
 	if next != nil {
 		page.NextCursor = next.Encode()
 	}
 	return c.JSON(http.StatusOK, page)
+}
+
+// memoryOf is a memory as the API answers it (the memory service's and
+// the store's rpc.Memory carry the same fields).
+func memoryOf(m rpc.Memory) restapi.Memory {
+	return restapi.Memory{ID: m.ID, Content: m.Content, Tags: m.Tags, Importance: m.Importance, Pinned: m.Pinned,
+		Archived: m.Archived, Similarity: m.Similarity, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+}
+
+func memoriesOf(ms []rpc.Memory) []restapi.Memory {
+	out := make([]restapi.Memory, len(ms))
+	for i, m := range ms {
+		out[i] = memoryOf(m)
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"math"
 	"net/http"
@@ -17,41 +19,6 @@ import (
 // Pinger answers when Postgres does.
 type Pinger interface {
 	Ping(ctx context.Context) error
-}
-
-type serverInfo struct {
-	Connection connection             `json:"connection"`
-	Models     map[string]modelStatus `json:"models"`
-	MCPServers []mcpStatus            `json:"mcpServers"`
-}
-
-// modelStatus describes one engine: name is what the ServerInfo envelope
-// carries too ("espeak-ng (voice en-us)", "kokoro (voice af_sarah)", the
-// model); reachable means usable (the server lists the model, espeak-ng
-// runs with the voice).
-type modelStatus struct {
-	Name      string `json:"name"`
-	Engine    string `json:"engine"`
-	Model     string `json:"model,omitempty"`
-	Voice     string `json:"voice,omitempty"`
-	Reachable bool   `json:"reachable"`
-	URL       string `json:"url,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-type connection struct {
-	// Status: connected (NATS and Postgres answer), degraded (Postgres does
-	// not) or disconnected (NATS is not connected).
-	Status string `json:"status"`
-	// LatencyMs is the gateway's round trip to NATS, in whole milliseconds
-	// rounded up.
-	LatencyMs int64  `json:"latencyMs"`
-	Error     string `json:"error,omitempty"`
-}
-
-type mcpStatus struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
 }
 
 // serverInfo is GET /v1/server-info.
@@ -89,20 +56,20 @@ func (a *API) ServerInfo(ctx context.Context, admin bool) (*protocol.ServerInfo,
 // info reports what is really usable right now: the bus, Postgres, each
 // model engine (probed) and the MCP servers' last known status. URLs and
 // error texts, which name internal addresses, are for administrators only.
-func (a *API) info(ctx context.Context, admin bool) (serverInfo, error) {
+func (a *API) info(ctx context.Context, admin bool) (restapi.ServerInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var (
 		wg     sync.WaitGroup
 		models map[string]engines.Status
-		conn   connection
+		conn   restapi.Connection
 	)
 	wg.Go(func() { models = a.Probe.Check(ctx) })
 	wg.Go(func() { conn = a.connection(ctx) })
 	wg.Wait()
-	info := serverInfo{Connection: conn, Models: make(map[string]modelStatus, len(models)), MCPServers: []mcpStatus{}}
+	info := restapi.ServerInfo{Connection: conn, Models: make(map[string]restapi.EngineInfo, len(models)), MCPServers: []restapi.MCPServerStatus{}}
 	for name, st := range models {
-		m := modelStatus{Name: st.Name, Engine: st.Kind, Model: st.Model, Voice: st.Voice, Reachable: st.Reachable}
+		m := restapi.EngineInfo{Name: st.Name, Engine: st.Kind, Model: st.Model, Voice: st.Voice, Reachable: st.Reachable}
 		if admin {
 			m.URL, m.Error = st.URL, st.Error
 		}
@@ -117,21 +84,21 @@ func (a *API) info(ctx context.Context, admin bool) (serverInfo, error) {
 			return info, err
 		}
 		for _, s := range servers {
-			info.MCPServers = append(info.MCPServers, mcpStatus{Name: s.Name, Status: s.Status})
+			info.MCPServers = append(info.MCPServers, restapi.MCPServerStatus{Name: s.Name, Status: s.Status})
 		}
 	}
 	return info, nil
 }
 
-func (a *API) connection(ctx context.Context) connection {
+func (a *API) connection(ctx context.Context) restapi.Connection {
 	if !a.NC.IsConnected() {
-		return connection{Status: "disconnected", Error: "NATS is not connected"}
+		return restapi.Connection{Status: "disconnected", Error: "NATS is not connected"}
 	}
 	rtt, err := a.NC.RTT()
 	if err != nil {
-		return connection{Status: "disconnected", Error: "NATS: " + err.Error()}
+		return restapi.Connection{Status: "disconnected", Error: "NATS: " + err.Error()}
 	}
-	conn := connection{Status: "connected", LatencyMs: (rtt.Microseconds() + 999) / 1000}
+	conn := restapi.Connection{Status: "connected", LatencyMs: (rtt.Microseconds() + 999) / 1000}
 	if err := a.Pinger.Ping(ctx); err != nil {
 		conn.Status, conn.Error = "degraded", "Postgres: "+err.Error()
 	}

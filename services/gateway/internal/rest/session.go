@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"net/http"
 	"time"
@@ -29,12 +31,6 @@ type SessionStore interface {
 	TTL() time.Duration
 }
 
-type sessionAnswer struct {
-	User      string `json:"user"`
-	Admin     bool   `json:"admin"`
-	ExpiresAt int64  `json:"expiresAt"`
-}
-
 // Register adds POST /v1/session to e, outside the authenticated group
 // (its body is the credential; mw limit it), and GET and DELETE to the
 // authenticated group g.
@@ -57,9 +53,7 @@ func (s *Sessions) create(c echo.Context) error {
 			return fail(http.StatusForbidden, "%s", err.Error())
 		}
 	}
-	var in struct {
-		APIKey string `json:"apiKey"`
-	}
+	var in restapi.SessionRequest
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
@@ -83,7 +77,7 @@ func (s *Sessions) create(c echo.Context) error {
 		return fail(http.StatusServiceUnavailable, "sessions are unavailable; try again")
 	}
 	s.Cookie.Set(c.Response(), r, id, s.Store.TTL())
-	return c.JSON(http.StatusCreated, sessionAnswer{User: rec.User, Admin: s.Keys.IsAdminUser(rec.User), ExpiresAt: rec.ExpiresAt})
+	return c.JSON(http.StatusCreated, restapi.Session{User: rec.User, Admin: s.Keys.IsAdminUser(rec.User), ExpiresAt: rec.ExpiresAt})
 }
 
 // get answers the cookie's session; a request authenticated by a key has
@@ -94,7 +88,7 @@ func (s *Sessions) get(c echo.Context) error {
 	if !ok {
 		return fail(http.StatusUnauthorized, "no session: this request carries an API key, not a session cookie")
 	}
-	return c.JSON(http.StatusOK, sessionAnswer{User: rec.User, Admin: auth.IsAdmin(c), ExpiresAt: rec.ExpiresAt})
+	return c.JSON(http.StatusOK, restapi.Session{User: rec.User, Admin: auth.IsAdmin(c), ExpiresAt: rec.ExpiresAt})
 }
 
 // delete signs out: the session ends on every replica, and the browser is

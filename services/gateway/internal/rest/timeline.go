@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,18 +35,6 @@ const (
 	timelineWriteTimeout = 10 * time.Second
 )
 
-// timelinePage is the answer of GET /v1/conversations/{id}/timeline.
-type timelinePage struct {
-	Steps []timeline.Step `json:"steps"`
-	// Next is the sequence of the last step, or after when there is none:
-	// the next page's after.
-	Next uint64 `json:"next"`
-	More bool   `json:"more"`
-	// Last is the stream sequence of the conversation's last envelope (0:
-	// it has none).
-	Last uint64 `json:"last"`
-}
-
 // conversationTimeline answers a page of the conversation's timeline: the
 // steps after ?after=, at most ?limit=; a bounded number at once
 // (timelineReads).
@@ -71,7 +61,7 @@ func (a *API) conversationTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := timelinePage{Steps: []timeline.Step{}, Next: after}
+	page := restapi.TimelinePage{Steps: []restapi.Step{}, Next: after}
 	page.More, err = r.page(ctx, after, limit, first, func(st timeline.Step) { page.Steps = append(page.Steps, st) })
 	if err != nil {
 		return a.busDown(err, conv.ID)

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -95,7 +97,7 @@ func TestTimelinePageOverTheBound(t *testing.T) {
 
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, httptest.NewRequest("GET", "/ann/conversations/ac_x/timeline", nil))
-	var body errorBody
+	var body restapi.Error
 	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusTooManyRequests ||
 		w.Header().Get("Retry-After") != "1" || !strings.Contains(body.Error.Message, "ALICIA_TIMELINE_READS_PER_USER") ||
 		body.Error.Code != http.StatusTooManyRequests {

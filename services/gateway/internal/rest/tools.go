@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"errors"
 	"net/http"
@@ -22,16 +24,12 @@ import (
 // operator's file (ALICIA_MCP_SERVERS_FILE on the llm): the API enables and
 // disables them, never creates, changes or removes one.
 
-type toolsAnswer struct {
-	Tools []store.Tool `json:"tools"`
-}
-
 func (a *API) listTools(c echo.Context) error {
 	tools, err := a.Store.Tools(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toolsAnswer{Tools: tools})
+	return c.JSON(http.StatusOK, restapi.ToolList{Tools: tools})
 }
 
 // patchTool enables or disables a tool with a ToolSetting on alicia.sys.
@@ -40,9 +38,7 @@ func (a *API) patchTool(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Enabled *bool `json:"enabled"`
-	}
+	var in restapi.EnabledPatch
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
@@ -63,10 +59,6 @@ func (a *API) patchTool(c echo.Context) error {
 	return c.JSON(http.StatusOK, t)
 }
 
-type mcpAnswer struct {
-	Servers []store.MCPServer `json:"servers"`
-}
-
 func (a *API) listMCPServers(c echo.Context) error {
 	servers, err := a.Store.MCPServers(c.Request().Context())
 	if err != nil {
@@ -77,7 +69,7 @@ func (a *API) listMCPServers(c echo.Context) error {
 			servers[i] = public(servers[i])
 		}
 	}
-	return c.JSON(http.StatusOK, mcpAnswer{Servers: servers})
+	return c.JSON(http.StatusOK, restapi.MCPServerList{Servers: servers})
 }
 
 // public is what a user who is not an administrator sees of a server: its
@@ -98,16 +90,8 @@ var mcpName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // maxURL bounds an MCP server's URL.
 const maxURL = 2048
 
-type mcpInput struct {
-	Transport string            `json:"transport"`
-	Command   *string           `json:"command"`
-	Args      []string          `json:"args"`
-	URL       *string           `json:"url"`
-	Env       map[string]string `json:"env"`
-	Enabled   *bool             `json:"enabled"`
-}
-
-func (in mcpInput) validate() error {
+// validMCPServer checks a PUT's server: http only, with a URL.
+func validMCPServer(in restapi.MCPServerPut) error {
 	switch in.Transport {
 	case "stdio":
 		return errOperatorStdio
@@ -159,11 +143,11 @@ func (a *API) putMCPServer(c echo.Context) error {
 	if !mcpName.MatchString(name) {
 		return fail(http.StatusBadRequest, "server name %q: use 1 to 64 letters, digits, - and _", name)
 	}
-	var in mcpInput
+	var in restapi.MCPServerPut
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
+	if err := validMCPServer(in); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -198,9 +182,7 @@ func (a *API) patchMCPServer(c echo.Context) error {
 	if !mcpName.MatchString(name) {
 		return fail(http.StatusBadRequest, "server name %q: use 1 to 64 letters, digits, - and _", name)
 	}
-	var in struct {
-		Enabled *bool `json:"enabled"`
-	}
+	var in restapi.EnabledPatch
 	if err := bindJSON(c, &in, false); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +11,7 @@ import (
 )
 
 // Sentence is one stored sentence of an answer still streaming.
-type Sentence struct {
-	Sequence int32  `json:"sequence"`
-	Text     string `json:"text"`
-}
+type Sentence = restapi.Sentence
 
 // BranchThrough returns the branch of conversation cid that goes through
 // message through: the messages from the root to it, then on from it

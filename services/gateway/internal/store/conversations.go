@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"fmt"
 	"strings"
@@ -9,19 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Conversation is a conversation's metadata.
+// Conversation is a conversation's metadata, as the REST API answers it
+// (restapi.Conversation), and when it was updated to the nanosecond (the
+// cursor of a page).
 type Conversation struct {
-	ID           string  `json:"id"`
-	Title        string  `json:"title"`
-	Status       string  `json:"status"`
-	CreatedAt    int64   `json:"createdAt"`
-	UpdatedAt    int64   `json:"updatedAt"`
-	MessageCount int     `json:"messageCount"`
-	TipMessageID *string `json:"tipMessageId,omitempty"`
-	// LastClientStanzaID is the highest client stanza id stored: a client
-	// resuming the conversation numbers its envelopes after it, so
-	// JetStream's de-duplication ({cid}:{stanzaId}) never drops a new one.
-	LastClientStanzaID int32 `json:"lastClientStanzaId"`
+	restapi.Conversation
 
 	updatedAt time.Time
 }

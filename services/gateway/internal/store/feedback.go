@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,21 +12,10 @@ import (
 )
 
 // Votes are the aggregates of one vote target and the user's own vote.
-type Votes struct {
-	TargetType string `json:"targetType"`
-	TargetID   string `json:"targetId"`
-	VoteCounts
-}
+type Votes = restapi.VoteResult
 
 // VoteCounts are the votes on a target and the user's own.
-type VoteCounts struct {
-	Upvotes   int `json:"upvotes"`
-	Downvotes int `json:"downvotes"`
-	// SpecialVotes counts "critical" votes (FeedbackConfirmation.aggregates.specialVotes).
-	SpecialVotes int `json:"specialVotes"`
-	// UserVote is the user's current vote (up, down, critical), nil when none.
-	UserVote *string `json:"userVote"`
-}
+type VoteCounts = restapi.Votes
 
 // VotesOf returns the aggregates of a target and user's vote on it.
 func (s *Store) VotesOf(ctx context.Context, user, targetType, targetID string) (Votes, error) {
@@ -78,12 +69,7 @@ func (s *Store) TargetExists(ctx context.Context, user, mid, targetType, targetI
 }
 
 // Note is a user's note on a message.
-type Note struct {
-	ID        string `json:"id"`
-	Content   string `json:"content"`
-	Category  string `json:"category"`
-	CreatedAt int64  `json:"createdAt"`
-}
+type Note = restapi.Note
 
 // Notes lists the notes on message mid, oldest first.
 func (s *Store) Notes(ctx context.Context, mid string) ([]Note, error) {

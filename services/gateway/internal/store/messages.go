@@ -1,8 +1,9 @@
 package store
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,78 +11,26 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Message is one message with what the assistant did for it.
-type Message struct {
-	ID             string          `json:"id"`
-	PreviousID     *string         `json:"previousId,omitempty"`
-	Role           string          `json:"role"`
-	Content        string          `json:"content"`
-	Status         string          `json:"status"`
-	Interrupted    bool            `json:"interrupted"`
-	SequenceNumber int32           `json:"sequenceNumber"`
-	CreatedAt      int64           `json:"createdAt"`
-	SiblingCount   int             `json:"siblingCount"`
-	ToolUses       []ToolUse       `json:"toolUses,omitempty"`
-	MemoriesUsed   []MemoryUse     `json:"memoriesUsed,omitempty"`
-	Reasoning      []ReasoningStep `json:"reasoning,omitempty"`
-	// Votes on the message (target type message) and NoteCount, its
-	// notes: set by Feedback.
-	Votes     VoteCounts `json:"votes"`
-	NoteCount int        `json:"noteCount"`
-	// Sentences are those stored so far of an answer still streaming.
-	Sentences []Sentence `json:"sentences,omitempty"`
-	// Spoken is, for an answer that was spoken (a voice turn), each of its
-	// sentences with what became of its audio: whether the user heard it.
-	// After a barge-in Content holds what was heard; the unplayed sentences
-	// are here.
-	Spoken []SpokenSentence `json:"spoken,omitempty"`
-}
+// Message is one message with what the assistant did for it (Votes and
+// NoteCount set by Feedback; Sentences those stored so far of an answer
+// still streaming; Spoken, for an answer that was spoken, each sentence
+// with what became of its audio). The REST API's shapes are generated from
+// its contract (pkg/restapi, proto-schemas/rest/openapi.json).
+type Message = restapi.Message
 
-// SpokenSentence is one sentence of a spoken answer.
-type SpokenSentence struct {
-	Sequence int32  `json:"sequence"`
-	Text     string `json:"text"`
-	// Playout: played (to its end), interrupted (cut off by the user after
-	// PlayedMs), unplayed (never heard), or pending (not reported yet).
-	Playout  string `json:"playout"`
-	PlayedMs int32  `json:"playedMs"`
-}
+// SpokenSentence is one sentence of a spoken answer: played, interrupted
+// (after PlayedMs), unplayed or pending.
+type SpokenSentence = restapi.SpokenSentence
 
 // ToolUse is one tool call of an answer, in call order.
-type ToolUse struct {
-	ID           string          `json:"id"`
-	ToolName     string          `json:"toolName"`
-	Arguments    json.RawMessage `json:"arguments"`
-	Result       json.RawMessage `json:"result,omitempty"`
-	Status       string          `json:"status"`
-	ErrorCode    *string         `json:"errorCode,omitempty"`
-	ErrorMessage *string         `json:"errorMessage,omitempty"`
-	// DurationMs is how long the tool ran (request to result), once it has.
-	DurationMs *int32 `json:"durationMs,omitempty"`
-	// Votes on the tool use (target type tool_use).
-	Votes VoteCounts `json:"votes"`
-}
+type ToolUse = restapi.ToolUse
 
-// MemoryUse is a memory the answer was given, in retrieval order.
-type MemoryUse struct {
-	// ID of the use (amu_…), the target id of a memory_usage vote.
-	ID         string  `json:"id"`
-	MemoryID   string  `json:"memoryId"`
-	Content    string  `json:"content"`
-	Similarity float64 `json:"similarity"`
-	// Votes on the use (target type memory_usage).
-	Votes VoteCounts `json:"votes"`
-}
+// MemoryUse is a memory the answer was given, in retrieval order; its ID
+// is the use's (amu_…), the target id of a memory_usage vote.
+type MemoryUse = restapi.MemoryUsed
 
 // ReasoningStep is one step of the model's reasoning.
-type ReasoningStep struct {
-	// ID of the step, the target id of a reasoning vote.
-	ID       string `json:"id"`
-	Sequence int32  `json:"sequence"`
-	Content  string `json:"content"`
-	// Votes on the step (target type reasoning).
-	Votes VoteCounts `json:"votes"`
-}
+type ReasoningStep = restapi.ReasoningStep
 
 // maxBranch bounds a branch walk (and guards against a cycle in previous_id).
 const maxBranch = 10000

@@ -1,8 +1,9 @@
 package store
 
 import (
+	"github.com/alicia-voice/alicia/pkg/restapi"
+
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,14 +11,7 @@ import (
 )
 
 // Tool is a registered tool.
-type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Enabled     bool            `json:"enabled"`
-	// Source is "builtin" or "mcp:<server>".
-	Source string `json:"source"`
-}
+type Tool = restapi.Tool
 
 const toolQuery = `SELECT t.name, t.description, t.schema, t.enabled,
 	CASE WHEN t.mcp_server_id IS NULL THEN 'builtin' ELSE 'mcp:' || COALESCE(s.name, '') END
@@ -62,16 +56,7 @@ func (s *Store) Tool(ctx context.Context, name string) (Tool, error) {
 
 // MCPServer is a configured MCP server. Its env is never read out: it may
 // hold secrets.
-type MCPServer struct {
-	Name      string   `json:"name"`
-	Transport string   `json:"transport"`
-	Command   *string  `json:"command,omitempty"`
-	Args      []string `json:"args,omitempty"`
-	URL       *string  `json:"url,omitempty"`
-	Enabled   bool     `json:"enabled"`
-	Status    string   `json:"status"`
-	LastError *string  `json:"lastError,omitempty"`
-}
+type MCPServer = restapi.MCPServer
 
 const mcpQuery = `SELECT name, transport::text, command, args, url, enabled, status::text, last_error
 	FROM alicia_mcp_servers WHERE deleted_at IS NULL`

@@ -683,6 +683,8 @@ export interface VoteRequest {
  * The Votes of a target after a vote.
  */
 export interface VoteResult {
+  targetType: string
+  targetId: string
   upvotes: number
   downvotes: number
   /**
@@ -693,6 +695,4 @@ export interface VoteResult {
    * the caller's own vote, null when none
    */
   userVote: 'up' | 'down' | 'critical' | null
-  targetType: string
-  targetId: string
 }
