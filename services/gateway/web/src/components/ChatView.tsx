@@ -4,10 +4,10 @@ import { streamingAnswer, visible } from '../chat/model'
 import { href, navigate } from '../router'
 import { useApp } from '../store/app'
 import { errorMeaning } from '../ui/errors'
-import { IconSend, IconStop } from './Icons'
+import { IconSend, IconStop } from '../ui/Icons'
 import { MessageView } from './MessageView'
-import { ConnectionBadge } from './Status'
-import { MicButton, VoicePanel } from './Voice'
+import { ConnectionBadge } from '../ui/Status'
+import { MicButton, VoicePanel } from '../voice/Voice'
 
 function Composer({ busy }: { busy: boolean }) {
   const { send, stop } = useApp.getState()

@@ -2,11 +2,11 @@ import { lazy, memo, Suspense, useEffect, useState } from 'react'
 import { api } from '../api'
 import { spokenView, type ChatMessage, type SpokenView } from '../chat/model'
 import { useApp } from '../store/app'
-import { Notes, VoteBar } from './Feedback'
+import { Notes, VoteBar } from '../improve/Feedback'
 import { MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
-import { Waterfall } from './Waterfall'
+import { Waterfall } from '../timeline/Waterfall'
 import { errorMeaning } from '../ui/errors'
-import { IconChevronLeft, IconChevronRight, IconEdit, IconRefresh, IconArrowRight } from './Icons'
+import { IconChevronLeft, IconChevronRight, IconEdit, IconRefresh, IconArrowRight } from '../ui/Icons'
 
 // The Markdown renderer loads with the first answer shown, not with the
 // page: until then the answer shows as plain text.

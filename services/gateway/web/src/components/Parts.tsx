@@ -3,7 +3,7 @@
 import { useState } from 'react'
 import type { MemoryUsed, Reasoning, ToolUse } from '../types'
 import { navigate } from '../router'
-import { VoteBar } from './Feedback'
+import { VoteBar } from '../improve/Feedback'
 
 function json(v: unknown): string {
   if (v === undefined) return ''

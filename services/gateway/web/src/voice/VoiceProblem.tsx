@@ -3,7 +3,7 @@
 // sentence (addresses in it as links, `code` as code) and, smaller, what
 // the browser said.
 import type { ReactNode } from 'react'
-import type { VoiceProblem } from '../voice/preflight'
+import type { VoiceProblem } from './preflight'
 
 // Only the page's own sentences get links; an error's text (kind 'other')
 // stays text.

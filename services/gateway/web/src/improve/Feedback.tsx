@@ -1,7 +1,7 @@
 import { useState } from 'react'
 import { api } from '../api'
 import type { Note, NoteCategory, VoteTarget, VoteValue, Votes } from '../types'
-import { IconDown, IconNote, IconUp } from './Icons'
+import { IconDown, IconNote, IconUp } from '../ui/Icons'
 
 const REASONS: Record<'up' | 'down', string[]> = {
   up: ['Accurate', 'Helpful', 'Well explained'],

@@ -3,7 +3,7 @@ import { useShallow } from 'zustand/react/shallow'
 import { useApp } from '../store/app'
 import { href, navigate, useRoute } from '../router'
 import type { Conversation } from '../types'
-import { IconPlus } from './Icons'
+import { IconPlus } from '../ui/Icons'
 
 // A row re-renders only when its conversation or whether it is open
 // changes: a message sent moves one conversation to the top, and the

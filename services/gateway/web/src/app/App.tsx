@@ -2,15 +2,15 @@ import { lazy, Suspense, useEffect, useState } from 'react'
 import { onUnauthorized } from '../api'
 import { navigate, useRoute } from '../router'
 import { useApp } from '../store/app'
-import { ChatView } from './ChatView'
-import { IconClose, IconMenu } from './Icons'
-import { Sidebar } from './Sidebar'
-import { SignIn } from './SignIn'
+import { ChatView } from '../components/ChatView'
+import { IconClose, IconMenu } from '../ui/Icons'
+import { Sidebar } from '../conversations/Sidebar'
+import { SignIn } from '../session/SignIn'
 
 // Screens other than the conversation load when first opened.
-const Memories = lazy(() => import('./Memories').then((m) => ({ default: m.Memories })))
-const Settings = lazy(() => import('./Settings').then((m) => ({ default: m.Settings })))
-const Timeline = lazy(() => import('./Timeline').then((m) => ({ default: m.Timeline })))
+const Memories = lazy(() => import('../memories/Memories').then((m) => ({ default: m.Memories })))
+const Settings = lazy(() => import('../settings/Settings').then((m) => ({ default: m.Settings })))
+const Timeline = lazy(() => import('../timeline/Timeline').then((m) => ({ default: m.Timeline })))
 
 export function App() {
   const session = useApp((s) => s.session)

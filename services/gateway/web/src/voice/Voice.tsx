@@ -8,9 +8,9 @@
 import { useEffect, useState } from 'react'
 import { api } from '../api'
 import { useApp } from '../store/app'
-import { backendNotices, classifyError, currentBrowser, originProblem, type VoiceProblem } from '../voice/preflight'
-import { initialVoice, phaseLabel, useVoice } from '../voice/store'
-import type { VoiceEngine } from '../voice/engine'
+import { backendNotices, classifyError, currentBrowser, originProblem, type VoiceProblem } from './preflight'
+import { initialVoice, phaseLabel, useVoice } from './store'
+import type { VoiceEngine } from './engine'
 import { VoiceProblemText } from './VoiceProblem'
 
 let engine: VoiceEngine | null = null
@@ -21,7 +21,7 @@ function showProblem(problem: VoiceProblem, conversationId?: string) {
 
 async function startVoice(conversationId: string) {
   engine?.stop()
-  const { VoiceEngine } = await import('../voice/engine')
+  const { VoiceEngine } = await import('./engine')
   const e = new VoiceEngine(conversationId)
   engine = e
   await e.start(useVoice.getState().deviceId)

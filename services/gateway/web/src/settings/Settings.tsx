@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState, type FormEvent } from 'react'
 import { api } from '../api'
 import { useApp } from '../store/app'
 import type { MCPServer, ServerInfoJSON, Tool } from '../types'
-import { VoiceCheck } from './VoiceCheck'
+import { VoiceCheck } from '../voice/VoiceCheck'
 
 function Dot({ ok }: { ok: boolean }) {
   return <span className={`inline-block h-2 w-2 rounded-full ${ok ? 'bg-emerald-500' : 'bg-red-500'}`} aria-hidden="true" />

@@ -4,11 +4,11 @@
 // (microphone, token, signalling, media), each problem in the sentence the
 // voice button would show.
 import { useCallback, useEffect, useState } from 'react'
-import type { ConnectionStep, ConnectionTest } from '../voice/engine'
+import type { ConnectionStep, ConnectionTest } from './engine'
 import {
   backendNotices, checkVoice, classifyError, currentBrowser, RTC_TCP_PORT, RTC_UDP_PORT, type BackendStatus, type MicPermission,
   type VoiceCheck as Check,
-} from '../voice/preflight'
+} from './preflight'
 import { VoiceProblemText } from './VoiceProblem'
 
 function Mark({ ok }: { ok: boolean | undefined }) {
@@ -70,7 +70,7 @@ export function VoiceCheck({ models }: { models?: { asr: BackendStatus; tts: Bac
   async function testConnection() {
     setTest({ passed: [], running: true })
     try {
-      const { testConnection: t } = await import('../voice/engine')
+      const { testConnection: t } = await import('./engine')
       const r = await t((p) => setTest({ ...p, running: true }))
       setTest({ ...r, running: false })
     } catch (e) {
