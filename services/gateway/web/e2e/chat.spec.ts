@@ -208,3 +208,38 @@ test('an error is shown in place with its meaning, and retry works', async ({ pa
   await expect(lastAnswer(page).getByRole('alert')).toHaveCount(0)
   await expect(answers(page)).toHaveCount(1)
 })
+
+test('a message sent in an open conversation is drawn at once, then by React, never twice', async ({ page }) => {
+  await newChat(page, 'A first message before the quick ones')
+  await completed(lastAnswer(page))
+  // After every task that changes the list: a message in the page twice,
+  // and the rows drawn before React has them (src/chat/tail.ts).
+  await page.evaluate(() => {
+    const w = window as unknown as { __twice: string[]; __drawn: string[] }
+    w.__twice = []
+    w.__drawn = []
+    new MutationObserver(() => {
+      const ids = [...document.querySelectorAll('article[data-message-id]')].map((a) => a.getAttribute('data-message-id') ?? '')
+      const twice = ids.find((id, i) => ids.indexOf(id) !== i)
+      if (twice) w.__twice.push(twice)
+      for (const a of document.querySelectorAll('[aria-hidden="true"] > div > article[data-message-id]')) w.__drawn.push(a.getAttribute('data-role') ?? '')
+    }).observe(document.body, { subtree: true, childList: true })
+  })
+  for (let i = 1; i <= 3; i++) {
+    await ask(page, `Quick message ${i}`)
+    await expect(userMessages(page).last()).toContainText(`Quick message ${i}`)
+    await expect(body(lastAnswer(page))).toHaveText('This is answer 1 to your message.')
+  }
+  const seen = await page.evaluate(() => {
+    const w = window as unknown as { __twice: string[]; __drawn: string[] }
+    return { twice: w.__twice, drawn: w.__drawn }
+  })
+  expect(seen.twice).toEqual([])
+  expect(seen.drawn).toContain('user')
+  // React has them all: the last answer with its actions, the composer free.
+  await expect(userMessages(page)).toHaveCount(4)
+  await expect(answers(page)).toHaveCount(4)
+  await expect(lastAnswer(page).getByRole('button', { name: 'Regenerate answer' })).toBeVisible()
+  await expect(page.locator('[aria-hidden="true"] article')).toHaveCount(0)
+  await expect(page.getByRole('button', { name: 'Send' })).toBeVisible()
+})

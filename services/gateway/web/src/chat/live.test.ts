@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { MessageType, type Envelope } from '../protocol'
-import { HOLD_MAX_MS, LiveChat, plan, tailRows, type ChatSource } from './live'
+import { HOLD_MAX_MS, LiveChat, plan, TAIL_MAX_ROWS, tailRows, type ChatSource } from './live'
 import { addLocalUserMessage, apply, emptyChat, type ChatMessage, type ChatState } from './model'
 import type { ChatTail } from './tail'
 
@@ -58,6 +58,11 @@ describe('plan: how a new state reaches the screen', () => {
     expect(plan(started, regenerated, true)).toBe('now')
     expect(tailRows(started, regenerated)).toEqual([])
     expect(plan(started, emptyChat('ac_other'), true)).toBe('now')
+    // A conversation loaded into the empty list, or many messages at once: React's.
+    expect(plan(emptyChat(cid), started, true)).toBe('now')
+    let many = started
+    for (let i = 0; i < TAIL_MAX_ROWS + 1; i++) many = addLocalUserMessage(many, `am_m${i}`, 'again', 6)
+    expect(plan(started, many, true)).toBe('now')
     expect(plan(started, null, true)).toBe('now')
     expect(plan(started, started, true)).toBe('none')
   })

@@ -72,12 +72,19 @@ export function waiting(m: ChatMessage): boolean {
   )
 }
 
+// The tail draws the few rows a turn adds; more at once (a conversation
+// loaded, a re-read that found messages from elsewhere) is React's, now.
+export const TAIL_MAX_ROWS = 4
+
 export function plan(shown: ChatState | null, latest: ChatState | null, tailMounted: boolean): Plan {
   if (shown === latest) return 'none'
   if (!tailMounted || !shown || !latest || shown.conversationId !== latest.conversationId) return 'now'
-  if (!extendsOrder(shown.order, latest.order)) return 'now'
+  // An empty list is a conversation being loaded (the first message of a
+  // new one shows no list, so no tail).
+  if (shown.order.length === 0 || !extendsOrder(shown.order, latest.order)) return 'now'
   const rows = tailRows(shown, latest)
   if (rows.length === 0) return 'frame'
+  if (rows.length > TAIL_MAX_ROWS) return 'now'
   return waiting(rows[rows.length - 1]!) ? 'hold' : 'idle'
 }
 

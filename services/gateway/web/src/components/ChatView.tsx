@@ -1,6 +1,8 @@
-import { useEffect, useLayoutEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react'
+import { startTransition, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore, type FormEvent, type KeyboardEvent } from 'react'
 import { useVirtualizer } from '@tanstack/react-virtual'
+import { LiveChat, type ChatSource } from '../chat/live'
 import { streamingAnswer, visible } from '../chat/model'
+import { ChatTail } from '../chat/tail'
 import { href, navigate } from '../router'
 import { useApp } from '../store/app'
 import { errorMeaning } from '../ui/errors'
@@ -11,23 +13,33 @@ import { MicButton, VoicePanel } from '../voice/Voice'
 
 function Composer({ busy }: { busy: boolean }) {
   const { send, stop } = useApp.getState()
-  const [text, setText] = useState('')
+  // The text box is not controlled: the key press that sends clears it
+  // itself instead of rendering the composer on the way (src/chat/live.ts).
+  const [hasText, setHasText] = useState(false)
   const [error, setError] = useState<string>()
   const ref = useRef<HTMLTextAreaElement>(null)
 
   async function submit(e?: FormEvent) {
     e?.preventDefault()
-    const t = text.trim()
-    if (!t || busy) return
-    setText('')
-    setError(undefined)
+    const box = ref.current
+    if (!box) return
+    const t = box.value.trim()
+    // The newest state, not the one React shows: an answer may have started.
+    const latest = useApp.getState().chat
+    if (!t || (latest && streamingAnswer(latest))) return
+    box.value = ''
+    startTransition(() => {
+      setHasText(false)
+      setError(undefined)
+    })
     try {
       await send(t)
     } catch (err) {
-      setText(t)
+      box.value = t
+      setHasText(true)
       setError(err instanceof Error ? err.message : String(err))
     }
-    ref.current?.focus()
+    box.focus()
   }
   function onKey(e: KeyboardEvent<HTMLTextAreaElement>) {
     if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
@@ -45,8 +57,7 @@ function Composer({ busy }: { busy: boolean }) {
           id="composer"
           ref={ref}
           rows={1}
-          value={text}
-          onChange={(e) => setText(e.target.value)}
+          onChange={(e) => setHasText(e.target.value.trim() !== '')}
           onKeyDown={onKey}
           placeholder="Message Alicia"
           className="focus-ring max-h-48 min-h-[2.75rem] flex-1 resize-y rounded-xl border border-slate-300 bg-white px-3 py-2.5 dark:border-slate-700 dark:bg-slate-900"
@@ -57,7 +68,7 @@ function Composer({ busy }: { busy: boolean }) {
             <IconStop /> <span className="hidden sm:inline">Stop</span>
           </button>
         ) : (
-          <button type="submit" aria-label="Send" disabled={!text.trim()} className="focus-ring flex h-11 items-center gap-1 rounded-xl bg-indigo-600 px-3 text-white disabled:opacity-50">
+          <button type="submit" aria-label="Send" disabled={!hasText} className="focus-ring flex h-11 items-center gap-1 rounded-xl bg-indigo-600 px-3 text-white disabled:opacity-50">
             <IconSend /> <span className="hidden sm:inline">Send</span>
           </button>
         )}
@@ -66,12 +77,14 @@ function Composer({ busy }: { busy: boolean }) {
   )
 }
 
-export function MessageList({ focusId }: { focusId?: string }) {
-  const chat = useApp((s) => s.chat)
+export function MessageList({ live, focusId }: { live: LiveChat; focusId?: string }) {
+  const chat = useSyncExternalStore(live.subscribe, live.getShown)
   const messages = chat ? visible(chat) : []
   const busy = chat ? streamingAnswer(chat) !== undefined : false
   const scroller = useRef<HTMLDivElement>(null)
+  const tailBox = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
+  const lastTop = useRef(0)
   const v = useVirtualizer({
     count: messages.length,
     getScrollElement: () => scroller.current,
@@ -80,6 +93,17 @@ export function MessageList({ focusId }: { focusId?: string }) {
     getItemKey: (i) => messages[i]?.id ?? i,
   })
   const lastContent = messages.at(-1)?.content.length ?? 0
+
+  // The newest rows React does not show yet are drawn by the tail, after
+  // the virtual list (src/chat/live.ts); each commit takes away those it
+  // now shows, in the same task.
+  useLayoutEffect(() => {
+    if (!tailBox.current || !scroller.current) return
+    const tail = new ChatTail(tailBox.current, scroller.current, () => stick.current)
+    live.mountTail(tail)
+    return () => live.unmountTail(tail)
+  }, [live])
+  useLayoutEffect(() => live.syncTail())
 
   // Follow the conversation while the reader is at its end.
   useLayoutEffect(() => {
@@ -101,8 +125,15 @@ export function MessageList({ focusId }: { focusId?: string }) {
       ref={scroller}
       className="flex-1 overflow-y-auto"
       onScroll={(e) => {
+        // At the end, the list follows; it stops following only when the
+        // reader scrolls up. A scroll event comes a frame after the scroll:
+        // rows added in between (the tail's, a fast answer's) must not make
+        // the page's own scroll to the end look like the reader leaving it.
         const el = e.currentTarget
-        stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80
+        const top = el.scrollTop
+        if (el.scrollHeight - top - el.clientHeight < 80) stick.current = true
+        else if (top < lastTop.current) stick.current = false
+        lastTop.current = top
       }}
       role="log"
       aria-live="polite"
@@ -120,12 +151,23 @@ export function MessageList({ focusId }: { focusId?: string }) {
           )
         })}
       </div>
+      {/* The tail's: React renders it without children and never touches them. */}
+      <div ref={tailBox} className="mx-auto max-w-3xl" />
     </div>
   )
 }
 
+// The store's chat, as the view's LiveChat reads it.
+const appChat: ChatSource = {
+  get: () => useApp.getState().chat,
+  subscribe: (onChange) => useApp.subscribe((s, prev) => {
+    if (s.chat !== prev.chat) onChange()
+  }),
+}
+
 export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
-  const chat = useApp((s) => s.chat)
+  const [live] = useState(() => new LiveChat(appChat))
+  const chat = useSyncExternalStore(live.subscribe, live.getShown)
   const chatLoad = useApp((s) => s.chatLoad)
   const chatError = useApp((s) => s.chatError)
   const { openConversation, dismissError } = useApp.getState()
@@ -184,7 +226,7 @@ export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
           <p className="max-w-md text-slate-600 dark:text-slate-400">Type a message below, or press Voice and talk. Answers stream in as they are written; every tool call and memory used is shown.</p>
         </div>
       ) : (
-        <MessageList focusId={focusId} />
+        <MessageList live={live} focusId={focusId} />
       )}
       {chatLoad === 'loading' && <p className="p-3 text-center text-sm text-slate-500">Loading…</p>}
       <Composer busy={busy} />
