@@ -1,8 +1,8 @@
 // Package devtools names the programs that Alicia's tests and local stack
 // run and that are built from Go modules into the cache (~/.cache/alicia/bin,
 // livekitserver.BinDir): livekit-server, Jaeger, Caddy (the compose file's
-// tls profile), the docker compose plugin (the compose file's checks) and
-// Helm (the chart's checks).
+// tls profile), the docker compose plugin (the compose file's checks),
+// Helm (the chart's checks) and golangci-lint (the Go code's lint).
 //
 // The test task builds every one of them in its tools step (the command
 // devtools, `go run ./pkg/devtools/cmd/devtools install`) before any test
@@ -105,10 +105,14 @@ var (
 	// helm-check).
 	Helm = moduleTool(childproc.ModuleBuild{Name: "helm", Module: "helm.sh/helm/v3", Version: "v3.22.0",
 		Package: "./cmd/helm", LDFlags: "-s -w -X helm.sh/helm/v3/internal/version.version=v3.22.0"}, 3*time.Minute)
+	// GolangciLint lints every Go module with the rule set in
+	// .golangci.yml (the Taskfile's lint).
+	GolangciLint = moduleTool(childproc.ModuleBuild{Name: "golangci-lint", Module: "github.com/golangci/golangci-lint/v2", Version: "v2.15.0",
+		Package: "./cmd/golangci-lint", LDFlags: "-s -w -X main.version=v2.15.0"}, 4*time.Minute)
 )
 
 // All are the tools, in the order the tools step builds them.
-func All() []Tool { return []Tool{LiveKit, Jaeger, Caddy, Compose, Helm} }
+func All() []Tool { return []Tool{LiveKit, Jaeger, Caddy, Compose, Helm, GolangciLint} }
 
 // Named returns the tool called name.
 func Named(name string) (Tool, bool) {
