@@ -1,8 +1,12 @@
+// The sidebar: new conversation, the list (filtered by title, active or
+// archived, paged as it scrolls) with each row's rename, archive and
+// delete, and the links to memories, settings and signing out.
 import { memo, useEffect, useRef, useState } from 'react'
 import { useShallow } from 'zustand/react/shallow'
 import { useApp } from '../store/app'
 import { href, navigate, useRoute } from '../router'
 import type { Conversation } from '../types'
+import { useAction } from '../ui/hooks'
 import { IconPlus } from '../ui/Icons'
 
 // A row re-renders only when its conversation or whether it is open
@@ -15,18 +19,9 @@ const ConversationRow = memo(function ConversationRow({ c, active }: { c: Conver
   const [editing, setEditing] = useState(false)
   const [title, setTitle] = useState(c.title)
   const [menu, setMenu] = useState(false)
-  const [error, setError] = useState<string>()
+  const { run, error } = useAction()
   const actions = useRef<HTMLButtonElement>(null)
   const label = c.title || 'New conversation'
-
-  async function run(fn: () => Promise<void>) {
-    setError(undefined)
-    try {
-      await fn()
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    }
-  }
 
   if (editing) {
     return (

@@ -1,7 +1,7 @@
 import { useState } from 'react'
-import { api } from '../api'
-import type { Note, NoteCategory, VoteTarget, VoteValue, Votes } from '../types'
+import type { NoteCategory, VoteTarget, Votes } from '../types'
 import { IconDown, IconNote, IconUp } from '../ui/Icons'
+import { useNotes, useVotes } from './hooks'
 
 const REASONS: Record<'up' | 'down', string[]> = {
   up: ['Accurate', 'Helpful', 'Well explained'],
@@ -13,19 +13,8 @@ const REASONS: Record<'up' | 'down', string[]> = {
 export function VoteBar({
   messageId, targetType = 'message', targetId, votes, label,
 }: { messageId: string; targetType?: VoteTarget; targetId?: string; votes?: Votes; label: string }) {
-  const [v, setV] = useState<Votes>(votes ?? { upvotes: 0, downvotes: 0, specialVotes: 0, userVote: null })
+  const { votes: v, vote, error } = useVotes(messageId, targetType, targetId, votes)
   const [reasons, setReasons] = useState<'up' | 'down' | null>(null)
-  const [error, setError] = useState<string>()
-
-  async function vote(value: VoteValue | 'remove', quickFeedback?: string) {
-    setError(undefined)
-    try {
-      const r = await api.vote(messageId, { vote: value, targetType, targetId: targetType === 'message' ? undefined : targetId, quickFeedback })
-      setV(r)
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    }
-  }
 
   function press(value: 'up' | 'down') {
     if (v.userVote === value) {
@@ -68,23 +57,14 @@ const CATEGORIES: NoteCategory[] = ['general', 'correction', 'improvement', 'con
 
 export function Notes({ messageId, count }: { messageId: string; count?: number }) {
   const [open, setOpen] = useState(false)
-  const [notes, setNotes] = useState<Note[] | null>(null)
+  const { notes, error, add, remove } = useNotes(messageId, open)
   const [content, setContent] = useState('')
   const [category, setCategory] = useState<NoteCategory>('general')
-  const [error, setError] = useState<string>()
   const n = notes?.length ?? count ?? 0
-
-  async function load() {
-    try {
-      setNotes((await api.notes(messageId)).notes)
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    }
-  }
 
   return (
     <div className="text-xs">
-      <button type="button" aria-expanded={open} onClick={() => { const o = !open; setOpen(o); if (o && !notes) void load() }}
+      <button type="button" aria-expanded={open} onClick={() => setOpen(!open)}
         className="focus-ring flex items-center gap-1 rounded px-1.5 py-0.5 text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
         <IconNote /> Notes{n > 0 ? ` (${n})` : ''}
       </button>
@@ -95,7 +75,7 @@ export function Notes({ messageId, count }: { messageId: string; count?: number 
               <li key={note.id} className="flex items-start justify-between gap-2">
                 <span><span className="font-medium">{note.category}:</span> {note.content}</span>
                 <button type="button" aria-label="Delete note" className="focus-ring rounded px-1 text-slate-500 hover:text-red-700"
-                  onClick={async () => { try { await api.deleteNote(note.id); setNotes((ns) => (ns ?? []).filter((x) => x.id !== note.id)) } catch (e) { setError(String(e)) } }}>
+                  onClick={() => void remove(note.id)}>
                   ✕
                 </button>
               </li>
@@ -105,13 +85,7 @@ export function Notes({ messageId, count }: { messageId: string; count?: number 
           <form className="flex flex-wrap gap-1" onSubmit={async (e) => {
             e.preventDefault()
             if (!content.trim()) return
-            try {
-              const note = await api.addNote(messageId, content.trim(), category)
-              setNotes((ns) => [...(ns ?? []), note])
-              setContent('')
-            } catch (err) {
-              setError(err instanceof Error ? err.message : String(err))
-            }
+            if (await add(content.trim(), category)) setContent('')
           }}>
             <label className="sr-only" htmlFor={`note-${messageId}`}>Note</label>
             <input id={`note-${messageId}`} value={content} maxLength={4000} onChange={(e) => setContent(e.target.value)} placeholder="Add a note"

@@ -1,42 +1,33 @@
-import { useCallback, useEffect, useState, type FormEvent } from 'react'
-import { api } from '../api'
+// The memory manager: what Alicia remembers about the person, searched by
+// meaning, added, edited, pinned, archived, deleted, and the answers that
+// used each memory.
+import { useState, type FormEvent } from 'react'
 import { navigate } from '../router'
-import type { Memory, MemoryUse } from '../types'
-
-function tagsOf(s: string): string[] {
-  return s.split(',').map((t) => t.trim()).filter(Boolean)
-}
+import type { Memory } from '../types'
+import { useAction } from '../ui/hooks'
+import { tagsOf, useMemories, useMemoryUses, type MemoryFields, type Memories as MemoryList } from './hooks'
 
 function MemoryForm({ initial, submitLabel, onSubmit, onCancel }: {
   initial?: Memory
   submitLabel: string
-  onSubmit: (m: { content: string; tags: string[]; importance: number; pinned?: boolean }) => Promise<void>
+  onSubmit: (m: MemoryFields) => Promise<void>
   onCancel?: () => void
 }) {
   const [content, setContent] = useState(initial?.content ?? '')
   const [tags, setTags] = useState(initial?.tags.join(', ') ?? '')
   const [importance, setImportance] = useState(initial?.importance ?? 0.5)
   const [pinned, setPinned] = useState(false)
-  const [error, setError] = useState<string>()
-  const [busy, setBusy] = useState(false)
+  const { run, busy, error } = useAction()
   const pfx = initial ? `m-${initial.id}` : 'new-memory'
 
   async function submit(e: FormEvent) {
     e.preventDefault()
-    setBusy(true)
-    setError(undefined)
-    try {
-      await onSubmit({ content: content.trim(), tags: tagsOf(tags), importance, pinned: initial ? undefined : pinned })
-      if (!initial) {
-        setContent('')
-        setTags('')
-        setImportance(0.5)
-        setPinned(false)
-      }
-    } catch (err) {
-      setError(err instanceof Error ? err.message : String(err))
-    } finally {
-      setBusy(false)
+    const done = await run(() => onSubmit({ content: content.trim(), tags: tagsOf(tags), importance, pinned: initial ? undefined : pinned }))
+    if (done && !initial) {
+      setContent('')
+      setTags('')
+      setImportance(0.5)
+      setPinned(false)
     }
   }
   return (
@@ -72,21 +63,7 @@ function MemoryForm({ initial, submitLabel, onSubmit, onCancel }: {
 }
 
 function Uses({ id }: { id: string }) {
-  const [uses, setUses] = useState<MemoryUse[] | null>(null)
-  const [cursor, setCursor] = useState<string>()
-  const [error, setError] = useState<string>()
-  const load = useCallback(async (c?: string) => {
-    try {
-      const r = await api.memoryUses(id, c)
-      setUses((u) => [...(c ? (u ?? []) : []), ...r.uses])
-      setCursor(r.nextCursor)
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    }
-  }, [id])
-  useEffect(() => {
-    void load()
-  }, [load])
+  const { uses, cursor, error, loadMore } = useMemoryUses(id)
   if (error) return <p role="alert" className="text-sm text-red-700">{error}</p>
   if (!uses) return <p className="text-sm text-slate-500">Loading…</p>
   if (uses.length === 0) return <p className="text-sm text-slate-500">No answer has used this memory yet.</p>
@@ -103,28 +80,20 @@ function Uses({ id }: { id: string }) {
           <span className="text-xs text-slate-500">({Math.round(u.similarity * 100)}%)</span>
         </li>
       ))}
-      {cursor && <li><button type="button" onClick={() => void load(cursor)} className="focus-ring text-xs underline">More</button></li>}
+      {cursor && <li><button type="button" onClick={() => void loadMore()} className="focus-ring text-xs underline">More</button></li>}
     </ul>
   )
 }
 
-function MemoryRow({ m, open, onChange, onRemove }: { m: Memory; open: boolean; onChange: (m: Memory) => void; onRemove: (id: string) => void }) {
+function MemoryRow({ m, open, list }: { m: Memory; open: boolean; list: MemoryList }) {
   const [editing, setEditing] = useState(false)
   const [showUses, setShowUses] = useState(open)
-  const [error, setError] = useState<string>()
-  async function run(fn: () => Promise<void>) {
-    setError(undefined)
-    try {
-      await fn()
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    }
-  }
+  const { run, error } = useAction()
   if (editing)
     return (
       <li>
         <MemoryForm initial={m} submitLabel="Save" onCancel={() => setEditing(false)}
-          onSubmit={async (v) => { onChange(await api.patchMemory(m.id, { content: v.content, tags: v.tags, importance: v.importance })); setEditing(false) }} />
+          onSubmit={async (v) => { await list.edit(m.id, v); setEditing(false) }} />
       </li>
     )
   return (
@@ -139,9 +108,9 @@ function MemoryRow({ m, open, onChange, onRemove }: { m: Memory; open: boolean; 
       </div>
       <div className="flex flex-wrap gap-1 text-sm">
         <button type="button" onClick={() => setEditing(true)} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Edit</button>
-        {!m.pinned && <button type="button" onClick={() => void run(async () => onChange(await api.pinMemory(m.id)))} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Pin</button>}
-        {!m.archived && <button type="button" onClick={() => void run(async () => onChange(await api.archiveMemory(m.id)))} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Archive</button>}
-        <button type="button" onClick={() => { if (confirm('Delete this memory?')) void run(async () => { await api.deleteMemory(m.id); onRemove(m.id) }) }}
+        {!m.pinned && <button type="button" onClick={() => void run(() => list.pin(m.id))} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Pin</button>}
+        {!m.archived && <button type="button" onClick={() => void run(() => list.archive(m.id))} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Archive</button>}
+        <button type="button" onClick={() => { if (confirm('Delete this memory?')) void run(() => list.remove(m.id)) }}
           className="focus-ring rounded px-2 py-0.5 text-red-700 hover:bg-red-50 dark:text-red-400 dark:hover:bg-red-950">Delete</button>
         <button type="button" aria-expanded={showUses} onClick={() => setShowUses(!showUses)} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Used by…</button>
       </div>
@@ -152,36 +121,15 @@ function MemoryRow({ m, open, onChange, onRemove }: { m: Memory; open: boolean; 
 }
 
 export function Memories({ focusId }: { focusId?: string }) {
-  const [memories, setMemories] = useState<Memory[]>([])
-  const [cursor, setCursor] = useState<string>()
   const [q, setQ] = useState('')
   const [query, setQuery] = useState('')
   const [archived, setArchived] = useState(false)
-  const [error, setError] = useState<string>()
-  const [loading, setLoading] = useState(false)
+  const list = useMemories(query, archived)
+  const { memories, cursor, loading, error, loaded } = list
   // The add form opens by itself for someone with no memories yet, once
   // the list says so; after that it is the person's to open or close (a
   // reload of the list never snaps it shut under their typing).
-  const [loaded, setLoaded] = useState(false)
   const [addOpen, setAddOpen] = useState<boolean>()
-
-  const load = useCallback(async (more?: string) => {
-    setLoading(true)
-    setError(undefined)
-    try {
-      const r = await api.listMemories({ q: query || undefined, archived, cursor: more, limit: query ? 20 : 50 })
-      setMemories((ms) => (more ? [...ms, ...r.memories] : r.memories))
-      setCursor(r.nextCursor)
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    } finally {
-      setLoading(false)
-      setLoaded(true)
-    }
-  }, [query, archived])
-  useEffect(() => {
-    void load()
-  }, [load])
 
   return (
     <section className="mx-auto w-full max-w-3xl space-y-4 overflow-y-auto p-4" aria-labelledby="memories-title">
@@ -200,15 +148,13 @@ export function Memories({ focusId }: { focusId?: string }) {
         onToggle={(e) => setAddOpen(e.currentTarget.open)}>
         <summary className="focus-ring cursor-pointer rounded-lg px-3 py-2 font-medium">Add a memory</summary>
         <div className="p-2">
-          <MemoryForm submitLabel="Add memory" onSubmit={async (v) => { const m = await api.createMemory(v); setMemories((ms) => [m, ...ms]) }} />
+          <MemoryForm submitLabel="Add memory" onSubmit={list.add} />
         </div>
       </details>
       {error && <p role="alert" className="text-sm text-red-700 dark:text-red-400">{error}</p>}
       <ul className="space-y-2" aria-label={query ? `Memories matching ${query}` : 'Your memories'} aria-busy={loading}>
         {memories.map((m) => (
-          <MemoryRow key={m.id} m={m} open={m.id === focusId}
-            onChange={(n) => setMemories((ms) => ms.map((x) => (x.id === n.id ? n : x)).filter((x) => archived || !x.archived))}
-            onRemove={(id) => setMemories((ms) => ms.filter((x) => x.id !== id))} />
+          <MemoryRow key={m.id} m={m} open={m.id === focusId} list={list} />
         ))}
         {!loading && memories.length === 0 && <li className="text-sm text-slate-500">{query ? 'No memory matches.' : 'No memories yet.'}</li>}
       </ul>
@@ -218,7 +164,7 @@ export function Memories({ focusId }: { focusId?: string }) {
           <Uses id={focusId} />
         </div>
       )}
-      {cursor && !query && <button type="button" onClick={() => void load(cursor)} className="focus-ring rounded px-3 py-1 text-sm underline">Load more</button>}
+      {cursor && !query && <button type="button" onClick={() => void list.loadMore()} className="focus-ring rounded px-3 py-1 text-sm underline">Load more</button>}
     </section>
   )
 }

@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react'
-import { ApiError } from '../api'
 import { useApp } from '../store/app'
+import { useAction } from '../ui/hooks'
+import { signInError } from './slice'
 
 // The key is sent once and exchanged for an HttpOnly session cookie; the
 // page never stores it.
@@ -8,24 +9,12 @@ export function SignIn() {
   const signIn = useApp((s) => s.signIn)
   const notice = useApp((s) => s.sessionError)
   const [key, setKey] = useState('')
-  const [error, setError] = useState<string>()
-  const [busy, setBusy] = useState(false)
+  const { run, busy, error } = useAction(signInError)
 
   async function submit(e: FormEvent) {
     e.preventDefault()
     if (!key.trim()) return
-    setBusy(true)
-    setError(undefined)
-    try {
-      await signIn(key)
-      setKey('')
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 401) setError('That API key is not valid.')
-      else if (err instanceof ApiError && err.status === 429) setError('Too many attempts. Wait a minute and try again.')
-      else setError(err instanceof Error ? err.message : String(err))
-    } finally {
-      setBusy(false)
-    }
+    if (await run(() => signIn(key))) setKey('')
   }
 
   return (

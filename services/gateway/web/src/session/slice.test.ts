@@ -1,6 +1,8 @@
 import { FakeServer, fakeLocation } from '../testing/browser'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { ApiError } from '../api'
 import { createAppStore } from '../store/app'
+import { signInError } from './slice'
 
 let server: FakeServer
 beforeEach(() => {
@@ -60,5 +62,11 @@ describe('session', () => {
     s.getState().checkSession()
     await vi.waitFor(() => expect(s.getState().session).toBeNull())
     expect(server.requests.filter((r) => r.path === '/v1/session')).toHaveLength(2)
+  })
+
+  it('says why a key was refused in the person’s words, else the server’s', () => {
+    expect(signInError(new ApiError(401, 'unauthorized'))).toBe('That API key is not valid.')
+    expect(signInError(new ApiError(429, 'slow down'))).toBe('Too many attempts. Wait a minute and try again.')
+    expect(signInError(new ApiError(0, 'offline: the server cannot be reached'))).toBe('offline: the server cannot be reached')
   })
 })

@@ -14,6 +14,13 @@ import { messageOf } from '../ui/errors'
 // at most this often.
 export const SESSION_CHECK_EVERY_MS = 5000
 
+// signInError: why a key was refused, in the person's words.
+export function signInError(e: unknown): string {
+  if (e instanceof ApiError && e.status === 401) return 'That API key is not valid.'
+  if (e instanceof ApiError && e.status === 429) return 'Too many attempts. Wait a minute and try again.'
+  return messageOf(e)
+}
+
 export interface SessionSlice {
   session: Session | null | undefined // undefined: not known yet
   sessionError?: string

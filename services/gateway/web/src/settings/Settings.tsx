@@ -1,8 +1,11 @@
-import { useCallback, useEffect, useState, type FormEvent } from 'react'
-import { api } from '../api'
+// Settings and status: the backends, the voice check, the tools and the MCP
+// servers (an administrator switches and adds them).
+import { useState, type FormEvent } from 'react'
 import { useApp } from '../store/app'
-import type { MCPServer, ServerInfoJSON, Tool } from '../types'
+import type { ServerInfoJSON } from '../types'
+import { useAction } from '../ui/hooks'
 import { VoiceCheck } from '../voice/VoiceCheck'
+import { useServerStatus } from './hooks'
 
 function Dot({ ok }: { ok: boolean }) {
   return <span className={`inline-block h-2 w-2 rounded-full ${ok ? 'bg-emerald-500' : 'bg-red-500'}`} aria-hidden="true" />
@@ -17,41 +20,20 @@ const ENGINES: { key: keyof ServerInfoJSON['models']; label: string }[] = [
 
 export function Settings() {
   const admin = useApp((s) => s.session?.admin ?? false)
-  const [info, setInfo] = useState<ServerInfoJSON>()
-  const [tools, setTools] = useState<Tool[]>([])
-  const [servers, setServers] = useState<MCPServer[]>([])
-  const [error, setError] = useState<string>()
+  const status = useServerStatus()
+  const { info, tools, servers } = status
+  // A switch that failed says so beside the status's own error.
+  const change = useAction()
+  const add = useAction()
+  const error = change.error ?? status.error
   const [name, setName] = useState('')
   const [url, setUrl] = useState('')
-  const [formError, setFormError] = useState<string>()
-
-  const load = useCallback(async () => {
-    setError(undefined)
-    try {
-      const [i, t, m] = await Promise.all([api.serverInfo(), api.tools(), api.mcpServers()])
-      setInfo(i)
-      setTools(t.tools)
-      setServers(m.servers)
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    }
-  }, [])
-  useEffect(() => {
-    void load()
-    const t = setInterval(() => void api.mcpServers().then((m) => setServers(m.servers)).catch(() => {}), 5000)
-    return () => clearInterval(t)
-  }, [load])
 
   async function addServer(e: FormEvent) {
     e.preventDefault()
-    setFormError(undefined)
-    try {
-      const s = await api.putMCPServer(name.trim(), url.trim())
-      setServers((ss) => [...ss.filter((x) => x.name !== s.name), s].sort((a, b) => a.name.localeCompare(b.name)))
+    if (await add.run(() => status.addServer(name.trim(), url.trim()))) {
       setName('')
       setUrl('')
-    } catch (err) {
-      setFormError(err instanceof Error ? err.message : String(err))
     }
   }
 
@@ -59,7 +41,7 @@ export function Settings() {
     <section className="mx-auto w-full max-w-3xl space-y-6 overflow-y-auto p-4" aria-labelledby="settings-title">
       <div className="flex items-center justify-between">
         <h1 id="settings-title" className="text-xl font-semibold">Settings and status</h1>
-        <button type="button" onClick={() => void load()} className="focus-ring rounded px-3 py-1 text-sm hover:bg-slate-100 dark:hover:bg-slate-800">Refresh</button>
+        <button type="button" onClick={() => { change.clear(); void status.refresh() }} className="focus-ring rounded px-3 py-1 text-sm hover:bg-slate-100 dark:hover:bg-slate-800">Refresh</button>
       </div>
       {error && <p role="alert" className="text-sm text-red-700 dark:text-red-400">{error}</p>}
       <div>
@@ -94,14 +76,7 @@ export function Settings() {
           {tools.map((t) => (
             <li key={t.name} className="flex items-start gap-2 text-sm">
               <input id={`tool-${t.name}`} type="checkbox" checked={t.enabled} disabled={!admin} className="focus-ring mt-1"
-                onChange={async (e) => {
-                  try {
-                    const n = await api.setTool(t.name, e.target.checked)
-                    setTools((ts) => ts.map((x) => (x.name === n.name ? n : x)))
-                  } catch (err) {
-                    setError(err instanceof Error ? err.message : String(err))
-                  }
-                }} />
+                onChange={(e) => void change.run(() => status.setTool(t.name, e.target.checked))} />
               <label htmlFor={`tool-${t.name}`}>
                 <span className="font-mono font-medium">{t.name}</span> <span className="text-xs text-slate-500">({t.source})</span>
                 <span className="block text-slate-600 dark:text-slate-400">{t.description}</span>
@@ -124,12 +99,12 @@ export function Settings() {
               {admin && (
                 <>
                   <button type="button" className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800"
-                    onClick={async () => { try { const n = await api.setMCPServer(s.name, !s.enabled); setServers((ss) => ss.map((x) => (x.name === n.name ? n : x))) } catch (e) { setError(String(e)) } }}>
+                    onClick={() => void change.run(() => status.setServer(s.name, !s.enabled))}>
                     {s.enabled ? 'Disable' : 'Enable'}
                   </button>
                   {s.transport === 'http' && (
                     <button type="button" className="focus-ring rounded px-2 py-0.5 text-red-700 hover:bg-red-50 dark:hover:bg-red-950" aria-label={`Remove ${s.name}`}
-                      onClick={async () => { try { await api.deleteMCPServer(s.name); setServers((ss) => ss.filter((x) => x.name !== s.name)) } catch (e) { setError(String(e)) } }}>
+                      onClick={() => void change.run(() => status.removeServer(s.name))}>
                       Remove
                     </button>
                   )}
@@ -152,7 +127,7 @@ export function Settings() {
                 className="focus-ring w-full rounded border border-slate-300 bg-white px-2 py-1 dark:border-slate-700 dark:bg-slate-900" />
             </div>
             <button type="submit" className="focus-ring rounded bg-indigo-600 px-3 py-1 text-white">Add server</button>
-            {formError && <p role="alert" className="w-full text-red-700 dark:text-red-400">{formError}</p>}
+            {add.error && <p role="alert" className="w-full text-red-700 dark:text-red-400">{add.error}</p>}
           </form>
         )}
       </div>

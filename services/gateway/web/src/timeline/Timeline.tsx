@@ -1,70 +1,10 @@
 // The debug timeline of a conversation: its envelopes as the stream holds
 // them (what `alicia replay` prints), page by page, then live.
-import { useEffect, useRef, useState } from 'react'
-import { api, ApiError } from '../api'
-import type { Step } from '../chat/timeline'
 import { href, navigate } from '../router'
-
-const PAGE = 200
+import { useTimeline } from './hooks'
 
 export function Timeline({ id }: { id: string }) {
-  const [steps, setSteps] = useState<Step[]>([])
-  const [next, setNext] = useState(0)
-  const [more, setMore] = useState(true)
-  const [live, setLive] = useState<'off' | 'on' | 'lost'>('off')
-  const [error, setError] = useState<string>()
-  const [forbidden, setForbidden] = useState(false)
-  const loading = useRef(false)
-
-  async function load(after: number) {
-    if (loading.current) return
-    loading.current = true
-    try {
-      const page = await api.timeline(id, after, PAGE)
-      setSteps((s) => [...s, ...page.steps])
-      setNext(page.next)
-      setMore(page.more)
-      setError(undefined)
-    } catch (e) {
-      if (e instanceof ApiError && (e.status === 403 || e.status === 404)) setForbidden(true)
-      else setError(e instanceof Error ? e.message : String(e))
-    } finally {
-      loading.current = false
-    }
-  }
-
-  useEffect(() => {
-    setSteps([])
-    setNext(0)
-    setMore(true)
-    setForbidden(false)
-    void load(0)
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [id])
-
-  // Once every stored step is read, new ones come as they are stored.
-  useEffect(() => {
-    if (more || forbidden) return
-    const es = new EventSource(`/v1/conversations/${encodeURIComponent(id)}/timeline/stream?after=${next}`)
-    es.addEventListener('step', (e) => {
-      const st = JSON.parse((e as MessageEvent<string>).data) as Step
-      setSteps((s) => (s.length > 0 && s[s.length - 1]!.seq >= st.seq ? s : [...s, st]))
-    })
-    // Revoked (signed out, the conversation deleted): the server says why
-    // and ends the stream; reconnecting would only be refused.
-    es.addEventListener('revoked', () => {
-      es.close()
-      setLive('off')
-    })
-    es.onopen = () => setLive('on')
-    es.onerror = () => setLive('lost')
-    return () => {
-      es.close()
-      setLive('off')
-    }
-    // The stream resumes by itself (Last-Event-ID); next only starts it.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [more, forbidden, id])
+  const { steps, more, live, forbidden, error, loadMore } = useTimeline(id)
 
   if (forbidden)
     return (
@@ -110,7 +50,7 @@ export function Timeline({ id }: { id: string }) {
         </table>
         {more && (
           <div className="p-3 text-center">
-            <button type="button" onClick={() => void load(next)} className="focus-ring rounded border border-slate-300 px-3 py-1 text-sm dark:border-slate-700">
+            <button type="button" onClick={loadMore} className="focus-ring rounded border border-slate-300 px-3 py-1 text-sm dark:border-slate-700">
               Load more
             </button>
           </div>

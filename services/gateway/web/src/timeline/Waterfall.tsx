@@ -1,27 +1,18 @@
 // Where an answer's time went: end of speech (or the message sent) →
 // transcript → answer started → first sentence → first audio, from the
 // stream's timestamps of the conversation's envelopes (its timeline).
-import { useEffect, useState } from 'react'
 import { marks, stepsUntil, timing, type Timing } from '../chat/timeline'
+import { useResource } from '../ui/hooks'
 
 export function Waterfall({ conversationId, answerId, live }: { conversationId: string; answerId: string; live: string }) {
-  const [t, setT] = useState<Timing>()
-  const [error, setError] = useState<string>()
-  useEffect(() => {
-    let on = true
-    // Read on until the answer's last mark is there (or the stream ends).
+  // Read on until the answer's last mark is there (or the stream ends);
+  // live changes as the answer goes on (its sentences, its audio): read again.
+  const { data: t, error } = useResource<Timing | undefined>(JSON.stringify([conversationId, answerId, live]), () =>
     stepsUntil(conversationId, (steps) => {
       const x = timing(steps, answerId)
       return x !== undefined && x.firstSentence !== undefined && (!x.voice || x.firstAudio !== undefined)
-    }).then(
-      (steps) => on && setT(timing(steps, answerId)),
-      (e) => on && setError(e instanceof Error ? e.message : String(e)),
-    )
-    return () => {
-      on = false
-    }
-    // live changes as the answer goes on (its sentences, its audio): read again.
-  }, [conversationId, answerId, live])
+    }).then((steps) => timing(steps, answerId)),
+  )
 
   if (error) return <p className="text-xs text-red-700 dark:text-red-400">Timing unavailable: {error}</p>
   if (!t) return <p className="text-xs text-slate-500">Reading the timeline…</p>

@@ -5,32 +5,12 @@
 // What prevents voice is said by the button, never thrown: the page's origin
 // is checked before anything is made or fetched (./voice/preflight.ts), and
 // the engine turns its failures into the same sentences.
-import { useEffect, useState } from 'react'
-import { api } from '../api'
+import { useEffect } from 'react'
 import { useApp } from '../store/app'
-import { backendNotices, classifyError, currentBrowser, originProblem, type VoiceProblem } from './preflight'
-import { initialVoice, phaseLabel, useVoice } from './store'
-import type { VoiceEngine } from './engine'
+import { useBackendNotices } from './hooks'
+import { classifyError, currentBrowser, originProblem } from './preflight'
+import { phaseLabel, useVoice } from './store'
 import { VoiceProblemText } from './VoiceProblem'
-
-let engine: VoiceEngine | null = null
-
-function showProblem(problem: VoiceProblem, conversationId?: string) {
-  useVoice.setState({ ...initialVoice, pushToTalk: useVoice.getState().pushToTalk, phase: 'error', problem, error: problem.message, conversationId })
-}
-
-async function startVoice(conversationId: string) {
-  engine?.stop()
-  const { VoiceEngine } = await import('./engine')
-  const e = new VoiceEngine(conversationId)
-  engine = e
-  await e.start(useVoice.getState().deviceId)
-}
-
-export function stopVoice() {
-  engine?.stop()
-  engine = null
-}
 
 function IconMic() {
   return (
@@ -44,27 +24,30 @@ function IconMic() {
 // an open conversation it makes one first.
 export function MicButton() {
   const phase = useVoice((s) => s.phase)
-  const chat = useApp((s) => s.chat)
+  // A boolean, not the chat: the button must not render on every change of
+  // the chat (the key press that sends a message is on the critical path).
+  const loading = useApp((s) => s.chat !== null && s.chatLoad !== 'ready')
   const on = phase !== 'off' && phase !== 'error'
 
   async function toggle() {
+    const voice = useVoice.getState()
     if (on) {
-      stopVoice()
+      voice.stop()
       return
     }
     // Nothing is made (no conversation) for a page that cannot use the microphone.
     const insecure = originProblem(currentBrowser())
     if (insecure) {
-      showProblem(insecure)
+      voice.showProblem(insecure)
       return
     }
     try {
       let cid = useApp.getState().chat?.conversationId
       if (!cid) cid = await useApp.getState().newConversation('Voice conversation')
-      if (cid) await startVoice(cid)
+      if (cid) await voice.start(cid)
     } catch (e) {
       // The engine's code could not be loaded, the conversation not made.
-      showProblem(classifyError(e, { stage: 'session' }))
+      voice.showProblem(classifyError(e, { stage: 'session' }))
     }
   }
   return (
@@ -74,7 +57,7 @@ export function MicButton() {
       aria-pressed={on}
       aria-label={on ? 'End voice' : 'Talk to Alicia'}
       title={on ? 'End voice' : 'Talk to Alicia'}
-      disabled={!on && chat !== null && useApp.getState().chatLoad !== 'ready'}
+      disabled={!on && loading}
       className={`focus-ring flex h-11 items-center gap-1 rounded-xl px-3 ${on ? 'bg-red-600 text-white' : 'border border-slate-300 text-slate-700 dark:border-slate-700 dark:text-slate-200'}`}
     >
       <IconMic /> <span className="hidden sm:inline">{on ? 'End' : 'Voice'}</span>
@@ -83,49 +66,16 @@ export function MicButton() {
 }
 
 // VoicePanel shows the session while it runs.
-// useBackendNotices: while a session runs, which speech backends do not
-// answer (server-info's reachable). The WebSocket's ServerInfo is from when
-// it opened, so the REST server-info is read when the session starts and
-// every 5 s while one of them does not answer.
-function useBackendNotices(active: boolean) {
-  const fromSocket = useApp((s) => s.serverInfo?.models)
-  const [fresh, setFresh] = useState<{ asr: { reachable: boolean }; tts: { reachable: boolean } }>()
-  useEffect(() => {
-    if (!active) {
-      setFresh(undefined)
-      return
-    }
-    let stop = false
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const poll = async () => {
-      try {
-        const info = await api.serverInfo()
-        if (stop) return
-        setFresh(info.models)
-        if (backendNotices(info.models).length === 0) return
-      } catch {
-        /* keep what is known; try again */
-      }
-      if (!stop) timer = setTimeout(() => void poll(), 5000)
-    }
-    void poll()
-    return () => {
-      stop = true
-      clearTimeout(timer)
-    }
-  }, [active])
-  return active ? backendNotices(fresh ?? fromSocket) : []
-}
-
 export function VoicePanel() {
   const v = useVoice()
+  const engine = v.engine
   const partial = useApp((s) => s.chat?.partial)
   const chatId = useApp((s) => s.chat?.conversationId)
   const notices = useBackendNotices(v.phase !== 'off' && v.phase !== 'error')
 
   // The session belongs to its conversation: leaving it ends the session.
   useEffect(() => {
-    if (v.phase !== 'off' && v.conversationId && chatId !== v.conversationId) stopVoice()
+    if (v.phase !== 'off' && v.conversationId && chatId !== v.conversationId) useVoice.getState().stop()
   }, [chatId, v.phase, v.conversationId])
 
   // Push-to-talk: hold Space (outside text fields) or the Talk button.
@@ -147,7 +97,7 @@ export function VoicePanel() {
       window.removeEventListener('keydown', down)
       window.removeEventListener('keyup', up)
     }
-  }, [v.pushToTalk, v.phase])
+  }, [v.pushToTalk, v.phase, engine])
 
   if (v.phase === 'off') return null
   if (v.phase === 'error')

@@ -3,12 +3,9 @@
 // backends) and, on a button, the connection test of ./voice/engine.ts
 // (microphone, token, signalling, media), each problem in the sentence the
 // voice button would show.
-import { useCallback, useEffect, useState } from 'react'
-import type { ConnectionStep, ConnectionTest } from './engine'
-import {
-  backendNotices, checkVoice, classifyError, currentBrowser, RTC_TCP_PORT, RTC_UDP_PORT, type BackendStatus, type MicPermission,
-  type VoiceCheck as Check,
-} from './preflight'
+import type { ConnectionStep } from './engine'
+import { useVoiceCheck } from './hooks'
+import { backendNotices, RTC_TCP_PORT, RTC_UDP_PORT, type BackendStatus, type MicPermission } from './preflight'
 import { VoiceProblemText } from './VoiceProblem'
 
 function Mark({ ok }: { ok: boolean | undefined }) {
@@ -35,49 +32,7 @@ const STEPS: { step: ConnectionStep; label: string }[] = [
 ]
 
 export function VoiceCheck({ models }: { models?: { asr: BackendStatus; tts: BackendStatus } }) {
-  const [check, setCheck] = useState<Check>()
-  const [test, setTest] = useState<ConnectionTest & { running: boolean }>()
-
-  const run = useCallback(() => {
-    void checkVoice(currentBrowser()).then(setCheck)
-  }, [])
-  useEffect(() => {
-    run()
-    // Again when a device comes or goes, or the permission changes.
-    const md = typeof navigator !== 'undefined' ? navigator.mediaDevices : undefined
-    md?.addEventListener?.('devicechange', run)
-    let status: PermissionStatus | undefined
-    let gone = false
-    try {
-      navigator.permissions
-        ?.query({ name: 'microphone' as PermissionName })
-        .then((s) => {
-          if (gone) return
-          status = s
-          s.addEventListener('change', run)
-        })
-        .catch(() => {})
-    } catch {
-      /* no Permissions API for the microphone here */
-    }
-    return () => {
-      gone = true
-      md?.removeEventListener?.('devicechange', run)
-      status?.removeEventListener('change', run)
-    }
-  }, [run])
-
-  async function testConnection() {
-    setTest({ passed: [], running: true })
-    try {
-      const { testConnection: t } = await import('./engine')
-      const r = await t((p) => setTest({ ...p, running: true }))
-      setTest({ ...r, running: false })
-    } catch (e) {
-      setTest({ passed: [], problem: classifyError(e, { stage: 'session' }), running: false })
-    }
-    run()
-  }
+  const { check, test, testConnection } = useVoiceCheck()
 
   const notices = backendNotices(models)
   const shown = check?.problems ?? []

@@ -1,7 +1,9 @@
-// The voice session's state as the page shows it. It holds no LiveKit
-// object: the engine (./engine.ts, with livekit-client) is loaded when the
-// person first presses the microphone, and writes here.
+// The voice session's state as the page shows it, and the session's engine
+// (./engine.ts, with livekit-client: loaded when the person first presses
+// the microphone; it writes the state here). Only the type of the engine is
+// imported, so this module loads no LiveKit code.
 import { create } from 'zustand'
+import type { VoiceEngine } from './engine'
 import type { VoiceProblem } from './preflight'
 
 export type VoicePhase = 'off' | 'connecting' | 'listening' | 'user' | 'thinking' | 'agent' | 'muted' | 'error'
@@ -34,7 +36,35 @@ export const initialVoice: VoiceState = {
   phase: 'off', level: 0, muted: false, pushToTalk: false, talking: false, devices: [], needsClick: false,
 }
 
-export const useVoice = create<VoiceState>()(() => ({ ...initialVoice }))
+export interface VoiceStore extends VoiceState {
+  // The running session's engine; null when none runs.
+  engine: VoiceEngine | null
+  // start loads the engine and starts a session in the conversation,
+  // ending the one that ran.
+  start(conversationId: string): Promise<void>
+  stop(): void
+  // showProblem says why voice cannot start (the panel's problem).
+  showProblem(problem: VoiceProblem, conversationId?: string): void
+}
+
+export const useVoice = create<VoiceStore>()((set, get) => ({
+  ...initialVoice,
+  engine: null,
+  async start(conversationId) {
+    get().engine?.stop()
+    const { VoiceEngine } = await import('./engine')
+    const e = new VoiceEngine(conversationId)
+    set({ engine: e })
+    await e.start(get().deviceId)
+  },
+  stop() {
+    get().engine?.stop()
+    set({ engine: null })
+  },
+  showProblem(problem, conversationId) {
+    set({ ...initialVoice, pushToTalk: get().pushToTalk, phase: 'error', problem, error: problem.message, conversationId })
+  },
+}))
 
 // phaseOf derives what the page says from what the engine hears: the
 // person's voice wins (a barge-in stops Alicia), then Alicia's, then a
