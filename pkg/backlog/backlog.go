@@ -18,13 +18,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/config"
 )
 
 const (
@@ -117,16 +117,17 @@ func Read(ctx context.Context, kv jetstream.KeyValue) (r Report, ok bool, err er
 	return r, true, nil
 }
 
-// LimitFromEnv is the limit from ALICIA_STREAM_BACKLOG_LIMIT, DefaultLimit
-// when unset; a value outside (0, 1] is an error (with DefaultLimit).
-func LimitFromEnv() (float64, error) {
-	v := os.Getenv(EnvLimit)
+// LimitFrom is the limit from ALICIA_STREAM_BACKLOG_LIMIT of src,
+// DefaultLimit when unset; a value outside (0, 1] is an error (with
+// DefaultLimit).
+func LimitFrom(src config.Source) (float64, error) {
+	v := src.Get(EnvLimit)
 	if v == "" {
 		return DefaultLimit, nil
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || !validLimit(f) {
-		return DefaultLimit, fmt.Errorf("%s %q: want a fraction of the stream's size above 0 and at most 1, e.g. 0.5", EnvLimit, v)
+		return DefaultLimit, fmt.Errorf("%s %q from %s: want a fraction of the stream's size above 0 and at most 1, e.g. 0.5", EnvLimit, v, src.Origin(EnvLimit))
 	}
 	return f, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 )
@@ -53,14 +54,14 @@ func TestEstimate(t *testing.T) {
 	}
 }
 
-func TestLimitFromEnv(t *testing.T) {
+func TestLimitFrom(t *testing.T) {
 	for _, c := range []struct {
 		env  string
 		want float64
 		bad  bool
 	}{{"", 0.5, false}, {"0.25", 0.25, false}, {"1", 1, false}, {"0", 0.5, true}, {"1.5", 0.5, true}, {"half", 0.5, true}} {
 		t.Setenv(backlog.EnvLimit, c.env)
-		got, err := backlog.LimitFromEnv()
+		got, err := backlog.LimitFrom(config.Environ())
 		if got != c.want || (err != nil) != c.bad || (err != nil && !strings.Contains(err.Error(), backlog.EnvLimit)) {
 			t.Errorf("%q: %v, %v; want %v, error %v", c.env, got, err, c.want, c.bad)
 		}

@@ -83,19 +83,19 @@ func BudgetTable() []BudgetRow {
 	}
 }
 
-// FromEnv overrides b from the ALICIA_BUDGET_* variables.
-func (b *Budgets) FromEnv() error {
+// From overrides b from the ALICIA_BUDGET_* variables of src.
+func (b *Budgets) From(src config.Source) error {
 	return errors.Join(
-		config.Bytes("ALICIA_BUDGET_AUDIO_BYTES_PER_SECOND", &b.AudioBytesPerSecond),
-		config.Bytes("ALICIA_BUDGET_AUDIO_BURST", &b.AudioBurstBytes),
-		config.Bytes("ALICIA_BUDGET_AUDIO_BYTES_PER_DAY", &b.AudioBytesPerDay),
-		config.Bytes("ALICIA_BUDGET_STORED_BYTES", &b.StoredBytes),
-		config.Int("ALICIA_BUDGET_MESSAGE_CHARS", &b.MessageChars),
-		config.Int("ALICIA_BUDGET_NOTE_CHARS", &b.NoteChars),
-		config.Int("ALICIA_BUDGET_MEMORY_CHARS", &b.MemoryChars),
-		config.Bytes("ALICIA_BUDGET_ENVELOPE_BYTES", &b.EnvelopeBytes),
-		config.Int("ALICIA_BUDGET_CONVERSATIONS_PER_HOUR", &b.ConversationsPerHour),
-		config.Duration("ALICIA_BUDGET_USAGE_REFRESH", &b.UsageRefresh),
+		src.Bytes("ALICIA_BUDGET_AUDIO_BYTES_PER_SECOND", &b.AudioBytesPerSecond),
+		src.Bytes("ALICIA_BUDGET_AUDIO_BURST", &b.AudioBurstBytes),
+		src.Bytes("ALICIA_BUDGET_AUDIO_BYTES_PER_DAY", &b.AudioBytesPerDay),
+		src.Bytes("ALICIA_BUDGET_STORED_BYTES", &b.StoredBytes),
+		src.Int("ALICIA_BUDGET_MESSAGE_CHARS", &b.MessageChars),
+		src.Int("ALICIA_BUDGET_NOTE_CHARS", &b.NoteChars),
+		src.Int("ALICIA_BUDGET_MEMORY_CHARS", &b.MemoryChars),
+		src.Bytes("ALICIA_BUDGET_ENVELOPE_BYTES", &b.EnvelopeBytes),
+		src.Int("ALICIA_BUDGET_CONVERSATIONS_PER_HOUR", &b.ConversationsPerHour),
+		src.Duration("ALICIA_BUDGET_USAGE_REFRESH", &b.UsageRefresh),
 	)
 }
 

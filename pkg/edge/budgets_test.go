@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -261,14 +262,14 @@ func TestBudgetTableDefaults(t *testing.T) {
 		t.Setenv(r.Variable, r.Default)
 	}
 	var b edge.Budgets
-	if err := b.FromEnv(); err != nil {
+	if err := b.From(config.Environ()); err != nil {
 		t.Fatal(err)
 	}
 	if b != edge.DefaultBudgets() {
 		t.Fatalf("documented defaults read as %+v, want %+v", b, edge.DefaultBudgets())
 	}
 	t.Setenv("ALICIA_BUDGET_STORED_BYTES", "-2")
-	if err := b.FromEnv(); err == nil {
+	if err := b.From(config.Environ()); err == nil {
 		t.Fatal("a negative size taken")
 	}
 	b.StoredBytes, b.ConversationsPerHour = -1, -5

@@ -53,10 +53,10 @@ func DefaultLimits() Limits {
 		MetaKeys: slices.Clone(DefaultMetaKeys), MetaMaxKeys: 8, MetaMaxBytes: 256}
 }
 
-// FromEnv overrides l from the ALICIA_EDGE_* and ALICIA_CLIENT_META_* variables.
-func (l *Limits) FromEnv() error {
+// From overrides l from the ALICIA_EDGE_* and ALICIA_CLIENT_META_* variables of src.
+func (l *Limits) From(src config.Source) error {
 	var keys string
-	config.String("ALICIA_CLIENT_META_KEYS", &keys)
+	src.String("ALICIA_CLIENT_META_KEYS", &keys)
 	if keys != "" {
 		l.MetaKeys = nil
 		for k := range strings.SplitSeq(keys, ",") {
@@ -66,13 +66,13 @@ func (l *Limits) FromEnv() error {
 		}
 	}
 	return errors.Join(
-		config.Float64("ALICIA_EDGE_RATE", &l.SessionRate),
-		config.Float64("ALICIA_EDGE_BURST", &l.SessionBurst),
-		config.Float64("ALICIA_EDGE_USER_RATE", &l.UserRate),
-		config.Float64("ALICIA_EDGE_USER_BURST", &l.UserBurst),
-		config.Int("ALICIA_EDGE_FLOOD_LIMIT", &l.FloodLimit),
-		config.Int("ALICIA_CLIENT_META_MAX_KEYS", &l.MetaMaxKeys),
-		config.Int("ALICIA_CLIENT_META_MAX_BYTES", &l.MetaMaxBytes),
+		src.Float64("ALICIA_EDGE_RATE", &l.SessionRate),
+		src.Float64("ALICIA_EDGE_BURST", &l.SessionBurst),
+		src.Float64("ALICIA_EDGE_USER_RATE", &l.UserRate),
+		src.Float64("ALICIA_EDGE_USER_BURST", &l.UserBurst),
+		src.Int("ALICIA_EDGE_FLOOD_LIMIT", &l.FloodLimit),
+		src.Int("ALICIA_CLIENT_META_MAX_KEYS", &l.MetaMaxKeys),
+		src.Int("ALICIA_CLIENT_META_MAX_BYTES", &l.MetaMaxBytes),
 	)
 }
 

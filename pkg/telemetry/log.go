@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/rs/zerolog"
 )
 
@@ -24,21 +25,24 @@ type LogConfig struct {
 	Level  zerolog.Level // default info
 }
 
-// LogConfigFromEnv reads ALICIA_LOG_FORMAT and ALICIA_LOG_LEVEL. An unknown
-// value is an error naming the variable, like every other setting; the
-// returned config then holds the defaults for what was wrong, so the error
-// itself can still be logged.
-func LogConfigFromEnv() (LogConfig, error) {
+// LogConfigFromEnv is LogConfigFrom(config.Environ()).
+func LogConfigFromEnv() (LogConfig, error) { return LogConfigFrom(config.Environ()) }
+
+// LogConfigFrom reads ALICIA_LOG_FORMAT and ALICIA_LOG_LEVEL from src. An
+// unknown value is an error naming the variable, like every other setting;
+// the returned config then holds the defaults for what was wrong, so the
+// error itself can still be logged.
+func LogConfigFrom(src config.Source) (LogConfig, error) {
 	c := LogConfig{Format: LogConsole, Level: zerolog.InfoLevel}
 	var errs []string
-	switch f := strings.ToLower(strings.TrimSpace(os.Getenv("ALICIA_LOG_FORMAT"))); f {
+	switch f := strings.ToLower(strings.TrimSpace(src.Get("ALICIA_LOG_FORMAT"))); f {
 	case "":
 	case LogConsole, LogJSON:
 		c.Format = f
 	default:
 		errs = append(errs, fmt.Sprintf("ALICIA_LOG_FORMAT %q is neither %s nor %s", f, LogConsole, LogJSON))
 	}
-	if v := strings.TrimSpace(os.Getenv("ALICIA_LOG_LEVEL")); v != "" {
+	if v := strings.TrimSpace(src.Get("ALICIA_LOG_LEVEL")); v != "" {
 		l, err := zerolog.ParseLevel(strings.ToLower(v))
 		if err != nil || l == zerolog.NoLevel {
 			errs = append(errs, fmt.Sprintf("ALICIA_LOG_LEVEL %q is not one of trace, debug, info, warn, error, fatal, panic, disabled", v))

@@ -27,10 +27,14 @@ import (
 // or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and neither OTEL_SDK_DISABLED=true
 // nor OTEL_TRACES_EXPORTER=none.
 func TracingEnabled() bool {
-	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") || os.Getenv("OTEL_TRACES_EXPORTER") == "none" {
-		return false
-	}
-	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	return !TracingOff() && (os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "")
+}
+
+// TracingOff tells whether the standard OpenTelemetry environment turns
+// the export off (OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none),
+// whatever endpoint is given.
+func TracingOff() bool {
+	return strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") || os.Getenv("OTEL_TRACES_EXPORTER") == "none"
 }
 
 var (
@@ -65,6 +69,12 @@ type ServicesTracing struct {
 	// Services are the names of the services (as svcmain.Main names them:
 	// gateway, llm, …, room-agent).
 	Services []string
+	// Endpoint, when set, is the OTLP/HTTP base URL (http://host:4318) the
+	// spans go to instead of the one OTEL_EXPORTER_OTLP_ENDPOINT or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT names, unless TracingOff: `alicia
+	// up --traces` points them at its Jaeger so, without changing the
+	// process's environment.
+	Endpoint string
 }
 
 // ServiceScopePrefix starts the instrumentation scope of each service's
@@ -123,8 +133,12 @@ func SetupServicesTracing(ctx context.Context, process string, st ServicesTracin
 	// One batch processor and exporter for every provider; stopped once,
 	// after the providers.
 	var shared sdktrace.SpanProcessor
-	if TracingEnabled() {
-		exp, err := otlptracehttp.New(ctx)
+	if st.Endpoint != "" && !TracingOff() || TracingEnabled() {
+		var opts []otlptracehttp.Option
+		if st.Endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(st.Endpoint, "/")+"/v1/traces"))
+		}
+		exp, err := otlptracehttp.New(ctx, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}

@@ -13,18 +13,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 )
 
-// Config of the asr service. Defaults in code, overridden by ALICIA_* env vars.
+// Config of the asr service. Defaults in code, overridden by ALICIA_*
+// settings (ConfigFrom).
 type Config struct {
-	NATSURL string // ALICIA_NATS_URL
-
-	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
-	NATSAuth bus.Credentials
+	// Bus is NATS: ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD (+ _FILE).
+	svcmain.Bus
 
 	// URL of the OpenAI-compatible backend (ALICIA_ASR_URL), with or without
 	// the /v1 suffix: http://speaches:8000 and http://speaches:8000/v1 both
@@ -61,13 +60,16 @@ type Config struct {
 	PullWait time.Duration
 	// MetricsAddr serves /metrics when set (ALICIA_ASR_METRICS_ADDR); the
 	// metrics are on the default Prometheus registry either way.
-	MetricsAddr string
+	svcmain.Metrics
 }
+
+// metricsAddrVar names the asr's metrics address.
+const metricsAddrVar = "ALICIA_ASR_METRICS_ADDR"
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		NATSURL:       "nats://127.0.0.1:4222",
+		Bus:           svcmain.DefaultBus(),
 		URL:           engines.DefaultASRURL,
 		Model:         engines.DefaultASRModel,
 		Timeout:       15 * time.Second,
@@ -82,28 +84,28 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromEnv returns DefaultConfig overridden by the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the asr command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
-		return c, err
-	}
-	config.String("ALICIA_ASR_URL", &c.URL)
-	config.String("ALICIA_ASR_MODEL", &c.Model)
-	config.String("ALICIA_ASR_LANGUAGE", &c.Language)
-	config.String("ALICIA_ASR_CONSUMER", &c.Consumer)
-	config.String("ALICIA_ASR_METRICS_ADDR", &c.MetricsAddr)
+	c.Metrics.From(src, metricsAddrVar)
+	src.String("ALICIA_ASR_URL", &c.URL)
+	src.String("ALICIA_ASR_MODEL", &c.Model)
+	src.String("ALICIA_ASR_LANGUAGE", &c.Language)
+	src.String("ALICIA_ASR_CONSUMER", &c.Consumer)
 	err := errors.Join(
-		config.Secret("ALICIA_ASR_API_KEY", &c.APIKey),
-		config.Duration("ALICIA_ASR_TIMEOUT", &c.Timeout),
-		config.Int("ALICIA_ASR_ATTEMPTS", &c.Attempts),
-		config.Duration("ALICIA_ASR_RETRY_BACKOFF", &c.RetryBackoff),
-		config.Float64("ALICIA_ASR_MIN_CONFIDENCE", &c.MinConfidence),
-		config.Int("ALICIA_ASR_CONCURRENCY", &c.Concurrency),
-		config.Duration("ALICIA_ASR_ACK_WAIT", &c.AckWait),
-		config.Int("ALICIA_ASR_MAX_DELIVER", &c.MaxDeliver),
-		config.Duration("ALICIA_ASR_PULL_WAIT", &c.PullWait),
+		c.Bus.From(src),
+		src.Secret("ALICIA_ASR_API_KEY", &c.APIKey),
+		src.Duration("ALICIA_ASR_TIMEOUT", &c.Timeout),
+		src.Int("ALICIA_ASR_ATTEMPTS", &c.Attempts),
+		src.Duration("ALICIA_ASR_RETRY_BACKOFF", &c.RetryBackoff),
+		src.Float64("ALICIA_ASR_MIN_CONFIDENCE", &c.MinConfidence),
+		src.Int("ALICIA_ASR_CONCURRENCY", &c.Concurrency),
+		src.Duration("ALICIA_ASR_ACK_WAIT", &c.AckWait),
+		src.Int("ALICIA_ASR_MAX_DELIVER", &c.MaxDeliver),
+		src.Duration("ALICIA_ASR_PULL_WAIT", &c.PullWait),
 	)
 	if err != nil {
 		return c, err
@@ -118,9 +120,7 @@ func (c Config) BaseURL() string { return engines.V1(c.URL) }
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.NATSURL == "" {
-		bad("NATS URL is empty (ALICIA_NATS_URL)")
-	}
+	errs = append(errs, c.Bus.Validate(), c.Metrics.Validate(metricsAddrVar))
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("ALICIA_ASR_URL %q is not an http(s) URL", c.URL)
 	}

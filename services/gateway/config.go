@@ -10,18 +10,19 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 )
 
-// Config of the gateway. Defaults in code, overridden by ALICIA_* env vars.
+// Config of the gateway. Defaults in code, overridden by ALICIA_*
+// settings (ConfigFrom).
 type Config struct {
 	HTTPAddr string // ALICIA_HTTP_ADDR
 	// TLS serves HTTPS beside HTTPAddr (tls.go).
@@ -30,14 +31,13 @@ type Config struct {
 	// address of its own instead of beside the API on HTTPAddr, so the
 	// port clients reach shows no metrics (ALICIA_GATEWAY_METRICS_ADDR,
 	// default none: /metrics on HTTPAddr).
-	MetricsAddr string
-	NATSURL     string // ALICIA_NATS_URL
+	svcmain.Metrics
+	// Bus is NATS: ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD (+ _FILE).
+	svcmain.Bus
 
-	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
-	NATSAuth bus.Credentials
-
-	PostgresURL string // ALICIA_POSTGRES_URL (+ _FILE)
-	APIKeys     string // ALICIA_API_KEYS (+ _FILE): "key,…" or "user:key,…", entries also one a line
+	// Postgres: ALICIA_POSTGRES_URL (+ _FILE).
+	pgread.Postgres
+	APIKeys string // ALICIA_API_KEYS (+ _FILE): "key,…" or "user:key,…", entries also one a line
 	// AdminUsers names the administrators, users of APIKeys
 	// (ALICIA_ADMIN_USERS + _FILE, comma-separated; default none). Only they
 	// change tools and MCP servers and see their internals.
@@ -164,16 +164,16 @@ func (l LiveKit) ClientURL() string {
 	return l.URL
 }
 
-// LiveKitFromEnv sets c.LiveKit from ALICIA_LIVEKIT_* (secrets also from
-// _FILE); a launcher that builds its Config in code (alicia up) calls it too.
-func (c *Config) LiveKitFromEnv() error {
-	config.String("ALICIA_LIVEKIT_URL", &c.LiveKit.URL)
-	config.String("ALICIA_LIVEKIT_PUBLIC_URL", &c.LiveKit.PublicURL)
+// LiveKitFrom sets c.LiveKit from ALICIA_LIVEKIT_* of src (secrets also
+// from _FILE).
+func (c *Config) LiveKitFrom(src config.Source) error {
+	src.String("ALICIA_LIVEKIT_URL", &c.LiveKit.URL)
+	src.String("ALICIA_LIVEKIT_PUBLIC_URL", &c.LiveKit.PublicURL)
 	return errors.Join(
-		config.Bool("ALICIA_LIVEKIT_SAME_ORIGIN", &c.LiveKit.SameOrigin),
-		config.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKit.APIKey),
-		config.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKit.APISecret),
-		config.Duration("ALICIA_LIVEKIT_TOKEN_TTL", &c.LiveKit.TokenTTL),
+		src.Bool("ALICIA_LIVEKIT_SAME_ORIGIN", &c.LiveKit.SameOrigin),
+		src.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKit.APIKey),
+		src.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKit.APISecret),
+		src.Duration("ALICIA_LIVEKIT_TOKEN_TTL", &c.LiveKit.TokenTTL),
 	)
 }
 
@@ -203,33 +203,33 @@ func (l LiveKit) validate() error {
 	return errors.Join(errs...)
 }
 
-// ModelsFromEnv sets the model engines from ALICIA_{LLM,ASR,TTS,EMBEDDING}_{URL,MODEL,API_KEY}
+// ModelsFrom sets the model engines from ALICIA_{LLM,ASR,TTS,EMBEDDING}_{URL,MODEL,API_KEY}
 // (keys also from _FILE) and ALICIA_TTS_ENGINE, ALICIA_TTS_VOICE and
-// ALICIA_ESPEAK_PATH; a launcher that builds its Config in code calls it too.
-func (c *Config) ModelsFromEnv() error {
-	config.String("ALICIA_TTS_ENGINE", &c.TTS.Kind)
-	config.String("ALICIA_ESPEAK_PATH", &c.TTS.Path)
+// ALICIA_ESPEAK_PATH of src.
+func (c *Config) ModelsFrom(src config.Source) error {
+	src.String("ALICIA_TTS_ENGINE", &c.TTS.Kind)
+	src.String("ALICIA_ESPEAK_PATH", &c.TTS.Path)
 	c.TTS.Voice = "" // the default follows the engine
-	config.String("ALICIA_TTS_VOICE", &c.TTS.Voice)
+	src.String("ALICIA_TTS_VOICE", &c.TTS.Voice)
 	if c.TTS.Voice == "" {
 		c.TTS.Voice = engines.DefaultVoice(c.TTS.Kind)
 	}
 	err := errors.Join(
-		engineFromEnv("LLM", &c.LLM),
-		engineFromEnv("ASR", &c.ASR),
-		engineFromEnv("TTS", &c.TTS),
-		engineFromEnv("EMBEDDING", &c.Embeddings),
+		engineFrom(src, "LLM", &c.LLM),
+		engineFrom(src, "ASR", &c.ASR),
+		engineFrom(src, "TTS", &c.TTS),
+		engineFrom(src, "EMBEDDING", &c.Embeddings),
 	)
 	// The asr and tts services call …/v1 whether or not the URL ends in it.
 	c.ASR.URL, c.TTS.URL = engines.V1(c.ASR.URL), engines.V1(c.TTS.URL)
 	return err
 }
 
-// engineFromEnv reads ALICIA_{prefix}_URL, _MODEL and _API_KEY (+ _FILE).
-func engineFromEnv(prefix string, e *engines.Engine) error {
-	config.String("ALICIA_"+prefix+"_URL", &e.URL)
-	config.String("ALICIA_"+prefix+"_MODEL", &e.Model)
-	return config.Secret("ALICIA_"+prefix+"_API_KEY", &e.APIKey)
+// engineFrom reads ALICIA_{prefix}_URL, _MODEL and _API_KEY (+ _FILE) of src.
+func engineFrom(src config.Source, prefix string, e *engines.Engine) error {
+	src.String("ALICIA_"+prefix+"_URL", &e.URL)
+	src.String("ALICIA_"+prefix+"_MODEL", &e.Model)
+	return src.Secret("ALICIA_"+prefix+"_API_KEY", &e.APIKey)
 }
 
 func validateEngine(prefix string, e engines.Engine) error {
@@ -253,9 +253,12 @@ func validateEngine(prefix string, e engines.Engine) error {
 	return nil
 }
 
+// metricsAddrVar names the gateway's metrics address.
+const metricsAddrVar = "ALICIA_GATEWAY_METRICS_ADDR"
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{HTTPAddr: "127.0.0.1:8080", NATSURL: "nats://127.0.0.1:4222", RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
+	return Config{HTTPAddr: "127.0.0.1:8080", Bus: svcmain.DefaultBus(), RateLimit: 20, QueueSize: 256, WriteTimeout: 10 * time.Second,
 		AuthFailuresPerMinute: 10, AuthFailureBurst: 10, AuthFailureAddresses: 10000,
 		AuthAddressFailuresPerMinute: 30, AuthAddressFailureBurst: 100, SessionsPerUser: 20,
 		HTTPReadTimeout: 30 * time.Second, HTTPIdleTimeout: 2 * time.Minute, WSPingInterval: 30 * time.Second,
@@ -269,54 +272,54 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromEnv returns DefaultConfig overridden by the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the gateway command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
-	config.String("ALICIA_GATEWAY_METRICS_ADDR", &c.MetricsAddr)
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
-		return c, err
-	}
+	src.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
+	c.Metrics.From(src, metricsAddrVar)
 	var origins string
-	config.String("ALICIA_ALLOWED_ORIGINS", &origins)
+	src.String("ALICIA_ALLOWED_ORIGINS", &origins)
 	c.AllowedOrigins = splitList(origins)
 	var allowed string
-	config.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
+	src.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
 	c.MCPAllowedHosts = splitList(allowed)
 	var proxies string
-	config.String("ALICIA_TRUSTED_PROXIES", &proxies)
+	src.String("ALICIA_TRUSTED_PROXIES", &proxies)
 	var proxyErr error
 	c.TrustedProxies, proxyErr = ParseProxies(proxies)
 	err := errors.Join(
+		c.Bus.From(src),
 		proxyErr,
-		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
-		config.Secret("ALICIA_API_KEYS", &c.APIKeys),
-		config.Secret("ALICIA_ADMIN_USERS", &c.AdminUsers),
-		config.Int("ALICIA_AUTH_FAILURES_PER_MINUTE", &c.AuthFailuresPerMinute),
-		config.Int("ALICIA_AUTH_FAILURE_BURST", &c.AuthFailureBurst),
-		config.Int("ALICIA_AUTH_ADDRESS_FAILURES_PER_MINUTE", &c.AuthAddressFailuresPerMinute),
-		config.Int("ALICIA_AUTH_ADDRESS_FAILURE_BURST", &c.AuthAddressFailureBurst),
-		config.Int("ALICIA_AUTH_FAILURE_ADDRESSES", &c.AuthFailureAddresses),
-		config.Int("ALICIA_RATE_LIMIT", &c.RateLimit),
-		config.Int("ALICIA_WS_QUEUE", &c.QueueSize),
-		config.Duration("ALICIA_WRITE_TIMEOUT", &c.WriteTimeout),
-		config.Duration("ALICIA_HTTP_READ_TIMEOUT", &c.HTTPReadTimeout),
-		config.Duration("ALICIA_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout),
-		config.Duration("ALICIA_WS_PING", &c.WSPingInterval),
-		config.Duration("ALICIA_SESSION_TTL", &c.SessionTTL),
-		config.Int("ALICIA_SESSIONS_PER_USER", &c.SessionsPerUser),
-		config.Bool("ALICIA_COOKIE_SECURE", &c.CookieSecure),
-		c.ModelsFromEnv(),
-		c.LiveKitFromEnv(),
-		c.QuotasFromEnv(),
-		c.TimelineReads.FromEnv(),
+		c.Postgres.From(src),
+		src.Secret("ALICIA_API_KEYS", &c.APIKeys),
+		src.Secret("ALICIA_ADMIN_USERS", &c.AdminUsers),
+		src.Int("ALICIA_AUTH_FAILURES_PER_MINUTE", &c.AuthFailuresPerMinute),
+		src.Int("ALICIA_AUTH_FAILURE_BURST", &c.AuthFailureBurst),
+		src.Int("ALICIA_AUTH_ADDRESS_FAILURES_PER_MINUTE", &c.AuthAddressFailuresPerMinute),
+		src.Int("ALICIA_AUTH_ADDRESS_FAILURE_BURST", &c.AuthAddressFailureBurst),
+		src.Int("ALICIA_AUTH_FAILURE_ADDRESSES", &c.AuthFailureAddresses),
+		src.Int("ALICIA_RATE_LIMIT", &c.RateLimit),
+		src.Int("ALICIA_WS_QUEUE", &c.QueueSize),
+		src.Duration("ALICIA_WRITE_TIMEOUT", &c.WriteTimeout),
+		src.Duration("ALICIA_HTTP_READ_TIMEOUT", &c.HTTPReadTimeout),
+		src.Duration("ALICIA_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout),
+		src.Duration("ALICIA_WS_PING", &c.WSPingInterval),
+		src.Duration("ALICIA_SESSION_TTL", &c.SessionTTL),
+		src.Int("ALICIA_SESSIONS_PER_USER", &c.SessionsPerUser),
+		src.Bool("ALICIA_COOKIE_SECURE", &c.CookieSecure),
+		c.ModelsFrom(src),
+		c.LiveKitFrom(src),
+		c.QuotasFrom(src),
+		c.TimelineReads.From(src),
 	)
-	c.TLSFromEnv()
+	c.TLSFrom(src)
 	if err != nil {
 		return c, err
 	}
-	c.APIKeysFile, c.AdminUsersFile = secretFile("ALICIA_API_KEYS"), secretFile("ALICIA_ADMIN_USERS")
+	c.APIKeysFile, c.AdminUsersFile = src.SecretFile("ALICIA_API_KEYS"), src.SecretFile("ALICIA_ADMIN_USERS")
 	return c, c.Validate()
 }
 
@@ -349,15 +352,6 @@ func ParseProxies(s string) ([]*net.IPNet, error) {
 	return out, errors.Join(errs...)
 }
 
-// secretFile is the file config.Secret read name from: name_FILE when
-// name itself is empty.
-func secretFile(name string) string {
-	if os.Getenv(name) != "" {
-		return ""
-	}
-	return os.Getenv(name + "_FILE")
-}
-
 // splitList reads a comma-separated list, dropping blanks.
 func splitList(s string) []string {
 	var out []string
@@ -375,15 +369,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("ALICIA_HTTP_ADDR %q: %w", c.HTTPAddr, err))
 	}
-	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
-		errs = append(errs, fmt.Errorf("ALICIA_GATEWAY_METRICS_ADDR %q: %w", c.MetricsAddr, err))
-	}
-	if c.NATSURL == "" {
-		errs = append(errs, errors.New("NATS URL is empty (ALICIA_NATS_URL)"))
-	}
-	if c.PostgresURL == "" {
-		errs = append(errs, errors.New("Postgres URL is empty (ALICIA_POSTGRES_URL)"))
-	}
+	errs = append(errs, c.Metrics.Validate(metricsAddrVar), c.Bus.Validate(), c.Postgres.Validate())
 	if _, err := auth.ParseKeys(c.APIKeys); err != nil {
 		errs = append(errs, fmt.Errorf("ALICIA_API_KEYS: %w", err))
 	}

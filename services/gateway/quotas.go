@@ -3,7 +3,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/config"
@@ -41,19 +40,21 @@ func DefaultQuotas() Quotas {
 	return Quotas{Edge: edge.DefaultLimits(), ConnectionsPerUser: 8, RoomsPerUser: 3, Budgets: edge.DefaultBudgets(), BacklogLimit: backlog.DefaultLimit}
 }
 
-// QuotasFromEnv overrides c.Quotas from the environment; a launcher that
-// builds its Config in code (alicia up) calls it too.
-func (c *Config) QuotasFromEnv() error {
+// QuotasFromEnv is QuotasFrom(config.Environ()).
+func (c *Config) QuotasFromEnv() error { return c.QuotasFrom(config.Environ()) }
+
+// QuotasFrom overrides c.Quotas from src.
+func (c *Config) QuotasFrom(src config.Source) error {
 	var limitErr error
-	if os.Getenv(backlog.EnvLimit) != "" {
-		c.Quotas.BacklogLimit, limitErr = backlog.LimitFromEnv()
+	if src.IsSet(backlog.EnvLimit) {
+		c.Quotas.BacklogLimit, limitErr = backlog.LimitFrom(src)
 	}
 	return errors.Join(
 		limitErr,
-		c.Quotas.Edge.FromEnv(),
-		c.Quotas.Budgets.FromEnv(),
-		config.Int("ALICIA_WS_CONNECTIONS_PER_USER", &c.Quotas.ConnectionsPerUser),
-		config.Int("ALICIA_ROOMS_PER_USER", &c.Quotas.RoomsPerUser),
+		c.Quotas.Edge.From(src),
+		c.Quotas.Budgets.From(src),
+		src.Int("ALICIA_WS_CONNECTIONS_PER_USER", &c.Quotas.ConnectionsPerUser),
+		src.Int("ALICIA_ROOMS_PER_USER", &c.Quotas.RoomsPerUser),
 	)
 }
 

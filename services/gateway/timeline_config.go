@@ -22,9 +22,8 @@ func DefaultTimelineReads() TimelineReads {
 	return TimelineReads{PerUser: rest.DefaultTimelineReadsPerUser, Total: rest.DefaultTimelineReads}
 }
 
-// FromEnv overrides t from the environment, from the defaults where t is
-// zero.
-func (t *TimelineReads) FromEnv() error {
+// From overrides t from src, from the defaults where t is zero.
+func (t *TimelineReads) From(src config.Source) error {
 	d := DefaultTimelineReads()
 	if t.PerUser == 0 {
 		t.PerUser = d.PerUser
@@ -33,8 +32,8 @@ func (t *TimelineReads) FromEnv() error {
 		t.Total = d.Total
 	}
 	return errors.Join(
-		config.Int("ALICIA_TIMELINE_READS_PER_USER", &t.PerUser),
-		config.Int("ALICIA_TIMELINE_READS", &t.Total),
+		src.Int("ALICIA_TIMELINE_READS_PER_USER", &t.PerUser),
+		src.Int("ALICIA_TIMELINE_READS", &t.Total),
 	)
 }
 

@@ -37,15 +37,15 @@ type TLS struct {
 // Enabled reports whether HTTPS is served.
 func (t TLS) Enabled() bool { return len(t.Addrs) > 0 }
 
-// TLSFromEnv sets c.TLS from ALICIA_HTTPS_ADDR, ALICIA_TLS_CERT_FILE,
-// ALICIA_TLS_KEY_FILE and ALICIA_TLS_CA_FILE.
-func (c *Config) TLSFromEnv() {
+// TLSFrom sets c.TLS from ALICIA_HTTPS_ADDR, ALICIA_TLS_CERT_FILE,
+// ALICIA_TLS_KEY_FILE and ALICIA_TLS_CA_FILE of src.
+func (c *Config) TLSFrom(src config.Source) {
 	var addrs string
-	config.String("ALICIA_HTTPS_ADDR", &addrs)
+	src.String("ALICIA_HTTPS_ADDR", &addrs)
 	c.TLS.Addrs = splitList(addrs)
-	config.String("ALICIA_TLS_CERT_FILE", &c.TLS.CertFile)
-	config.String("ALICIA_TLS_KEY_FILE", &c.TLS.KeyFile)
-	config.String("ALICIA_TLS_CA_FILE", &c.TLS.CAFile)
+	src.String("ALICIA_TLS_CERT_FILE", &c.TLS.CertFile)
+	src.String("ALICIA_TLS_KEY_FILE", &c.TLS.KeyFile)
+	src.String("ALICIA_TLS_CA_FILE", &c.TLS.CAFile)
 }
 
 func (t TLS) validate() error {

@@ -10,12 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 )
 
@@ -29,14 +29,14 @@ type Toolbox interface {
 	Timeout(name string) time.Duration
 }
 
-// Config of the llm service. Defaults in code, overridden by ALICIA_* env vars.
+// Config of the llm service. Defaults in code, overridden by ALICIA_*
+// settings (ConfigFrom).
 type Config struct {
-	NATSURL string // ALICIA_NATS_URL
+	// Bus is NATS: ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD (+ _FILE).
+	svcmain.Bus
 
-	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
-	NATSAuth bus.Credentials
-
-	PostgresURL string // ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE (read-only use)
+	// Postgres: ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE (read-only use).
+	pgread.Postgres
 
 	LLMURL       string // ALICIA_LLM_URL: OpenAI-compatible base URL, e.g. http://vllm:8000/v1
 	Model        string // ALICIA_LLM_MODEL
@@ -81,17 +81,20 @@ type Config struct {
 	MemoryTimeout   time.Duration // ALICIA_LLM_MEMORY_TIMEOUT
 	// MetricsAddr serves /metrics when set (ALICIA_LLM_METRICS_ADDR); the
 	// metrics are on the default Prometheus registry either way.
-	MetricsAddr string
+	svcmain.Metrics
 
 	Tools tools.Config // ALICIA_TOOL_*, ALICIA_WEB_SEARCH_*, ALICIA_MCP_*
 	// Toolbox, when set, replaces the tool registry (tests, embedding).
 	Toolbox Toolbox
 }
 
+// metricsAddrVar names the llm's metrics address.
+const metricsAddrVar = "ALICIA_LLM_METRICS_ADDR"
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		NATSURL:           "nats://127.0.0.1:4222",
+		Bus:               svcmain.DefaultBus(),
 		LLMURL:            engines.DefaultLLMURL,
 		Model:             engines.DefaultLLMModel,
 		SystemPrompt:      DefaultSystemPrompt,
@@ -114,41 +117,41 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromEnv returns DefaultConfig overridden by the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the llm command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
-		return c, err
-	}
-	config.String("ALICIA_LLM_URL", &c.LLMURL)
-	config.String("ALICIA_LLM_MODEL", &c.Model)
-	config.String("ALICIA_LLM_SYSTEM_PROMPT", &c.SystemPrompt)
-	config.String("ALICIA_LLM_METRICS_ADDR", &c.MetricsAddr)
-	tc, terr := tools.ConfigFromEnv()
+	src.String("ALICIA_LLM_URL", &c.LLMURL)
+	src.String("ALICIA_LLM_MODEL", &c.Model)
+	src.String("ALICIA_LLM_SYSTEM_PROMPT", &c.SystemPrompt)
+	c.Metrics.From(src, metricsAddrVar)
+	tc, terr := tools.ConfigFrom(src)
 	c.Tools = tc
 	err := errors.Join(
+		c.Bus.From(src),
 		terr,
-		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
-		config.Secret("ALICIA_LLM_API_KEY", &c.APIKey),
-		config.Int("ALICIA_LLM_MAX_TOKENS", &c.MaxTokens),
-		temperature(&c.Temperature),
-		config.Duration("ALICIA_LLM_TIMEOUT", &c.Timeout),
-		config.Int("ALICIA_LLM_ATTEMPTS", &c.Attempts),
-		config.Duration("ALICIA_LLM_RETRY_BACKOFF", &c.RetryBackoff),
-		config.Int("ALICIA_LLM_BREAKER_FAILURES", &c.BreakerFailures),
-		config.Duration("ALICIA_LLM_BREAKER_COOLDOWN", &c.BreakerCooldown),
-		config.Int("ALICIA_LLM_MAX_TOOL_ITERATIONS", &c.MaxToolIterations),
-		config.Int("ALICIA_LLM_PARTITIONS", &c.Partitions),
-		config.Duration("ALICIA_LLM_ACK_WAIT", &c.AckWait),
-		config.Int("ALICIA_LLM_MAX_DELIVER", &c.MaxDeliver),
-		config.Int("ALICIA_LLM_TURNS_PER_USER", &c.TurnsPerUser),
-		config.Duration("ALICIA_LLM_SHUTDOWN_GRACE", &c.ShutdownGrace),
-		config.Int("ALICIA_LLM_HISTORY_LIMIT", &c.HistoryLimit),
-		config.Duration("ALICIA_LLM_HISTORY_TIMEOUT", &c.HistoryTimeout),
-		config.Int("ALICIA_LLM_MEMORY_TOP_K", &c.MemoryTopK),
-		config.Float64("ALICIA_LLM_MEMORY_THRESHOLD", &c.MemoryThreshold),
-		config.Duration("ALICIA_LLM_MEMORY_TIMEOUT", &c.MemoryTimeout),
+		c.Postgres.From(src),
+		src.Secret("ALICIA_LLM_API_KEY", &c.APIKey),
+		src.Int("ALICIA_LLM_MAX_TOKENS", &c.MaxTokens),
+		temperature(src, &c.Temperature),
+		src.Duration("ALICIA_LLM_TIMEOUT", &c.Timeout),
+		src.Int("ALICIA_LLM_ATTEMPTS", &c.Attempts),
+		src.Duration("ALICIA_LLM_RETRY_BACKOFF", &c.RetryBackoff),
+		src.Int("ALICIA_LLM_BREAKER_FAILURES", &c.BreakerFailures),
+		src.Duration("ALICIA_LLM_BREAKER_COOLDOWN", &c.BreakerCooldown),
+		src.Int("ALICIA_LLM_MAX_TOOL_ITERATIONS", &c.MaxToolIterations),
+		src.Int("ALICIA_LLM_PARTITIONS", &c.Partitions),
+		src.Duration("ALICIA_LLM_ACK_WAIT", &c.AckWait),
+		src.Int("ALICIA_LLM_MAX_DELIVER", &c.MaxDeliver),
+		src.Int("ALICIA_LLM_TURNS_PER_USER", &c.TurnsPerUser),
+		src.Duration("ALICIA_LLM_SHUTDOWN_GRACE", &c.ShutdownGrace),
+		src.Int("ALICIA_LLM_HISTORY_LIMIT", &c.HistoryLimit),
+		src.Duration("ALICIA_LLM_HISTORY_TIMEOUT", &c.HistoryTimeout),
+		src.Int("ALICIA_LLM_MEMORY_TOP_K", &c.MemoryTopK),
+		src.Float64("ALICIA_LLM_MEMORY_THRESHOLD", &c.MemoryThreshold),
+		src.Duration("ALICIA_LLM_MEMORY_TIMEOUT", &c.MemoryTimeout),
 	)
 	if err != nil {
 		return c, err
@@ -156,13 +159,12 @@ func ConfigFromEnv() (Config, error) {
 	return c, c.Validate()
 }
 
-func temperature(dst **float32) error {
-	v := os.Getenv("ALICIA_LLM_TEMPERATURE")
-	if v == "" {
+func temperature(src config.Source, dst **float32) error {
+	if !src.IsSet("ALICIA_LLM_TEMPERATURE") {
 		return nil
 	}
 	var f float64
-	if err := config.Float64("ALICIA_LLM_TEMPERATURE", &f); err != nil {
+	if err := src.Float64("ALICIA_LLM_TEMPERATURE", &f); err != nil {
 		return err
 	}
 	t := float32(f)
@@ -174,12 +176,7 @@ func temperature(dst **float32) error {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.NATSURL == "" {
-		bad("NATS URL is empty (ALICIA_NATS_URL)")
-	}
-	if c.PostgresURL == "" {
-		bad("Postgres URL is empty (ALICIA_POSTGRES_URL)")
-	}
+	errs = append(errs, c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar))
 	if u, err := url.Parse(c.LLMURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("ALICIA_LLM_URL %q is not an http(s) URL", c.LLMURL)
 	}

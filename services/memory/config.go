@@ -11,19 +11,20 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 )
 
-// Config of the memory service. Defaults in code, overridden by ALICIA_* env vars.
+// Config of the memory service. Defaults in code, overridden by ALICIA_*
+// settings (ConfigFrom).
 type Config struct {
-	NATSURL string // ALICIA_NATS_URL
+	// Bus is NATS: ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD (+ _FILE).
+	svcmain.Bus
 
-	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
-	NATSAuth bus.Credentials
-
-	PostgresURL string // ALICIA_POSTGRES_URL (+ _FILE); read-only sessions
+	// Postgres: ALICIA_POSTGRES_URL (+ _FILE); read-only sessions.
+	pgread.Postgres
 
 	// EmbeddingURL is an OpenAI-compatible base URL ending in /v1
 	// (ALICIA_EMBEDDING_URL). Empty turns search and extraction off.
@@ -75,8 +76,11 @@ type Config struct {
 	PrefetchEntries int
 
 	// MetricsAddr serves /metrics and /healthz when set (ALICIA_MEMORY_METRICS_ADDR).
-	MetricsAddr string
+	svcmain.Metrics
 }
+
+// metricsAddrVar names the memory's metrics address.
+const metricsAddrVar = "ALICIA_MEMORY_METRICS_ADDR"
 
 // Dimensions is the size of every embedding (the alicia_memory.embeddings column).
 const Dimensions = 1024
@@ -84,7 +88,7 @@ const Dimensions = 1024
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		NATSURL:            "nats://127.0.0.1:4222",
+		Bus:                svcmain.DefaultBus(),
 		EmbeddingModel:     engines.DefaultEmbeddingModel,
 		EmbeddingTimeout:   5 * time.Second,
 		LLMModel:           engines.DefaultLLMModel,
@@ -101,33 +105,33 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromEnv returns DefaultConfig overridden by the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the memory command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
-		return c, err
-	}
-	config.String("ALICIA_EMBEDDING_URL", &c.EmbeddingURL)
-	config.String("ALICIA_EMBEDDING_MODEL", &c.EmbeddingModel)
-	config.String("ALICIA_LLM_URL", &c.LLMURL)
-	config.String("ALICIA_LLM_MODEL", &c.LLMModel)
-	config.String("ALICIA_MEMORY_ACTION_CONSUMER", &c.ActionConsumer)
-	config.String("ALICIA_MEMORY_EXTRACTION_CONSUMER", &c.ExtractionConsumer)
-	config.String("ALICIA_MEMORY_METRICS_ADDR", &c.MetricsAddr)
+	src.String("ALICIA_EMBEDDING_URL", &c.EmbeddingURL)
+	src.String("ALICIA_EMBEDDING_MODEL", &c.EmbeddingModel)
+	src.String("ALICIA_LLM_URL", &c.LLMURL)
+	src.String("ALICIA_LLM_MODEL", &c.LLMModel)
+	src.String("ALICIA_MEMORY_ACTION_CONSUMER", &c.ActionConsumer)
+	src.String("ALICIA_MEMORY_EXTRACTION_CONSUMER", &c.ExtractionConsumer)
+	c.Metrics.From(src, metricsAddrVar)
 	err := errors.Join(
-		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
-		config.Secret("ALICIA_EMBEDDING_API_KEY", &c.EmbeddingAPIKey),
-		config.Secret("ALICIA_LLM_API_KEY", &c.LLMAPIKey),
-		config.Duration("ALICIA_EMBEDDING_TIMEOUT", &c.EmbeddingTimeout),
-		config.Duration("ALICIA_MEMORY_LLM_TIMEOUT", &c.LLMTimeout),
-		config.Int("ALICIA_MEMORY_TOP_K", &c.TopK),
-		config.Int("ALICIA_MEMORY_MAX_TOP_K", &c.MaxTopK),
-		config.Int("ALICIA_MEMORY_EF_SEARCH", &c.EfSearch),
-		config.Float64("ALICIA_MEMORY_THRESHOLD", &c.Threshold),
-		config.Float64("ALICIA_MEMORY_DUPLICATE_THRESHOLD", &c.DuplicateThreshold),
-		config.Bool("ALICIA_MEMORY_EXTRACTION", &c.Extraction),
-		config.Bool("ALICIA_MEMORY_PREFETCH", &c.Prefetch),
+		c.Bus.From(src),
+		c.Postgres.From(src),
+		src.Secret("ALICIA_EMBEDDING_API_KEY", &c.EmbeddingAPIKey),
+		src.Secret("ALICIA_LLM_API_KEY", &c.LLMAPIKey),
+		src.Duration("ALICIA_EMBEDDING_TIMEOUT", &c.EmbeddingTimeout),
+		src.Duration("ALICIA_MEMORY_LLM_TIMEOUT", &c.LLMTimeout),
+		src.Int("ALICIA_MEMORY_TOP_K", &c.TopK),
+		src.Int("ALICIA_MEMORY_MAX_TOP_K", &c.MaxTopK),
+		src.Int("ALICIA_MEMORY_EF_SEARCH", &c.EfSearch),
+		src.Float64("ALICIA_MEMORY_THRESHOLD", &c.Threshold),
+		src.Float64("ALICIA_MEMORY_DUPLICATE_THRESHOLD", &c.DuplicateThreshold),
+		src.Bool("ALICIA_MEMORY_EXTRACTION", &c.Extraction),
+		src.Bool("ALICIA_MEMORY_PREFETCH", &c.Prefetch),
 	)
 	if err != nil {
 		return c, err
@@ -137,13 +141,7 @@ func ConfigFromEnv() (Config, error) {
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.NATSURL == "" {
-		errs = append(errs, errors.New("NATS URL is empty (ALICIA_NATS_URL)"))
-	}
-	if c.PostgresURL == "" {
-		errs = append(errs, errors.New("Postgres URL is empty (ALICIA_POSTGRES_URL)"))
-	}
+	errs := []error{c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar)}
 	if c.EmbeddingURL != "" && c.EmbeddingModel == "" {
 		errs = append(errs, errors.New("embedding model is empty (ALICIA_EMBEDDING_MODEL)"))
 	}

@@ -10,20 +10,21 @@ import (
 	"os"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 )
 
-// Config of the persistence service. Defaults in code, overridden by ALICIA_* env vars.
+// Config of the persistence service. Defaults in code, overridden by ALICIA_*
+// settings (ConfigFrom).
 type Config struct {
-	NATSURL string // ALICIA_NATS_URL
+	// Bus is NATS: ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD (+ _FILE).
+	svcmain.Bus
 
-	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
-	NATSAuth bus.Credentials
-
-	PostgresURL string // ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE
+	// Postgres: ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE.
+	pgread.Postgres
 	// Consumer is the durable consumer name (ALICIA_PERSISTENCE_CONSUMER,
 	// default natsauth.PersistenceConsumer: the other services' NATS users
 	// are denied that name; another one must be added to natsauth.Durables
@@ -62,7 +63,7 @@ type Config struct {
 	// (ALICIA_PERSISTENCE_WAIT, default 5s).
 	HistoryWait time.Duration
 	// MetricsAddr serves /metrics and /healthz when set (ALICIA_PERSISTENCE_METRICS_ADDR).
-	MetricsAddr string
+	svcmain.Metrics
 	// BacklogInterval is how often the backlog is reported to the edges
 	// (pkg/backlog) and its gauges set (default backlog.DefaultInterval, a
 	// second; tests shorten it).
@@ -72,10 +73,13 @@ type Config struct {
 	OnApplied func(stream string, upTo uint64)
 }
 
+// metricsAddrVar names the persistence's metrics address.
+const metricsAddrVar = "ALICIA_PERSISTENCE_METRICS_ADDR"
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		NATSURL:       "nats://127.0.0.1:4222",
+		Bus:           svcmain.DefaultBus(),
 		Consumer:      natsauth.PersistenceConsumer,
 		BatchSize:     1000,
 		Linger:        2 * time.Millisecond,
@@ -88,24 +92,24 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromEnv returns DefaultConfig overridden by the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the persistence command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
-		return c, err
-	}
-	config.String("ALICIA_PERSISTENCE_CONSUMER", &c.Consumer)
-	config.String("ALICIA_PERSISTENCE_METRICS_ADDR", &c.MetricsAddr)
-	config.String("ALICIA_PERSISTENCE_INSTANCE", &c.Instance)
+	src.String("ALICIA_PERSISTENCE_CONSUMER", &c.Consumer)
+	c.Metrics.From(src, metricsAddrVar)
+	src.String("ALICIA_PERSISTENCE_INSTANCE", &c.Instance)
 	err := errors.Join(
-		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
-		config.Int("ALICIA_PERSISTENCE_BATCH", &c.BatchSize),
-		config.Int("ALICIA_PERSISTENCE_SHARDS", &c.Shards),
-		config.Duration("ALICIA_PERSISTENCE_LINGER", &c.Linger),
-		config.Duration("ALICIA_PERSISTENCE_WAIT", &c.HistoryWait),
-		config.Duration("ALICIA_PERSISTENCE_LEASE_TTL", &c.LeaseTTL),
-		config.Bool("ALICIA_PERSISTENCE_MIGRATE", &c.Migrate),
+		c.Bus.From(src),
+		c.Postgres.From(src),
+		src.Int("ALICIA_PERSISTENCE_BATCH", &c.BatchSize),
+		src.Int("ALICIA_PERSISTENCE_SHARDS", &c.Shards),
+		src.Duration("ALICIA_PERSISTENCE_LINGER", &c.Linger),
+		src.Duration("ALICIA_PERSISTENCE_WAIT", &c.HistoryWait),
+		src.Duration("ALICIA_PERSISTENCE_LEASE_TTL", &c.LeaseTTL),
+		src.Bool("ALICIA_PERSISTENCE_MIGRATE", &c.Migrate),
 	)
 	if err != nil {
 		return c, err
@@ -115,13 +119,7 @@ func ConfigFromEnv() (Config, error) {
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.NATSURL == "" {
-		errs = append(errs, errors.New("NATS URL is empty (ALICIA_NATS_URL)"))
-	}
-	if c.PostgresURL == "" {
-		errs = append(errs, errors.New("Postgres URL is empty (ALICIA_POSTGRES_URL)"))
-	}
+	errs := []error{c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar)}
 	if c.Consumer == "" {
 		errs = append(errs, errors.New("consumer name is empty"))
 	}

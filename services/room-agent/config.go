@@ -9,23 +9,21 @@ package roomagent
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/backlog"
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
-// Config of the room-agent. Defaults in code, overridden by ALICIA_* env vars.
+// Config of the room-agent. Defaults in code, overridden by ALICIA_*
+// settings (ConfigFrom).
 type Config struct {
-	NATSURL string // ALICIA_NATS_URL
-
-	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
-	NATSAuth bus.Credentials
+	// Bus is NATS: ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD (+ _FILE).
+	svcmain.Bus
 
 	LiveKitURL       string // ALICIA_LIVEKIT_URL (ws://…)
 	LiveKitAPIKey    string // ALICIA_LIVEKIT_API_KEY or _FILE
@@ -69,7 +67,8 @@ type Config struct {
 	Lease        time.Duration // ALICIA_AGENT_LEASE: a dead agent's room is dispatched again after this
 	JoinTimeout  time.Duration // ALICIA_AGENT_JOIN_TIMEOUT
 	EmptyTimeout time.Duration // ALICIA_AGENT_EMPTY_TIMEOUT: leave a room without users after this
-	MetricsAddr  string        // ALICIA_ROOM_AGENT_METRICS_ADDR
+	// MetricsAddr serves /metrics when set (ALICIA_ROOM_AGENT_METRICS_ADDR).
+	svcmain.Metrics
 
 	// OnVoiceToVoice, when set, is told each turn's voice-to-voice time (benchmarks).
 	OnVoiceToVoice func(time.Duration)
@@ -87,6 +86,9 @@ type Config struct {
 	BacklogLimit float64
 }
 
+// metricsAddrVar names the room-agent's metrics address.
+const metricsAddrVar = "ALICIA_ROOM_AGENT_METRICS_ADDR"
+
 // maxUtteranceCap is the longest ALICIA_VAD_MAX_UTTERANCE: an utterance's
 // input audio (16 kHz 16-bit PCM, 32 kB/s) is stored in one AudioChunk
 // envelope of at most 1 MiB.
@@ -95,7 +97,7 @@ const maxUtteranceCap = 30 * time.Second
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		NATSURL: "nats://127.0.0.1:4222", EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
+		Bus: svcmain.DefaultBus(), EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
 		OnsetHangover: 60 * time.Millisecond, BargeInWordsWait: 3 * time.Second,
 		AdaptiveEnd: true, EndSilenceMin: 300 * time.Millisecond, EndSilenceMax: time.Second,
@@ -105,43 +107,43 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromEnv reads the configuration from the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the room-agent command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
-		return c, err
-	}
-	config.String("ALICIA_LIVEKIT_URL", &c.LiveKitURL)
-	config.String("ALICIA_ASR_LANGUAGE", &c.Language)
-	config.String("ALICIA_ROOM_AGENT_METRICS_ADDR", &c.MetricsAddr)
+	src.String("ALICIA_LIVEKIT_URL", &c.LiveKitURL)
+	src.String("ALICIA_ASR_LANGUAGE", &c.Language)
+	c.Metrics.From(src, metricsAddrVar)
 	errs := []error{
-		config.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKitAPIKey),
-		config.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKitAPISecret),
-		config.Duration("ALICIA_VAD_END_SILENCE", &c.EndSilence),
-		config.Duration("ALICIA_VAD_MIN_SPEECH", &c.MinSpeech),
-		config.Duration("ALICIA_VAD_MAX_UTTERANCE", &c.MaxUtterance),
-		config.Duration("ALICIA_VAD_PARTIAL_EVERY", &c.PartialEvery),
-		config.Int("ALICIA_VAD_MARGIN_DB", &c.MarginDB),
-		config.Bool("ALICIA_VAD_ADAPTIVE_END", &c.AdaptiveEnd),
-		config.Duration("ALICIA_VAD_END_SILENCE_MIN", &c.EndSilenceMin),
-		config.Duration("ALICIA_VAD_END_SILENCE_MAX", &c.EndSilenceMax),
-		config.Duration("ALICIA_BARGE_IN_MIN", &c.BargeInMin),
-		config.Duration("ALICIA_VAD_ONSET_HANGOVER", &c.OnsetHangover),
-		config.Duration("ALICIA_BARGE_IN_WORDS_WAIT", &c.BargeInWordsWait),
-		config.Bool("ALICIA_VOICE_SPECULATION", &c.Speculation),
-		config.Duration("ALICIA_VAD_PAUSE_AFTER", &c.PauseAfter),
-		config.Bool("ALICIA_STORE_INPUT_AUDIO", &c.StoreAudio),
-		config.Int("ALICIA_AGENT_MAX_ROOMS", &c.MaxRooms),
-		config.Duration("ALICIA_AGENT_LEASE", &c.Lease),
-		config.Duration("ALICIA_AGENT_JOIN_TIMEOUT", &c.JoinTimeout),
-		config.Duration("ALICIA_AGENT_EMPTY_TIMEOUT", &c.EmptyTimeout),
-		c.Edge.FromEnv(),
-		c.Budgets.FromEnv(),
+		c.Bus.From(src),
+		src.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKitAPIKey),
+		src.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKitAPISecret),
+		src.Duration("ALICIA_VAD_END_SILENCE", &c.EndSilence),
+		src.Duration("ALICIA_VAD_MIN_SPEECH", &c.MinSpeech),
+		src.Duration("ALICIA_VAD_MAX_UTTERANCE", &c.MaxUtterance),
+		src.Duration("ALICIA_VAD_PARTIAL_EVERY", &c.PartialEvery),
+		src.Int("ALICIA_VAD_MARGIN_DB", &c.MarginDB),
+		src.Bool("ALICIA_VAD_ADAPTIVE_END", &c.AdaptiveEnd),
+		src.Duration("ALICIA_VAD_END_SILENCE_MIN", &c.EndSilenceMin),
+		src.Duration("ALICIA_VAD_END_SILENCE_MAX", &c.EndSilenceMax),
+		src.Duration("ALICIA_BARGE_IN_MIN", &c.BargeInMin),
+		src.Duration("ALICIA_VAD_ONSET_HANGOVER", &c.OnsetHangover),
+		src.Duration("ALICIA_BARGE_IN_WORDS_WAIT", &c.BargeInWordsWait),
+		src.Bool("ALICIA_VOICE_SPECULATION", &c.Speculation),
+		src.Duration("ALICIA_VAD_PAUSE_AFTER", &c.PauseAfter),
+		src.Bool("ALICIA_STORE_INPUT_AUDIO", &c.StoreAudio),
+		src.Int("ALICIA_AGENT_MAX_ROOMS", &c.MaxRooms),
+		src.Duration("ALICIA_AGENT_LEASE", &c.Lease),
+		src.Duration("ALICIA_AGENT_JOIN_TIMEOUT", &c.JoinTimeout),
+		src.Duration("ALICIA_AGENT_EMPTY_TIMEOUT", &c.EmptyTimeout),
+		c.Edge.From(src),
+		c.Budgets.From(src),
 	}
-	if os.Getenv(backlog.EnvLimit) != "" {
+	if src.IsSet(backlog.EnvLimit) {
 		var err error
-		c.BacklogLimit, err = backlog.LimitFromEnv()
+		c.BacklogLimit, err = backlog.LimitFrom(src)
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -152,10 +154,7 @@ func ConfigFromEnv() (Config, error) {
 
 // Validate reports every problem with c.
 func (c Config) Validate() error {
-	var errs []error
-	if c.NATSURL == "" {
-		errs = append(errs, errors.New("ALICIA_NATS_URL is required"))
-	}
+	errs := []error{c.Bus.Validate(), c.Metrics.Validate(metricsAddrVar)}
 	if c.MaxRooms < 1 {
 		errs = append(errs, errors.New("ALICIA_AGENT_MAX_ROOMS must be at least 1"))
 	}

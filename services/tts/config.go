@@ -13,9 +13,9 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/svcmain"
 )
 
 // Engines.
@@ -24,12 +24,11 @@ const (
 	EngineEspeak = engines.Espeak
 )
 
-// Config of the tts service. Defaults in code, overridden by ALICIA_* env vars.
+// Config of the tts service. Defaults in code, overridden by ALICIA_*
+// settings (ConfigFrom).
 type Config struct {
-	NATSURL string // ALICIA_NATS_URL
-
-	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
-	NATSAuth bus.Credentials
+	// Bus is NATS: ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD (+ _FILE).
+	svcmain.Bus
 
 	// Engine is openai (an OpenAI-compatible /v1/audio/speech) or espeak
 	// (a local espeak-ng) (ALICIA_TTS_ENGINE).
@@ -82,13 +81,16 @@ type Config struct {
 	Consumer string
 	// MetricsAddr serves /metrics when set (ALICIA_TTS_METRICS_ADDR); the
 	// metrics are on the default Prometheus registry either way.
-	MetricsAddr string
+	svcmain.Metrics
 }
+
+// metricsAddrVar names the tts's metrics address.
+const metricsAddrVar = "ALICIA_TTS_METRICS_ADDR"
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		NATSURL:        "nats://127.0.0.1:4222",
+		Bus:            svcmain.DefaultBus(),
 		Engine:         EngineOpenAI,
 		URL:            engines.DefaultTTSURL,
 		Model:          engines.DefaultTTSModel,
@@ -110,33 +112,33 @@ func DefaultConfig() Config {
 // DefaultVoice is the voice of an engine when ALICIA_TTS_VOICE is not set.
 func DefaultVoice(engine string) string { return engines.DefaultVoice(engine) }
 
-// ConfigFromEnv returns DefaultConfig overridden by the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the tts command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	if err := bus.CredentialsFromEnv(&c.NATSAuth); err != nil {
-		return c, err
-	}
-	config.String("ALICIA_TTS_ENGINE", &c.Engine)
-	config.String("ALICIA_TTS_URL", &c.URL)
-	config.String("ALICIA_TTS_MODEL", &c.Model)
-	config.String("ALICIA_TTS_VOICE", &c.Voice)
-	config.String("ALICIA_TTS_RESPONSE_FORMAT", &c.ResponseFormat)
-	config.String("ALICIA_ESPEAK_PATH", &c.EspeakPath)
-	config.String("ALICIA_TTS_CONSUMER", &c.Consumer)
-	config.String("ALICIA_TTS_METRICS_ADDR", &c.MetricsAddr)
+	src.String("ALICIA_TTS_ENGINE", &c.Engine)
+	src.String("ALICIA_TTS_URL", &c.URL)
+	src.String("ALICIA_TTS_MODEL", &c.Model)
+	src.String("ALICIA_TTS_VOICE", &c.Voice)
+	src.String("ALICIA_TTS_RESPONSE_FORMAT", &c.ResponseFormat)
+	src.String("ALICIA_ESPEAK_PATH", &c.EspeakPath)
+	src.String("ALICIA_TTS_CONSUMER", &c.Consumer)
+	c.Metrics.From(src, metricsAddrVar)
 	err := errors.Join(
-		config.Secret("ALICIA_TTS_API_KEY", &c.APIKey),
-		config.Duration("ALICIA_TTS_TIMEOUT", &c.Timeout),
-		config.Duration("ALICIA_TTS_RETRY_DELAY", &c.RetryDelay),
-		config.Bool("ALICIA_TTS_STORE_AUDIO", &c.StoreAudio),
-		config.Duration("ALICIA_TTS_CHUNK", &c.Chunk),
-		config.Int("ALICIA_TTS_MAX_AHEAD", &c.MaxAhead),
-		config.Duration("ALICIA_TTS_AHEAD_TTL", &c.AheadTTL),
-		config.Int("ALICIA_TTS_MAX_TURNS", &c.MaxTurns),
-		config.Duration("ALICIA_TTS_ACK_WAIT", &c.AckWait),
-		config.Duration("ALICIA_TTS_TURN_IDLE", &c.TurnIdle),
-		config.Duration("ALICIA_TTS_MAX_LAG", &c.MaxLag),
+		c.Bus.From(src),
+		src.Secret("ALICIA_TTS_API_KEY", &c.APIKey),
+		src.Duration("ALICIA_TTS_TIMEOUT", &c.Timeout),
+		src.Duration("ALICIA_TTS_RETRY_DELAY", &c.RetryDelay),
+		src.Bool("ALICIA_TTS_STORE_AUDIO", &c.StoreAudio),
+		src.Duration("ALICIA_TTS_CHUNK", &c.Chunk),
+		src.Int("ALICIA_TTS_MAX_AHEAD", &c.MaxAhead),
+		src.Duration("ALICIA_TTS_AHEAD_TTL", &c.AheadTTL),
+		src.Int("ALICIA_TTS_MAX_TURNS", &c.MaxTurns),
+		src.Duration("ALICIA_TTS_ACK_WAIT", &c.AckWait),
+		src.Duration("ALICIA_TTS_TURN_IDLE", &c.TurnIdle),
+		src.Duration("ALICIA_TTS_MAX_LAG", &c.MaxLag),
 	)
 	if err != nil {
 		return c, err
@@ -156,9 +158,7 @@ func (c Config) voice() string {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.NATSURL == "" {
-		bad("NATS URL is empty (ALICIA_NATS_URL)")
-	}
+	errs = append(errs, c.Bus.Validate(), c.Metrics.Validate(metricsAddrVar))
 	switch c.Engine {
 	case EngineOpenAI:
 		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -39,8 +39,8 @@ func GoCommand(ctx context.Context, repoRoot string, args ...string) *exec.Cmd {
 // (a package path relative to repoRoot, e.g. ./services/asr/cmd/asr) can
 // read, as far as its source says: every string literal or string constant
 // of the repository's non-test packages it is built from that is exactly a
-// variable name, and NAME_FILE for each config.Secret(NAME, …) with a
-// constant NAME (the helper also reads the file NAME_FILE names). Names
+// variable name, and NAME_FILE for each config.Secret(NAME, …) or
+// <source>.Secret(NAME, …) with a constant NAME (the helper also reads the file NAME_FILE names). Names
 // built at run time ("ALICIA_"+prefix+"_URL") are not seen: the tests find
 // those by their effect on the service's configuration.
 func SourceReads(ctx context.Context, repoRoot, mainPkg string) (map[string]bool, error) {
@@ -96,10 +96,10 @@ func scanFile(path string, reads map[string]bool) error {
 			}
 		case *ast.CallExpr:
 			sel, ok := n.Fun.(*ast.SelectorExpr)
+			// config.Secret(NAME, …) or src.Secret(NAME, …) of a
+			// config.Source: the name, not the receiver, says it is a
+			// setting.
 			if !ok || sel.Sel.Name != "Secret" || len(n.Args) == 0 {
-				return true
-			}
-			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "config" {
 				return true
 			}
 			name, ok := stringLit(n.Args[0])

@@ -12,7 +12,7 @@ import (
 )
 
 // Config tunes the registry and its tools. DefaultConfig holds the defaults;
-// ConfigFromEnv overrides them from ALICIA_* variables.
+// ConfigFrom overrides them from ALICIA_* settings.
 type Config struct {
 	// Timeout bounds one tool call (ALICIA_TOOL_TIMEOUT, default 30s).
 	Timeout time.Duration
@@ -92,17 +92,17 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromEnv returns DefaultConfig overridden by the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
 	var timeouts string
-	config.String("ALICIA_TOOL_TIMEOUTS", &timeouts)
-	config.String("ALICIA_WEB_SEARCH_URL", &c.WebSearchURL)
-	config.String("ALICIA_WEB_SEARCH_REGION", &c.WebSearchRegion)
-	config.String("ALICIA_WEB_SEARCH_USER_AGENT", &c.WebSearchUserAgent)
-	config.String("ALICIA_MCP_SERVERS_FILE", &c.MCPServersFile)
+	src.String("ALICIA_TOOL_TIMEOUTS", &timeouts)
+	src.String("ALICIA_WEB_SEARCH_URL", &c.WebSearchURL)
+	src.String("ALICIA_WEB_SEARCH_REGION", &c.WebSearchRegion)
+	src.String("ALICIA_WEB_SEARCH_USER_AGENT", &c.WebSearchUserAgent)
+	src.String("ALICIA_MCP_SERVERS_FILE", &c.MCPServersFile)
 	var allowed string
-	config.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
+	src.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
 	for h := range strings.SplitSeq(allowed, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			c.MCPAllowedHosts = append(c.MCPAllowedHosts, h)
@@ -112,16 +112,16 @@ func ConfigFromEnv() (Config, error) {
 	c.Timeouts = perTool
 	err := errors.Join(
 		terr,
-		config.Duration("ALICIA_TOOL_TIMEOUT", &c.Timeout),
-		config.Int("ALICIA_TOOL_MAX_RESULT_BYTES", &c.MaxResultBytes),
-		config.Duration("ALICIA_WEB_SEARCH_TIMEOUT", &c.WebSearchTimeout),
-		config.Int("ALICIA_WEB_SEARCH_MAX_BYTES", &c.WebSearchMaxBytes),
-		config.Duration("ALICIA_MCP_CONNECT_TIMEOUT", &c.MCPConnectTimeout),
-		config.Duration("ALICIA_MCP_PING_INTERVAL", &c.MCPPingInterval),
-		config.Duration("ALICIA_MCP_BACKOFF_MIN", &c.MCPBackoffMin),
-		config.Duration("ALICIA_MCP_BACKOFF_MAX", &c.MCPBackoffMax),
-		config.Bool("ALICIA_MCP_STDIO", &c.MCPStdio),
-		config.Duration("ALICIA_MCP_SERVERS_POLL", &c.MCPServersPoll),
+		src.Duration("ALICIA_TOOL_TIMEOUT", &c.Timeout),
+		src.Int("ALICIA_TOOL_MAX_RESULT_BYTES", &c.MaxResultBytes),
+		src.Duration("ALICIA_WEB_SEARCH_TIMEOUT", &c.WebSearchTimeout),
+		src.Int("ALICIA_WEB_SEARCH_MAX_BYTES", &c.WebSearchMaxBytes),
+		src.Duration("ALICIA_MCP_CONNECT_TIMEOUT", &c.MCPConnectTimeout),
+		src.Duration("ALICIA_MCP_PING_INTERVAL", &c.MCPPingInterval),
+		src.Duration("ALICIA_MCP_BACKOFF_MIN", &c.MCPBackoffMin),
+		src.Duration("ALICIA_MCP_BACKOFF_MAX", &c.MCPBackoffMax),
+		src.Bool("ALICIA_MCP_STDIO", &c.MCPStdio),
+		src.Duration("ALICIA_MCP_SERVERS_POLL", &c.MCPServersPoll),
 	)
 	return c, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -195,12 +196,12 @@ func TestRegistryCall(t *testing.T) {
 	})
 }
 
-func TestConfigFromEnv(t *testing.T) {
+func TestConfigFrom(t *testing.T) {
 	t.Setenv("ALICIA_TOOL_TIMEOUT", "12s")
 	t.Setenv("ALICIA_TOOL_TIMEOUTS", "web_search=5s, mcp_fs_read=1m")
 	t.Setenv("ALICIA_WEB_SEARCH_URL", "http://127.0.0.1:9999")
 	t.Setenv("ALICIA_MCP_PING_INTERVAL", "3s")
-	c, err := tools.ConfigFromEnv()
+	c, err := tools.ConfigFrom(config.Environ())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestConfigFromEnv(t *testing.T) {
 
 	t.Setenv("ALICIA_TOOL_TIMEOUTS", "web_search")
 	t.Setenv("ALICIA_MCP_BACKOFF_MIN", "soon")
-	if _, err := tools.ConfigFromEnv(); err == nil || !strings.Contains(err.Error(), "ALICIA_TOOL_TIMEOUTS") || !strings.Contains(err.Error(), "ALICIA_MCP_BACKOFF_MIN") {
+	if _, err := tools.ConfigFrom(config.Environ()); err == nil || !strings.Contains(err.Error(), "ALICIA_TOOL_TIMEOUTS") || !strings.Contains(err.Error(), "ALICIA_MCP_BACKOFF_MIN") {
 		t.Fatalf("err = %v", err)
 	}
 	bad := tools.DefaultConfig()
