@@ -8,13 +8,19 @@ import { useAction, useResource } from '../ui/hooks'
 
 export const NO_VOTES: Votes = { upvotes: 0, downvotes: 0, specialVotes: 0, userVote: null }
 
+// voteRequest: the body of POST /v1/messages/{id}/votes. A vote on the
+// answer itself names no target; one on a part names the part.
+export function voteRequest(value: VoteValue | 'remove', targetType: VoteTarget, targetId: string | undefined, quickFeedback?: string) {
+  return { vote: value, targetType, targetId: targetType === 'message' ? undefined : targetId, quickFeedback }
+}
+
 // useVotes: the counts shown are the server's answer to the last vote.
 export function useVotes(messageId: string, targetType: VoteTarget, targetId: string | undefined, initial?: Votes) {
   const [votes, setVotes] = useState<Votes>(initial ?? NO_VOTES)
   const { run, error } = useAction()
   const vote = (value: VoteValue | 'remove', quickFeedback?: string) =>
     run(async () => {
-      setVotes(await api.vote(messageId, { vote: value, targetType, targetId: targetType === 'message' ? undefined : targetId, quickFeedback }))
+      setVotes(await api.vote(messageId, voteRequest(value, targetType, targetId, quickFeedback)))
     })
   return { votes, vote, error }
 }
