@@ -11,13 +11,12 @@ import (
 // alias. It delays the signal by its half-width (under 1 ms); Flush emits
 // the tail. Not safe for concurrent use.
 type Resampler struct {
-	l, m  int64       // output = input * l / m
-	w     int64       // half-width of the kernel, in input samples
-	coef  [][]float32 // [phase][2w taps]
-	buf   []float32   // input samples from index base
-	base  int64
-	next  int64 // index of the next output sample
-	flush bool
+	l, m int64       // output = input * l / m
+	w    int64       // half-width of the kernel, in input samples
+	coef [][]float32 // [phase][2w taps]
+	buf  []float32   // input samples from index base
+	base int64
+	next int64 // index of the next output sample
 }
 
 // NewResampler returns a resampler from rate from to rate to (Hz).

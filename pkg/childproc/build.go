@@ -118,8 +118,7 @@ func LockFile(ctx context.Context, path string) (func(), error) {
 			break
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("flock %s: %w", path, err)
+			return nil, errors.Join(fmt.Errorf("flock %s: %w", path, err), f.Close())
 		}
 		if tick == nil {
 			tick = time.NewTicker(100 * time.Millisecond)
@@ -127,14 +126,13 @@ func LockFile(ctx context.Context, path string) (func(), error) {
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for %s: %w", path, ctx.Err())
+			return nil, errors.Join(fmt.Errorf("waiting for %s: %w", path, ctx.Err()), f.Close())
 		case <-tick.C:
 		}
 	}
 	return func() {
 		_ = syscall.Flock(fd, syscall.LOCK_UN)
-		f.Close()
+		f.Close() //nolint:errcheck // a lock file, never written: closing it loses nothing
 	}, nil
 }
 
@@ -144,7 +142,10 @@ func GoTool() (string, error) {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p, nil
 	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// runtime.GOROOT is deprecated for a binary copied elsewhere; this is the
+	// fallback for the test binaries and `go run` programs built here, whose
+	// GOROOT is the toolchain that built them (go env GOROOT needs go itself).
+	p := filepath.Join(runtime.GOROOT(), "bin", "go") //nolint:staticcheck // SA1019: see above
 	if Executable(p) == nil {
 		return p, nil
 	}

@@ -81,6 +81,7 @@ type Process struct {
 	cmd       *exec.Cmd
 	done      chan struct{}
 	waitErr   error
+	logErr    error // closing Options.LogPath's file, reported by Stop
 	tail      *Tail
 	removeDir string
 	stopOnce  sync.Once
@@ -134,16 +135,24 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 		// Pdeathsig fires when the thread that started the child exits:
 		// keep this goroutine on its thread until the child has ended.
 		runtime.LockOSThread()
-		if logFile != nil {
-			defer logFile.Close()
+		// The log file is closed before done closes: Stop reads logErr.
+		closeLog := func() {
+			if logFile == nil {
+				return
+			}
+			if err := logFile.Close(); err != nil {
+				p.logErr = fmt.Errorf("%s: log: %w", o.Name, err)
+			}
 		}
 		if err := cmd.Start(); err != nil {
+			closeLog()
 			started <- err
 			close(p.done)
 			return
 		}
 		started <- nil
 		p.waitErr = cmd.Wait()
+		closeLog()
 		close(p.done)
 	}()
 	if err := <-started; err != nil {
@@ -250,6 +259,11 @@ type Step struct {
 func (p *Process) Stop(steps ...Step) error {
 	p.stopOnce.Do(func() {
 		p.stopErr = p.terminate(steps)
+		select {
+		case <-p.done:
+			p.stopErr = errors.Join(p.stopErr, p.logErr)
+		default: // a signal failed: the process may still run
+		}
 		if p.removeDir != "" {
 			os.RemoveAll(p.removeDir)
 		}

@@ -326,14 +326,3 @@ func (a *Accounts) AudioWait(user string) time.Duration {
 	}
 	return time.Duration(-tokens / rate * float64(time.Second))
 }
-
-// takeN spends n tokens (the caller checked waitN).
-func (b *bucket) takeN(now time.Time, rate, burst, n float64) {
-	if b.last.IsZero() {
-		b.tokens = burst
-	} else {
-		b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
-	}
-	b.last = now
-	b.tokens -= n
-}

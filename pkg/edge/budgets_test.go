@@ -31,12 +31,6 @@ func (s *usageSource) Usage(_ context.Context, _ string, _, _ time.Time) (edge.U
 	return s.u, nil
 }
 
-func (s *usageSource) set(u edge.Usage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.u = u
-}
-
 func startBudgeted(t *testing.T, js jetstream.JetStream, c *client, user string, acc *edge.Accounts) *edge.Session {
 	t.Helper()
 	l := edge.Limits{SessionRate: 1000, SessionBurst: 1000, FloodLimit: 1000}

@@ -243,7 +243,7 @@ func readTranscriptionRequest(r *http.Request) (TranscriptionRequest, int, error
 	if err != nil {
 		return req, 0, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // an uploaded part, only read
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return req, 0, err

@@ -5,6 +5,7 @@ package lan
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"net"
 	"os"
@@ -77,12 +78,11 @@ func virtual(name string) bool {
 // defaultRouteInterface is the interface of the IPv4 default route in a
 // /proc/net/route table, or "".
 func defaultRouteInterface(path string) string {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(bytes.NewReader(data))
 	s.Scan() // the header
 	for s.Scan() {
 		fields := strings.Fields(s.Text())

@@ -223,7 +223,7 @@ runDone:
 	if j == len(b) {
 		return j, final, final
 	}
-	r, size := utf8.DecodeRune(b[j:])
+	r, _ := utf8.DecodeRune(b[j:])
 	if !unicode.IsSpace(r) && !cjk {
 		return j, true, false // 3.14, v1.2, example.com/a.b?c=d, e.g.x
 	}
@@ -241,6 +241,7 @@ runDone:
 		if !utf8.FullRune(b[k:]) && !final {
 			return 0, false, false
 		}
+		var size int
 		r, size = utf8.DecodeRune(b[k:])
 		if r == '\n' {
 			return j, true, true

@@ -34,10 +34,9 @@ type Seen struct {
 // kept with its Err: the test fails at cleanup unless it said it expects
 // some (AllowUndecodable).
 type Recorder struct {
-	mu              sync.Mutex
-	seen            []Seen
-	allowUndecoded  bool
-	undecodedReport bool
+	mu             sync.Mutex
+	seen           []Seen
+	allowUndecoded bool
 }
 
 func newRecorder(t testing.TB) *Recorder {
