@@ -152,7 +152,7 @@ type ports struct{ ui, otlpGRPC, otlpHTTP, queryGRPC, health int }
 // The listeners are held until all are chosen so that they differ.
 func choosePorts(o Options) (ports, error) {
 	p := ports{ui: o.UIPort, otlpGRPC: o.OTLPGRPCPort, otlpHTTP: o.OTLPHTTPPort}
-	var closers []io.Closer
+	var closers []net.Listener // held only to reserve their ports
 	defer func() {
 		for _, c := range closers {
 			c.Close()

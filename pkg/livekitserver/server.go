@@ -126,7 +126,7 @@ func choosePorts(o Options) (Options, error) {
 	var closers []io.Closer
 	defer func() {
 		for _, c := range closers {
-			c.Close()
+			c.Close() //nolint:errcheck // a listener held only to reserve its port
 		}
 	}()
 	if o.Port == 0 {

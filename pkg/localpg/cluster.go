@@ -2,11 +2,13 @@ package localpg
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -55,12 +57,11 @@ func (c *cluster) portFile() string         { return filepath.Join(c.cache, "loc
 
 // postgresIDs returns the uid and gid of the root's postgres user.
 func (c *cluster) postgresIDs() (uid, gid int, err error) {
-	f, err := os.Open(c.hostPath("/etc/passwd"))
+	data, err := os.ReadFile(c.hostPath("/etc/passwd"))
 	if err != nil {
 		return 0, 0, fmt.Errorf("localpg: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), ":")
 		if len(fields) >= 4 && fields[0] == "postgres" {
@@ -105,7 +106,7 @@ func (c *cluster) runPG(ctx context.Context, tool string, args ...string) (strin
 
 // ensureInit creates the cluster with initdb unless it already exists with
 // its password file.
-func (c *cluster) ensureInit(ctx context.Context) error {
+func (c *cluster) ensureInit(ctx context.Context) (err error) {
 	if exists(c.hostPath(initMarker)) {
 		if exists(c.passwordFile()) {
 			return nil
@@ -141,7 +142,13 @@ func (c *cluster) ensureInit(ctx context.Context) error {
 	if err := writeSecret(c.hostPath(pwfileInRoot), password, uid, gid); err != nil {
 		return err
 	}
-	defer os.Remove(c.hostPath(pwfileInRoot))
+	// The password's copy inside the root is initdb's only: a copy left
+	// behind is a secret on disk, reported.
+	defer func() {
+		if rmErr := os.Remove(c.hostPath(pwfileInRoot)); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("localpg: remove initdb's password file: %w", rmErr))
+		}
+	}()
 
 	c.opts.logf("initdb %s", c.hostPath(dataDir))
 	args := []string{"-D", dataDir, "-U", "postgres", "--pwfile=" + pwfileInRoot,

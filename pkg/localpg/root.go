@@ -138,12 +138,16 @@ func (c *cluster) installPackages(ctx context.Context) error {
 
 // runLogged runs cmd with its output appended to the build log; on failure
 // the error carries the last lines of that output.
-func (c *cluster) runLogged(cmd *exec.Cmd) error {
+func (c *cluster) runLogged(cmd *exec.Cmd) (err error) {
 	f, err := os.OpenFile(c.buildLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() {
+		if cerr := f.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("localpg: build log: %w", cerr))
+		}
+	}()
 	fmt.Fprintf(f, "\n=== %s %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(cmd.Args, " "))
 	var tail bytes.Buffer
 	w := &tailWriter{w: f, buf: &tail}
@@ -204,16 +208,15 @@ func removeRoot(root string) error {
 
 // mountsUnder lists the mount points at or below dir.
 func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("localpg: read mounts: %w", err)
 	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

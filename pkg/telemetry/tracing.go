@@ -218,7 +218,6 @@ func (keepOpen) Shutdown(context.Context) error { return nil }
 type providerSet struct {
 	def      *sdktrace.TracerProvider
 	services map[string]*sdktrace.TracerProvider
-	defaults map[string]string // scope → service
 }
 
 // The otel global tracer provider is set once per process, to current,

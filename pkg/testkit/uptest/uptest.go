@@ -90,7 +90,7 @@ func Start(t *testing.T, bin string, env []string, args ...string) *Up {
 	t.Cleanup(func() {
 		if !u.done {
 			_ = u.cmd.Process.Kill()
-			<-u.exited
+			<-u.exited //nolint:errcheck // "signal: killed", the kill above
 			u.done = true
 		}
 		if t.Failed() {
