@@ -1,7 +1,8 @@
 // Package svcmain is the main function of every service binary
 // (services/*/cmd/*): a logger named after the service, the configuration
 // from the environment, and a run until SIGINT or SIGTERM followed by a
-// drain (drain.go).
+// drain (drain.go). It also holds the blocks of configuration every
+// service embeds in its Config (config.go: Bus, Metrics).
 package svcmain
 
 import (

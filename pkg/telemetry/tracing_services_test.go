@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -153,5 +154,60 @@ func TestSetupServicesTracing(t *testing.T) {
 		if err := shutdown(bg); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestServicesTracingEndpoint: an endpoint given in code (up's Jaeger)
+// gets the spans instead of the one the environment names, which is left
+// as it is; with the export turned off in the environment there is none.
+func TestServicesTracingEndpoint(t *testing.T) {
+	recv, url := startServiceReceiver(t)
+	other, otherURL := startServiceReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otherURL)
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", otherURL+"/v1/traces")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
+	shutdown, err := telemetry.SetupServicesTracing(context.Background(), "up", telemetry.ServicesTracing{
+		Services: []string{"llm"}, Endpoint: url,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sp := llmTracer.Start(context.Background(), "to the endpoint in code")
+	sp.End()
+	recv.expect(t, map[string]string{"to the endpoint in code": "alicia-llm"})
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	other.mu.Lock()
+	n := len(other.service)
+	other.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the environment's endpoint got %d spans", n)
+	}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != otherURL {
+		t.Fatal("the environment's endpoint changed")
+	}
+
+	// Off: shutting down flushes whatever an exporter would hold, and the
+	// endpoint got nothing.
+	t.Setenv("OTEL_SDK_DISABLED", "true")
+	off, offURL := startServiceReceiver(t)
+	shutdown, err = telemetry.SetupServicesTracing(context.Background(), "up", telemetry.ServicesTracing{
+		Services: []string{"llm"}, Endpoint: offURL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sp = llmTracer.Start(context.Background(), "not exported")
+	sp.End()
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	off.mu.Lock()
+	defer off.mu.Unlock()
+	if !telemetry.TracingOff() || len(off.service) != 0 {
+		t.Fatalf("OTEL_SDK_DISABLED=true: %d spans exported", len(off.service))
 	}
 }

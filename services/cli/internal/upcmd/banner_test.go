@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/asr"
@@ -34,7 +35,6 @@ func closedURL(t *testing.T) string {
 // used; a server that answers but does not list the model is not usable
 // (the LLM's server at the ASR's default URL).
 func TestBanner(t *testing.T) {
-	t.Setenv("ALICIA_ASR_URL", "set") // the default-URL hint is tested last
 	srv := fakeopenai.New(t, fakeopenai.WithModels("fake-chat", "kokoro"))
 	down := closedURL(t)
 	espeak := fakeEspeak(t)
@@ -81,9 +81,8 @@ func TestBanner(t *testing.T) {
 			t.Fatalf("line %q", l)
 		}
 	})
-	t.Run("asr at the default URL", func(t *testing.T) {
-		t.Setenv("ALICIA_ASR_URL", "")
-		if d := (voiceServices{asr: asr.DefaultConfig()}).backends()[0].down; !strings.HasSuffix(d, "(the default URL: set ALICIA_ASR_URL)") {
+	t.Run("asr at the default URL", func(t *testing.T) { // ALICIA_ASR_URL not set (voiceFrom)
+		if d := (voiceServices{asr: asr.DefaultConfig(), asrDefaultURL: true}).backends()[0].down; !strings.HasSuffix(d, "(the default URL: set ALICIA_ASR_URL)") {
 			t.Fatalf("down %q", d)
 		}
 	})
@@ -91,8 +90,8 @@ func TestBanner(t *testing.T) {
 
 // TestGatewayNamesUpsSpeechEngine: with neither ALICIA_TTS_ENGINE nor
 // ALICIA_TTS_URL set up speaks with espeak-ng, and the gateway it runs
-// (which reads the environment after up chose) says so; with a URL both
-// use the server.
+// (which reads the source up chose in) says so; with a URL both use the
+// server.
 func TestGatewayNamesUpsSpeechEngine(t *testing.T) {
 	t.Setenv("ALICIA_POSTGRES_URL", "postgres://x@127.0.0.1/db")
 	t.Setenv("ALICIA_API_KEYS", "me:0123456789abcdef")
@@ -107,14 +106,12 @@ func TestGatewayNamesUpsSpeechEngine(t *testing.T) {
 				t.Setenv(k, "")
 			}
 			t.Setenv("ALICIA_TTS_URL", c.url)
-			if err := chooseSpeechEngine(); err != nil {
-				t.Fatal(err)
-			}
-			g, err := gateway.ConfigFromEnv()
+			src := chooseSpeechEngine(config.Environ())
+			g, err := gateway.ConfigFrom(src)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := TTSConfigFromEnv()
+			s, err := TTSConfigFrom(src)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,11 +3,10 @@ package upcmd
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"sync"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/services/memory"
 	"github.com/alicia-voice/alicia/services/tts"
@@ -29,39 +28,42 @@ func (l lookup) found() bool { return l.looked && l.st.Reachable }
 type defaultModels struct{ speech, embeddings lookup }
 
 // findDefaultModels looks, at the same time, for a speech server at
-// cfg.TTSProbeURL when neither ALICIA_TTS_URL nor ALICIA_TTS_ENGINE is set,
-// and for the embedding model at cfg.EmbeddingProbeURL when
-// ALICIA_EMBEDDING_URL is not: the probe of pkg/engines (GET /models lists
-// the model). It sets those variables to what it found, before any service
-// reads its configuration, so the tts, memory and the gateway's
-// server-info agree. `alicia dev fake-models`, or a local speaches, is
-// then used with nothing to export.
-func findDefaultModels(ctx context.Context, cfg Config) (defaultModels, error) {
+// cfg.TTSProbeURL when src sets neither ALICIA_TTS_URL nor
+// ALICIA_TTS_ENGINE, and for the embedding model at cfg.EmbeddingProbeURL
+// when src does not set ALICIA_EMBEDDING_URL: the probe of pkg/engines (GET
+// /models lists the model). It returns src with those variables set to
+// what it found, for every service to read, so the tts, memory and the
+// gateway's server-info agree. `alicia dev fake-models`, or a local
+// speaches, is then used with nothing to export.
+func findDefaultModels(ctx context.Context, cfg Config, src config.Source) (defaultModels, config.Source) {
 	d := defaultModels{speech: lookup{env: "ALICIA_TTS_URL", url: cfg.TTSProbeURL},
 		embeddings: lookup{env: "ALICIA_EMBEDDING_URL", url: cfg.EmbeddingProbeURL}}
 	var wg sync.WaitGroup
 	// A configuration that does not read is skipped here: up reports it
 	// when it reads it for the service.
-	if t, err := tts.ConfigFromEnv(); err == nil && cfg.TTSProbeURL != "" && localSpeech() {
+	if t, err := tts.ConfigFrom(src); err == nil && cfg.TTSProbeURL != "" && localSpeech(src) {
 		d.speech.looked = true
 		e := engines.Engine{Kind: engines.OpenAI, URL: engines.V1(cfg.TTSProbeURL), Model: t.Model, APIKey: t.APIKey,
 			Voice: cmp.Or(t.Voice, tts.DefaultVoice(tts.EngineOpenAI))}
 		wg.Go(func() { d.speech.st = engines.Probe(ctx, nil, e, probeTimeout) })
 	}
-	if m, err := memory.ConfigFromEnv(); err == nil && cfg.EmbeddingProbeURL != "" && m.EmbeddingURL == "" {
+	if m, err := memory.ConfigFrom(src); err == nil && cfg.EmbeddingProbeURL != "" && m.EmbeddingURL == "" {
 		d.embeddings.looked = true
 		e := engines.Engine{Kind: engines.OpenAI, URL: cfg.EmbeddingProbeURL, Model: m.EmbeddingModel, APIKey: m.EmbeddingAPIKey}
 		wg.Go(func() { d.embeddings.st = engines.Probe(ctx, nil, e, probeTimeout) })
 	}
 	wg.Wait()
-	var errs []error
+	found := map[string]string{}
 	if d.speech.found() {
-		errs = append(errs, os.Setenv("ALICIA_TTS_ENGINE", tts.EngineOpenAI), os.Setenv("ALICIA_TTS_URL", d.speech.url))
+		found["ALICIA_TTS_ENGINE"], found["ALICIA_TTS_URL"] = tts.EngineOpenAI, d.speech.url
 	}
 	if d.embeddings.found() {
-		errs = append(errs, os.Setenv("ALICIA_EMBEDDING_URL", d.embeddings.url))
+		found["ALICIA_EMBEDDING_URL"] = d.embeddings.url
 	}
-	return d, errors.Join(errs...)
+	if len(found) == 0 {
+		return d, src
+	}
+	return d, src.Overlay("alicia up (found at the default URL)", found)
 }
 
 // What the banner says when an engine is off or local.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/services/tts"
@@ -101,7 +102,7 @@ func TestUpFindsModelsAtTheDefaultURL(t *testing.T) {
 				before[i] = s.hits.Load()
 			}
 			stackEnv(t, espeak, c.env)
-			sc, err := configure(context.Background(), c.cfg, newNATSUsers())
+			sc, err := configure(context.Background(), c.cfg, newNATSUsers(), config.Environ())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +147,7 @@ func stackEnv(t *testing.T, espeak string, env map[string]string) {
 	for _, k := range []string{"ALICIA_TTS_ENGINE", "ALICIA_TTS_URL", "ALICIA_TTS_MODEL", "ALICIA_TTS_VOICE", "ALICIA_TTS_API_KEY", "ALICIA_TTS_API_KEY_FILE",
 		"ALICIA_EMBEDDING_URL", "ALICIA_EMBEDDING_MODEL", "ALICIA_EMBEDDING_API_KEY", "ALICIA_EMBEDDING_API_KEY_FILE",
 		"ALICIA_LLM_URL", "ALICIA_LLM_MODEL"} {
-		t.Setenv(k, env[k]) // set by configure when it finds a model: restored after the test
+		t.Setenv(k, env[k])
 	}
 }
 

@@ -61,7 +61,7 @@ func TestUpWithFakeModels(t *testing.T) {
 	for _, k := range []string{"ALICIA_LLM_MODEL", "ALICIA_ASR_MODEL", "ALICIA_TTS_URL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_MODEL", "ALICIA_TTS_VOICE",
 		"ALICIA_EMBEDDING_URL", "ALICIA_EMBEDDING_MODEL", "ALICIA_NATS_URL", "ALICIA_HTTP_ADDR", "ALICIA_API_KEYS",
 		"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET"} {
-		t.Setenv(k, "") // unset, and restored after Run set them
+		t.Setenv(k, "") // unset: the stack's own, or what up finds at the default URLs
 	}
 	// Loopback only: no LAN address of the machine in a test (LiveKit's
 	// node IP, HTTPS).

@@ -38,11 +38,12 @@ const httpsOff = "off"
 
 func defaultHTTPS() HTTPS { return HTTPS{Port: 8443} }
 
-func httpsFromEnv(h *HTTPS) error {
-	config.String("ALICIA_HTTPS_ADDR", &h.Addr)
-	config.String("ALICIA_TLS_CERT_FILE", &h.CertFile)
-	config.String("ALICIA_TLS_KEY_FILE", &h.KeyFile)
-	return config.Int("ALICIA_HTTPS_PORT", &h.Port)
+// httpsFrom reads ALICIA_HTTPS_* and ALICIA_TLS_* of src.
+func httpsFrom(src config.Source, h *HTTPS) error {
+	src.String("ALICIA_HTTPS_ADDR", &h.Addr)
+	src.String("ALICIA_TLS_CERT_FILE", &h.CertFile)
+	src.String("ALICIA_TLS_KEY_FILE", &h.KeyFile)
+	return src.Int("ALICIA_HTTPS_PORT", &h.Port)
 }
 
 func (h HTTPS) validate() error {

@@ -35,16 +35,16 @@ type LiveKit struct {
 	Port, RTCTCPPort, RTCUDPPort int
 }
 
-// liveKitFromEnv reads ALICIA_LIVEKIT_*.
-func liveKitFromEnv(l *LiveKit) error {
-	config.String("ALICIA_LIVEKIT_URL", &l.URL)
-	config.String("ALICIA_LIVEKIT_NODE_IP", &l.NodeIP)
+// liveKitFrom reads ALICIA_LIVEKIT_* of src.
+func liveKitFrom(src config.Source, l *LiveKit) error {
+	src.String("ALICIA_LIVEKIT_URL", &l.URL)
+	src.String("ALICIA_LIVEKIT_NODE_IP", &l.NodeIP)
 	return errors.Join(
-		config.Secret("ALICIA_LIVEKIT_API_KEY", &l.APIKey),
-		config.Secret("ALICIA_LIVEKIT_API_SECRET", &l.APISecret),
-		config.Int("ALICIA_LIVEKIT_PORT", &l.Port),
-		config.Int("ALICIA_LIVEKIT_RTC_TCP_PORT", &l.RTCTCPPort),
-		config.Int("ALICIA_LIVEKIT_RTC_UDP_PORT", &l.RTCUDPPort),
+		src.Secret("ALICIA_LIVEKIT_API_KEY", &l.APIKey),
+		src.Secret("ALICIA_LIVEKIT_API_SECRET", &l.APISecret),
+		src.Int("ALICIA_LIVEKIT_PORT", &l.Port),
+		src.Int("ALICIA_LIVEKIT_RTC_TCP_PORT", &l.RTCTCPPort),
+		src.Int("ALICIA_LIVEKIT_RTC_UDP_PORT", &l.RTCUDPPort),
 	)
 }
 

@@ -7,13 +7,14 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 )
 
-// roomAgentFromEnv: this build has cgo, so it has the room-agent (Opus and
-// soxr for LiveKit PCM tracks).
-func roomAgentFromEnv(natsURL func() (string, error)) (roomAgent, error) {
-	cfg, err := roomagent.ConfigFromEnv()
+// roomAgentFrom: this build has cgo, so it has the room-agent (Opus and
+// soxr for LiveKit PCM tracks), configured from src.
+func roomAgentFrom(src config.Source, natsURL func() (string, error)) (roomAgent, error) {
+	cfg, err := roomagent.ConfigFrom(src)
 	if err != nil {
 		return roomAgent{}, err
 	}

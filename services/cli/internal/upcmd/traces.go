@@ -1,6 +1,7 @@
 package upcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,14 +35,14 @@ func defaultTraces() Traces {
 	return Traces{UIPort: jaeger.DefaultUIPort, OTLPGRPCPort: jaeger.DefaultOTLPGRPCPort, OTLPHTTPPort: jaeger.DefaultOTLPHTTPPort}
 }
 
-// tracesFromEnv reads ALICIA_TRACES and ALICIA_JAEGER_*.
-func tracesFromEnv(t *Traces) error {
-	config.String("ALICIA_JAEGER_UI_ASSETS", &t.UIAssets)
+// tracesFrom reads ALICIA_TRACES and ALICIA_JAEGER_* of src.
+func tracesFrom(src config.Source, t *Traces) error {
+	src.String("ALICIA_JAEGER_UI_ASSETS", &t.UIAssets)
 	return errors.Join(
-		config.Bool("ALICIA_TRACES", &t.Jaeger),
-		config.Int("ALICIA_JAEGER_UI_PORT", &t.UIPort),
-		config.Int("ALICIA_JAEGER_OTLP_GRPC_PORT", &t.OTLPGRPCPort),
-		config.Int("ALICIA_JAEGER_OTLP_HTTP_PORT", &t.OTLPHTTPPort),
+		src.Bool("ALICIA_TRACES", &t.Jaeger),
+		src.Int("ALICIA_JAEGER_UI_PORT", &t.UIPort),
+		src.Int("ALICIA_JAEGER_OTLP_GRPC_PORT", &t.OTLPGRPCPort),
+		src.Int("ALICIA_JAEGER_OTLP_HTTP_PORT", &t.OTLPHTTPPort),
 	)
 }
 
@@ -75,13 +76,16 @@ func (s tracesStack) stop() error {
 }
 
 // startTraces starts Jaeger when t asks for it (building it first when it
-// is not in the cache), with its config and log in dataDir/jaeger, and
-// points the standard OTEL_EXPORTER_OTLP_ENDPOINT of this process — the
-// services run in it — at its OTLP/HTTP receiver. It must run before
-// telemetry.SetupServicesTracing, which reads that variable.
+// is not in the cache), with its config and log in dataDir/jaeger. Its
+// OTLP/HTTP receiver (jaegerEndpoint) is where the services of this
+// process export, given to telemetry.SetupServicesTracing instead of the
+// OTEL_EXPORTER_OTLP_ENDPOINT the environment may name.
 func startTraces(ctx context.Context, t Traces, dataDir string, stderr io.Writer) (tracesStack, error) {
 	if !t.Jaeger {
 		return tracesStack{}, nil
+	}
+	if telemetry.TracingOff() {
+		return tracesStack{}, errors.New("traces: OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turns off the export --traces needs: unset them")
 	}
 	bin, err := jaeger.Find()
 	if errors.Is(err, jaeger.ErrNotInstalled) {
@@ -106,17 +110,27 @@ func startTraces(ctx context.Context, t Traces, dataDir string, stderr io.Writer
 			s.replaced = v
 		}
 	}
-	// The traces endpoint would win over the general one (and is a full URL).
-	_ = os.Unsetenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-	if err := os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.OTLPHTTPURL); err != nil {
-		_ = srv.Stop()
-		return tracesStack{}, err
+	return s, nil
+}
+
+// jaegerEndpoint is the OTLP/HTTP receiver of up's Jaeger, "" without one.
+func (s tracesStack) jaegerEndpoint() string {
+	if s.server == nil {
+		return ""
+	}
+	return s.server.OTLPHTTPURL
+}
+
+// endpoint is where the stack's spans go: up's Jaeger, else the OTLP
+// endpoint the environment names ("" when spans are not exported).
+func (s tracesStack) endpoint() string {
+	if e := s.jaegerEndpoint(); e != "" {
+		return e
 	}
 	if !telemetry.TracingEnabled() {
-		_ = srv.Stop()
-		return tracesStack{}, errors.New("traces: OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turns off the export --traces needs: unset them")
+		return ""
 	}
-	return s, nil
+	return cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 }
 
 // serviceNames is how the banner names the service.name of the stack's
@@ -129,14 +143,10 @@ func serviceNames() string {
 // describe is the Traces line of up's banner ("" when spans go nowhere).
 func (s tracesStack) describe() string {
 	if s.server == nil {
-		if !telemetry.TracingEnabled() {
-			return ""
+		if endpoint := s.endpoint(); endpoint != "" {
+			return fmt.Sprintf("OTLP to %s (%s)", endpoint, serviceNames())
 		}
-		endpoint := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-		if endpoint == "" {
-			endpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
-		}
-		return fmt.Sprintf("OTLP to %s (%s)", endpoint, serviceNames())
+		return ""
 	}
 	srv := s.server
 	line := fmt.Sprintf("%s (Jaeger %s, in memory, %s; OTLP %s, gRPC %s; log %s)",

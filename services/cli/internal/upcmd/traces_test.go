@@ -21,8 +21,8 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/jaegertest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
-	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 	"github.com/alicia-voice/alicia/pkg/testkit/uptest"
+	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 )
 
 // TestUpTracesToJaeger runs the real `alicia up --traces` binary: it starts

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -75,23 +74,26 @@ func DefaultConfig() Config {
 		TTSProbeURL: tts.DefaultConfig().URL, EmbeddingProbeURL: llm.DefaultConfig().LLMURL}
 }
 
-// ConfigFromEnv reads the environment.
-func ConfigFromEnv() (Config, error) {
+// ConfigFromEnv is ConfigFrom(config.Environ()), for the alicia command.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom returns DefaultConfig overridden by src.
+func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
-	config.String("ALICIA_NATS_URL", &c.NATSURL)
-	config.String("ALICIA_DATA_DIR", &c.DataDir)
-	config.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
-	lc, lerr := telemetry.LogConfigFromEnv()
+	src.String("ALICIA_NATS_URL", &c.NATSURL)
+	src.String("ALICIA_DATA_DIR", &c.DataDir)
+	src.String("ALICIA_HTTP_ADDR", &c.HTTPAddr)
+	lc, lerr := telemetry.LogConfigFrom(src)
 	c.Log = lc
 	if err := errors.Join(lerr,
-		config.Secret("ALICIA_API_KEYS", &c.APIKeys),
-		config.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL)); err != nil {
+		src.Secret("ALICIA_API_KEYS", &c.APIKeys),
+		src.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL)); err != nil {
 		return c, err
 	}
 	if c.DataDir == "" {
 		c.DataDir = opnats.DefaultDataDir()
 	}
-	if err := errors.Join(liveKitFromEnv(&c.LiveKit), tracesFromEnv(&c.Traces), httpsFromEnv(&c.HTTPS)); err != nil {
+	if err := errors.Join(liveKitFrom(src, &c.LiveKit), tracesFrom(src, &c.Traces), httpsFrom(src, &c.HTTPS)); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -119,8 +121,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	log := cfg.Log.Logger(stderr)
-	// Jaeger before the tracer provider, which reads the endpoint it sets;
-	// stopped last, after the provider has flushed the services' spans.
+	// Jaeger before the tracer provider, which exports to it; stopped
+	// last, after the provider has flushed the services' spans.
 	traces, err := startTraces(ctx, cfg.Traces, cfg.DataDir, stderr)
 	if err != nil {
 		return err
@@ -133,19 +135,17 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	// A tracer provider per service of this process, each with its own
 	// service.name (alicia-gateway, alicia-llm, …, as when they run alone),
 	// sharing one exporter: over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is
-	// set (README, "Traces"). Each service runs on a context marked with its
-	// name (telemetry.WithService), which names the spans of the shared
-	// packages.
-	shutdownTracing, err := telemetry.SetupServicesTracing(ctx, "up", servicesTracing)
+	// set, or to up's Jaeger (README, "Traces"). Each service runs on a
+	// context marked with its name (telemetry.WithService), which names the
+	// spans of the shared packages.
+	st := servicesTracing
+	st.Endpoint = traces.jaegerEndpoint()
+	shutdownTracing, err := telemetry.SetupServicesTracing(ctx, "up", st)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = shutdownTracing(context.Background()) }()
-	if telemetry.TracingEnabled() {
-		endpoint := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-		if endpoint == "" {
-			endpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
-		}
+	if endpoint := traces.endpoint(); endpoint != "" {
 		log.Info().Str("endpoint", endpoint).Msg("exporting traces over OTLP")
 	}
 	// Every service logs in as its own NATS user, with only the
@@ -197,31 +197,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		devKey = "dev-" + randomHex(16)
 		cfg.APIKeys = "dev:" + devKey
 	}
-	// The services run in this process and read their settings (model
-	// URLs, limits, …) from the environment like their own commands do;
-	// point them at this stack first.
-	for k, v := range map[string]string{"ALICIA_NATS_URL": cfg.NATSURL, "ALICIA_POSTGRES_URL": pgURL,
-		"ALICIA_HTTP_ADDR": cfg.HTTPAddr, "ALICIA_API_KEYS": cfg.APIKeys,
-		"ALICIA_LIVEKIT_URL": lk.URL, "ALICIA_LIVEKIT_API_KEY": lk.APIKey, "ALICIA_LIVEKIT_API_SECRET": lk.APISecret} {
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
-	}
-	// Each service gets its own NATS user in its URL (natsUsers.url).
-	// HTTPS is up's (cfg.HTTPS), given to the gateway below.
-	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE",
-		"ALICIA_HTTPS_ADDR", "ALICIA_TLS_CERT_FILE", "ALICIA_TLS_KEY_FILE", "ALICIA_TLS_CA_FILE",
-		"ALICIA_NATS_USER", "ALICIA_NATS_PASSWORD", "ALICIA_NATS_PASSWORD_FILE"} {
-		_ = os.Unsetenv(k)
-	}
-	if devKey != "" {
-		// The one local developer administers the tools and MCP servers.
-		_ = os.Unsetenv("ALICIA_ADMIN_USERS_FILE")
-		if err := os.Setenv("ALICIA_ADMIN_USERS", "dev"); err != nil {
-			return err
-		}
-	}
-	sc, err := configure(ctx, cfg, users)
+	src := stackSource(config.Environ(), cfg, pgURL, lk, devKey != "")
+	sc, err := configure(ctx, cfg, users, src)
 	if err != nil {
 		return err
 	}
@@ -302,9 +279,32 @@ var servicesTracing = telemetry.ServicesTracing{
 	Services: []string{"persistence", "memory", "llm", "gateway", "asr", "tts", "room-agent"},
 }
 
-// stackConfig is the configuration of the services up runs, read from the
-// environment up has pointed at its stack, and what up found at the
-// default model URLs.
+// stackSource is what the services up runs read their settings (model
+// URLs, limits, …) from, as their own commands read the environment: base
+// (the environment) with this stack's values laid over it. The process's
+// environment is left as it is. devAdmin: the one local developer, holder
+// of the generated key, administers the tools and MCP servers.
+func stackSource(base config.Source, cfg Config, pgURL string, lk liveKitStack, devAdmin bool) config.Source {
+	stack := map[string]string{"ALICIA_NATS_URL": cfg.NATSURL, "ALICIA_POSTGRES_URL": pgURL,
+		"ALICIA_HTTP_ADDR": cfg.HTTPAddr, "ALICIA_API_KEYS": cfg.APIKeys,
+		"ALICIA_LIVEKIT_URL": lk.URL, "ALICIA_LIVEKIT_API_KEY": lk.APIKey, "ALICIA_LIVEKIT_API_SECRET": lk.APISecret}
+	// Unset: the values above win over files; each service gets its own
+	// NATS user in its URL (natsUsers.url); HTTPS is up's (cfg.HTTPS),
+	// given to the gateway in Run.
+	for _, k := range []string{"ALICIA_POSTGRES_URL_FILE", "ALICIA_API_KEYS_FILE", "ALICIA_LIVEKIT_API_KEY_FILE", "ALICIA_LIVEKIT_API_SECRET_FILE",
+		"ALICIA_HTTPS_ADDR", "ALICIA_TLS_CERT_FILE", "ALICIA_TLS_KEY_FILE", "ALICIA_TLS_CA_FILE",
+		"ALICIA_NATS_USER", "ALICIA_NATS_PASSWORD", "ALICIA_NATS_PASSWORD_FILE"} {
+		stack[k] = ""
+	}
+	if devAdmin {
+		stack["ALICIA_ADMIN_USERS"], stack["ALICIA_ADMIN_USERS_FILE"] = "dev", ""
+	}
+	return base.Overlay("alicia up", stack)
+}
+
+// stackConfig is the configuration of the services up runs, read from
+// the stack's source (stackSource), and what up found at the default
+// model URLs.
 type stackConfig struct {
 	persistence persistence.Config
 	gateway     gateway.Config
@@ -314,23 +314,19 @@ type stackConfig struct {
 	defaults    defaultModels
 }
 
-// configure looks for the models the environment leaves unset
-// (findDefaultModels), then reads every service's configuration.
-func configure(ctx context.Context, cfg Config, users natsUsers) (stackConfig, error) {
+// configure looks for the models src leaves unset (findDefaultModels),
+// chooses the speech engine, then reads every service's configuration from
+// src with what it found laid over it.
+func configure(ctx context.Context, cfg Config, users natsUsers, src config.Source) (stackConfig, error) {
 	var sc stackConfig
-	var err error
-	if sc.defaults, err = findDefaultModels(ctx, cfg); err != nil {
-		return sc, err
-	}
-	if err := chooseSpeechEngine(); err != nil {
-		return sc, err
-	}
+	sc.defaults, src = findDefaultModels(ctx, cfg, src)
+	src = chooseSpeechEngine(src)
 	var perr, gerr, lerr, merr, verr error
-	sc.persistence, perr = persistence.ConfigFromEnv()
-	sc.gateway, gerr = gateway.ConfigFromEnv()
-	sc.llm, lerr = llm.ConfigFromEnv()
-	sc.memory, merr = memory.ConfigFromEnv()
-	sc.voice, verr = voiceFromEnv(users)
+	sc.persistence, perr = persistence.ConfigFrom(src)
+	sc.gateway, gerr = gateway.ConfigFrom(src)
+	sc.llm, lerr = llm.ConfigFrom(src)
+	sc.memory, merr = memory.ConfigFrom(src)
+	sc.voice, verr = voiceFrom(src, users)
 	if err := errors.Join(perr, gerr, lerr, merr, verr); err != nil {
 		return sc, fmt.Errorf("configuration: %w", err)
 	}

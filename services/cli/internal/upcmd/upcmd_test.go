@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,8 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
-	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 	"github.com/alicia-voice/alicia/pkg/testkit/uptest"
+	"github.com/alicia-voice/alicia/services/cli/internal/upcmd"
 )
 
 var field = uptest.Field
@@ -57,10 +58,6 @@ func TestUpRunsTheStack(t *testing.T) {
 	for _, k := range []string{"ALICIA_TTS_URL", "ALICIA_TTS_ENGINE", "ALICIA_TTS_VOICE"} {
 		t.Setenv(k, "") // espeak-ng
 	}
-	for _, k := range []string{"ALICIA_NATS_URL", "ALICIA_HTTP_ADDR", "ALICIA_API_KEYS",
-		"ALICIA_LIVEKIT_URL", "ALICIA_LIVEKIT_API_KEY", "ALICIA_LIVEKIT_API_SECRET"} {
-		t.Setenv(k, "") // Run sets them for its services; restore them afterwards
-	}
 	// Nothing serves speech or embeddings where up looks for them.
 	noModels := "http://" + testkit.FreeAddr(t) + "/v1"
 	// Loopback only: no LAN address of the machine in a test (LiveKit's
@@ -78,6 +75,10 @@ func TestUpRunsTheStack(t *testing.T) {
 			t.Logf("alicia up's log:\n%s", logs.String())
 		}
 	}()
+	// Up gives its services the stack's settings without touching the
+	// process's environment (stackSource).
+	env := os.Environ()
+	slices.Sort(env)
 	go func() { done <- upcmd.Run(ctx, cfg, out, logs) }()
 	// The banner comes in parts: its last line says it is all there.
 	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), uptest.BannerEnd) }, "stack did not come up")
@@ -172,6 +173,11 @@ func TestUpRunsTheStack(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("alicia up did not stop")
+	}
+	after := os.Environ()
+	slices.Sort(after)
+	if !slices.Equal(env, after) {
+		t.Errorf("alicia up changed the process's environment:\nbefore %q\nafter  %q", env, after)
 	}
 	if !strings.Contains(out.String(), "Alicia stopped") {
 		t.Fatalf("output = %q", out.String())

@@ -3,47 +3,48 @@ package upcmd
 import (
 	"context"
 	"errors"
-	"os"
 
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/tts"
 )
 
-// TTSConfigFromEnv is the tts configuration up runs: ALICIA_TTS_* as the
-// tts command reads them, except that without ALICIA_TTS_ENGINE the engine
-// follows ALICIA_TTS_URL: an OpenAI-compatible server (Kokoro behind
+// TTSConfigFrom is the tts configuration up runs: ALICIA_TTS_* of src as
+// the tts command reads them, except that without ALICIA_TTS_ENGINE the
+// engine follows ALICIA_TTS_URL: an OpenAI-compatible server (Kokoro behind
 // speaches) when it is set, the local espeak-ng when it is not, so a
 // machine without a speech server still hears the answers. (Up sets both
 // when it finds a speech server at the default URL: findDefaultModels.)
-func TTSConfigFromEnv() (tts.Config, error) {
-	c, err := tts.ConfigFromEnv()
+func TTSConfigFrom(src config.Source) (tts.Config, error) {
+	c, err := tts.ConfigFrom(src)
 	if err != nil {
 		return c, err
 	}
-	if localSpeech() {
+	if localSpeech(src) {
 		c.Engine = tts.EngineEspeak
 	}
 	return c, c.Validate()
 }
 
-// localSpeech: neither ALICIA_TTS_ENGINE nor ALICIA_TTS_URL is set, so up
-// speaks with espeak-ng.
-func localSpeech() bool {
-	return os.Getenv("ALICIA_TTS_ENGINE") == "" && os.Getenv("ALICIA_TTS_URL") == ""
+// localSpeech: src sets neither ALICIA_TTS_ENGINE nor ALICIA_TTS_URL, so
+// up speaks with espeak-ng.
+func localSpeech(src config.Source) bool {
+	return !src.IsSet("ALICIA_TTS_ENGINE") && !src.IsSet("ALICIA_TTS_URL")
 }
 
-// chooseSpeechEngine sets ALICIA_TTS_ENGINE=espeak when up speaks with
-// espeak-ng, before any configuration is read: the gateway up runs reads
-// that variable too, and its server-info must name the engine the tts runs.
-func chooseSpeechEngine() error {
-	if !localSpeech() {
-		return nil
+// chooseSpeechEngine returns src with ALICIA_TTS_ENGINE=espeak when up
+// speaks with espeak-ng, for every configuration to read: the gateway up
+// runs reads that variable too, and its server-info must name the engine
+// the tts runs.
+func chooseSpeechEngine(src config.Source) config.Source {
+	if !localSpeech(src) {
+		return src
 	}
-	return os.Setenv("ALICIA_TTS_ENGINE", tts.EngineEspeak)
+	return src.Overlay("alicia up (no speech server)", map[string]string{"ALICIA_TTS_ENGINE": tts.EngineEspeak})
 }
 
 // service is one service up runs in its process.
@@ -65,18 +66,19 @@ type voiceServices struct {
 	asr   asr.Config
 	tts   tts.Config
 	agent roomAgent
+	// asrDefaultURL: ALICIA_ASR_URL is not set, the asr asks its default.
+	asrDefaultURL bool
 }
 
-// voiceFromEnv reads their configuration once up has pointed the
-// environment at its stack.
-// Each logs in to NATS as its own user.
-func voiceFromEnv(users natsUsers) (voiceServices, error) {
-	var v voiceServices
+// voiceFrom reads their configuration from the stack's source
+// (stackSource). Each logs in to NATS as its own user.
+func voiceFrom(src config.Source, users natsUsers) (voiceServices, error) {
+	v := voiceServices{asrDefaultURL: !src.IsSet("ALICIA_ASR_URL")}
 	var aerr, terr, rerr error
-	v.asr, aerr = asr.ConfigFromEnv()
-	v.tts, terr = TTSConfigFromEnv()
+	v.asr, aerr = asr.ConfigFrom(src)
+	v.tts, terr = TTSConfigFrom(src)
 	natsURL := v.asr.NATSURL
-	v.agent, rerr = roomAgentFromEnv(func() (string, error) { return users.url(natsURL, natsauth.RoomAgent) })
+	v.agent, rerr = roomAgentFrom(src, func() (string, error) { return users.url(natsURL, natsauth.RoomAgent) })
 	var uerr [2]error
 	v.asr.NATSURL, uerr[0] = users.url(natsURL, natsauth.ASR)
 	v.tts.NATSURL, uerr[1] = users.url(natsURL, natsauth.TTS)
@@ -99,7 +101,7 @@ func (v voiceServices) services() []service {
 func (v voiceServices) backends() []backend {
 	a := backend{label: "ASR:", engine: engines.Engine{Kind: engines.OpenAI, URL: v.asr.BaseURL(), Model: v.asr.Model, APIKey: v.asr.APIKey},
 		down: "spoken turns get ErrorMessage 503"}
-	if os.Getenv("ALICIA_ASR_URL") == "" {
+	if v.asrDefaultURL {
 		a.down += " (the default URL: set ALICIA_ASR_URL)"
 	}
 	return []backend{a, speechBackend(v.tts)}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -183,7 +184,7 @@ func tone(d time.Duration) []int16 {
 	return s
 }
 
-func TestTTSConfigFromEnv(t *testing.T) {
+func TestTTSConfigFrom(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		env         map[string]string
@@ -200,7 +201,7 @@ func TestTTSConfigFromEnv(t *testing.T) {
 			for _, k := range []string{"ALICIA_TTS_ENGINE", "ALICIA_TTS_URL", "ALICIA_TTS_VOICE", "ALICIA_TTS_MODEL"} {
 				t.Setenv(k, tt.env[k])
 			}
-			c, err := upcmd.TTSConfigFromEnv()
+			c, err := upcmd.TTSConfigFrom(config.Environ())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +213,7 @@ func TestTTSConfigFromEnv(t *testing.T) {
 	t.Run("an unknown engine is refused", func(t *testing.T) {
 		t.Setenv("ALICIA_TTS_ENGINE", "piper")
 		t.Setenv("ALICIA_TTS_URL", "")
-		if _, err := upcmd.TTSConfigFromEnv(); err == nil || !strings.Contains(err.Error(), "ALICIA_TTS_ENGINE") {
+		if _, err := upcmd.TTSConfigFrom(config.Environ()); err == nil || !strings.Contains(err.Error(), "ALICIA_TTS_ENGINE") {
 			t.Fatalf("err = %v, want one naming ALICIA_TTS_ENGINE", err)
 		}
 	})
