@@ -75,7 +75,7 @@ func TestNewStreamExistingDatabase(t *testing.T) {
 	const old = "ac_old_stream"
 	var last uint64
 	for i := 1; i <= 20; i++ {
-		last = s.client(old, int32(i), &protocol.UserMessage{ID: fmt.Sprintf("am_old_%d", i), ConversationID: old, Content: "before"},
+		s.client(old, int32(i), &protocol.UserMessage{ID: fmt.Sprintf("am_old_%d", i), ConversationID: old, Content: "before"},
 			map[string]any{"clientVersion": "1"})
 	}
 	last = s.client(old, 21, &protocol.ConversationUpdate{ConversationID: old, Title: ptr("first title"), UpdatedAt: time.Now().UnixMilli()}, nil)
@@ -89,7 +89,7 @@ func TestNewStreamExistingDatabase(t *testing.T) {
 	s.newNATS()
 	const cid = "ac_new_stream"
 	for i := 1; i <= 5; i++ {
-		last = s.client(cid, int32(i), &protocol.UserMessage{ID: fmt.Sprintf("am_new_%d", i), ConversationID: cid, Content: "after"},
+		s.client(cid, int32(i), &protocol.UserMessage{ID: fmt.Sprintf("am_new_%d", i), ConversationID: cid, Content: "after"},
 			map[string]any{"clientVersion": "2"})
 	}
 	last = s.client(old, 22, &protocol.ConversationUpdate{ConversationID: old, Title: ptr("second title"), UpdatedAt: time.Now().UnixMilli()}, nil)

@@ -151,7 +151,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	go func() { leasesDone <- coord.Run(leaseCtx) }()
 	defer func() {
 		stopLeases()
-		<-leasesDone
+		if err := <-leasesDone; err != nil {
+			log.Warn().Err(err).Msg("lease renewal ended with an error")
+		}
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := coord.Leave(lctx); err != nil {
@@ -381,10 +383,9 @@ func partitionName(consumer string, k, n int) string {
 // back.
 func appliedFloor(consumer string, stored map[string]uint64) uint64 {
 	type scheme struct {
-		low   uint64
-		rows  int
-		want  int // rows a complete scheme has; 0: unknown (the old consumer/k rows)
-		valid bool
+		low  uint64
+		rows int
+		want int // rows a complete scheme has; 0: unknown (the old consumer/k rows)
 	}
 	schemes := map[string]*scheme{}
 	for name, off := range stored {

@@ -314,12 +314,7 @@ func checkFlags(words []string, img Image) []string {
 		w := words[i]
 		name, value, hasValue := strings.Cut(w, "=")
 		if !strings.HasPrefix(name, "-") {
-			if i == 0 {
-				if _, ok := img.Flags[name]; ok {
-					continue // the program's own name (postgres)
-				}
-			}
-			continue // a flag's value
+			continue // the program's own name (postgres) or a flag's value
 		}
 		allowed, ok := img.Flags[name]
 		if !ok {

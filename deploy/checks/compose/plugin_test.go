@@ -18,7 +18,7 @@ import (
 
 // composeConfig runs `docker compose -f file config -q` (no Docker engine
 // needed) with only env set, and returns its exit error and stderr.
-func composeConfig(t *testing.T, bin, file string, env map[string]string, args ...string) (error, string) {
+func composeConfig(t *testing.T, bin, file string, env map[string]string, args ...string) (string, error) {
 	t.Helper()
 	// No .env of the developer's: an empty env file.
 	envFile := filepath.Join(t.TempDir(), "env")
@@ -33,7 +33,7 @@ func composeConfig(t *testing.T, bin, file string, env map[string]string, args .
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
-	return err, stderr.String()
+	return stderr.String(), err
 }
 
 // TestComposeConfig: the compose plugin itself accepts the file, with
@@ -67,7 +67,7 @@ func TestComposeConfig(t *testing.T) {
 		for _, p := range c.profiles {
 			args = append(args, "--profile", p)
 		}
-		if err, stderr := composeConfig(t, bin, file, c.env, args...); err != nil {
+		if stderr, err := composeConfig(t, bin, file, c.env, args...); err != nil {
 			t.Errorf("docker compose %s config -q (%s): %v\n%s", strings.Join(args, " "), c.name, err, stderr)
 		}
 	}
@@ -152,7 +152,7 @@ func TestComposeConfig(t *testing.T) {
 			}
 		}
 	})
-	if err, stderr := composeConfig(t, bin, file, nil); err == nil || !strings.Contains(stderr, "ALICIA_LIVEKIT_NODE_IP") {
+	if stderr, err := composeConfig(t, bin, file, nil); err == nil || !strings.Contains(stderr, "ALICIA_LIVEKIT_NODE_IP") {
 		t.Fatalf("accepted without ALICIA_LIVEKIT_NODE_IP: %v\n%s", err, stderr)
 	}
 	data, err := os.ReadFile(file)
@@ -164,7 +164,7 @@ func TestComposeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Relative paths resolve in the repository, as for the real file.
-	if err, stderr := composeConfig(t, bin, broken, composeEnv, "--project-directory", filepath.Dir(file)); err == nil || !strings.Contains(stderr, "vlm") {
+	if stderr, err := composeConfig(t, bin, broken, composeEnv, "--project-directory", filepath.Dir(file)); err == nil || !strings.Contains(stderr, "vlm") {
 		t.Fatalf("accepted a dependency on no service: %v\n%s", err, stderr)
 	}
 }

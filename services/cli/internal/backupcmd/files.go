@@ -3,6 +3,7 @@ package backupcmd
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -66,7 +67,7 @@ func (s FileSum) verify(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
@@ -89,6 +90,5 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	return errors.Join(d.Sync(), d.Close())
 }

@@ -90,7 +90,7 @@ func snapshotStream(ctx context.Context, nc *nats.Conn, stream string, w io.Writ
 	if err != nil {
 		return streamMeta{}, err
 	}
-	defer sub.Unsubscribe()
+	defer sub.Unsubscribe() //nolint:errcheck // fails only on a closed connection, which the snapshot's own error reports
 	// The server sends up to its window (8 MiB) before the first ack.
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		return streamMeta{}, err

@@ -107,8 +107,7 @@ func dumpPostgres(ctx context.Context, conn *pgx.Conn, dir string) (PostgresDump
 			}
 			tag, err := tx.Conn().PgConn().CopyTo(ctx, zw, "COPY "+qualified(name)+" ("+columnList(cols)+") TO STDOUT (FORMAT binary)")
 			if err != nil {
-				zw.Close()
-				return fmt.Errorf("copy %s: %w", name, err)
+				return errors.Join(fmt.Errorf("copy %s: %w", name, err), zw.Close())
 			}
 			t.Rows = tag.RowsAffected()
 			return zw.Close()
@@ -432,7 +431,7 @@ func loadTable(ctx context.Context, tx pgx.Tx, dir string, t TableDump) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	zr, err := zstd.NewReader(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.File, err)

@@ -394,7 +394,7 @@ func restoreOne(ctx context.Context, o RestoreOptions, dir string, s StreamDump)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	start := time.Now()
 	created, st, err := restoreStream(ctx, o.NATS, s.Name, raw, s.State, f)
 	if err != nil {

@@ -142,7 +142,7 @@ func (c *Client) attempt(ctx context.Context, req Request, res *Result, onDelta 
 		Messages:      req.Messages,
 		Stream:        true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-		MaxTokens:     c.cfg.MaxTokens,
+		MaxTokens:     c.cfg.MaxTokens, //nolint:staticcheck // SA1019: max_tokens, which every OpenAI-compatible server (vLLM, llama.cpp, fakeopenai) reads; max_completion_tokens is OpenAI's newer name, not read by all
 	}
 	if c.cfg.Temperature != nil {
 		creq.Temperature = *c.cfg.Temperature

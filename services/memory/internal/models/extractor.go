@@ -103,7 +103,7 @@ func (x *Extractor) Extract(ctx context.Context, userText, answerText string) ([
 		},
 		// Greedy decoding; go-openai omits a zero temperature.
 		Temperature: math.SmallestNonzeroFloat32,
-		MaxTokens:   600,
+		MaxTokens:   600, //nolint:staticcheck // SA1019: max_tokens, which every OpenAI-compatible server (vLLM, llama.cpp, fakeopenai) reads; max_completion_tokens is OpenAI's newer name, not read by all
 	}
 	var resp openai.ChatCompletionResponse
 	err := x.retry.do(ctx, "extraction", func(ctx context.Context) error {

@@ -33,15 +33,14 @@ type listener struct {
 	trackSID string
 	stop     func() // ends decoding
 
-	mu      sync.Mutex
-	det     *vad.Detector
-	utt     string // current utterance id
-	seq     int32
-	barged  bool
-	onset   time.Time
-	closed  bool
-	prevTxt string
-	spec    *speculation // the open utterance's speculative job (speculate.go)
+	mu     sync.Mutex
+	det    *vad.Detector
+	utt    string // current utterance id
+	seq    int32
+	barged bool
+	onset  time.Time
+	closed bool
+	spec   *speculation // the open utterance's speculative job (speculate.go)
 	// partials: what each partial job of the open utterance carried (endofturn.go)
 	partials partialJobs
 }

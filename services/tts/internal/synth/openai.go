@@ -71,7 +71,7 @@ func (o *OpenAI) Synthesize(ctx context.Context, text string, emit Emit) error {
 	if err != nil {
 		return classify(ctx, err)
 	}
-	defer res.Close()
+	defer res.Close() //nolint:errcheck // the speech response's body, only read
 	if o.cfg.Format == "wav" {
 		_, err = readWAV(res, emit)
 	} else {
