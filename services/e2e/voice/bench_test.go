@@ -1,6 +1,7 @@
 package voice_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -139,9 +140,9 @@ func saveProfile(tb testing.TB, file string, window time.Duration) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer out.Close()
-	if _, err := io.Copy(out, resp.Body); err != nil {
-		tb.Fatal(err)
+	_, err = io.Copy(out, resp.Body)
+	if err = errors.Join(err, out.Close()); err != nil {
+		tb.Fatalf("profile %s: %v", file, err)
 	}
 }
 
