@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/deploy/checks/compose"
+	"github.com/alicia-voice/alicia/pkg/testkit"
 )
 
 // The compose file's own entrypoint scripts, run with /bin/sh on this

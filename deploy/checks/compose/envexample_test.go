@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/deploy/checks/compose"
+	"github.com/alicia-voice/alicia/pkg/bus"
 )
 
 // envEntry is one `NAME=value` line of .env.example, commented out or not.

@@ -26,8 +26,8 @@ import (
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
-	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 	"github.com/alicia-voice/alicia/pkg/testkit/uptest"
+	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
 )
 
 func TestMain(m *testing.M) { netns.Main(m) }

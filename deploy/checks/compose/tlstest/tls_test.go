@@ -33,12 +33,12 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/alicia-voice/alicia/deploy/checks/compose"
 	"github.com/alicia-voice/alicia/pkg/devtools"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/lktest"
 	"github.com/alicia-voice/alicia/pkg/testkit/netns"
-	"github.com/alicia-voice/alicia/deploy/checks/compose"
 	"github.com/alicia-voice/alicia/services/gateway"
 )
 
