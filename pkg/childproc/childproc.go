@@ -146,7 +146,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 		}
 		if err := cmd.Start(); err != nil {
 			closeLog()
-			started <- err
+			started <- errors.Join(err, p.logErr)
 			close(p.done)
 			return
 		}
