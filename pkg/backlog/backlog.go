@@ -23,7 +23,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/config"
 )
 
@@ -59,12 +58,9 @@ type Report struct {
 }
 
 // BucketConfig is the bucket persistence creates: one entry per key, file
-// storage, the streams' replica count (ALICIA_STREAM_REPLICAS).
-func BucketConfig() (jetstream.KeyValueConfig, error) {
-	replicas, err := bus.StreamReplicas()
-	if err != nil {
-		return jetstream.KeyValueConfig{}, err
-	}
+// storage, the streams' replica count (bus.StreamsConfig.Replicas,
+// ALICIA_STREAM_REPLICAS).
+func BucketConfig(replicas int) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:       Bucket,
 		Description:  "How far persistence has applied CONVERSATIONS, for the edges' backlog limit",
@@ -73,16 +69,13 @@ func BucketConfig() (jetstream.KeyValueConfig, error) {
 		MaxBytes:     1 << 20,
 		Storage:      jetstream.FileStorage,
 		Replicas:     replicas,
-	}, nil
+	}
 }
 
-// EnsureBucket creates or updates the bucket: persistence's part (its NATS
-// user alone may).
-func EnsureBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
-	cfg, err := BucketConfig()
-	if err != nil {
-		return nil, fmt.Errorf("backlog: %w", err)
-	}
+// EnsureBucket creates or updates the bucket with replicas replicas:
+// persistence's part (its NATS user alone may).
+func EnsureBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	cfg := BucketConfig(replicas)
 	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("backlog: bucket %s: %w", Bucket, err)

@@ -93,7 +93,7 @@ func TestWatcher(t *testing.T) {
 	if _, _, refuse := w.Refuse(); refuse {
 		t.Fatal("refusing on an empty stream")
 	}
-	kv, err := backlog.EnsureBucket(ctx, js)
+	kv, err := backlog.EnsureBucket(ctx, js, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ type Credentials struct {
 	Password string // ALICIA_NATS_PASSWORD or ALICIA_NATS_PASSWORD_FILE
 }
 
-// CredentialsFromEnv sets c from ALICIA_NATS_USER and ALICIA_NATS_PASSWORD
+// From overrides c from src's ALICIA_NATS_USER and ALICIA_NATS_PASSWORD
 // (or the file ALICIA_NATS_PASSWORD_FILE names).
-func CredentialsFromEnv(c *Credentials) error {
-	config.String("ALICIA_NATS_USER", &c.User)
-	return config.Secret("ALICIA_NATS_PASSWORD", &c.Password)
+func (c *Credentials) From(src config.Source) error {
+	src.String("ALICIA_NATS_USER", &c.User)
+	return src.Secret("ALICIA_NATS_PASSWORD", &c.Password)
 }
 
 // Option is the connection option that logs in with c; a no-op when c.User

@@ -7,13 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 )
 
@@ -34,15 +34,16 @@ const (
 // ASRJobsMaxAge drops jobs nobody took: a transcript that late is useless.
 const ASRJobsMaxAge = 5 * time.Minute
 
-// StreamsConfig tunes the streams EnsureStreams creates. Zero values take the defaults.
+// StreamsConfig tunes the streams EnsureStreams creates. Zero values take
+// the defaults; StreamsFrom reads the settings every service shares.
 type StreamsConfig struct {
 	// MaxAge bounds how long the CONVERSATIONS and SYSTEM streams keep an
-	// envelope (default ALICIA_STREAM_MAX_AGE, else forever).
+	// envelope (ALICIA_STREAM_MAX_AGE; zero: forever).
 	MaxAge time.Duration
 	// DeadLetterMaxAge bounds how long dead letters are kept (default 30 days).
 	DeadLetterMaxAge time.Duration
-	// Replicas is the stream replication factor in a cluster (default
-	// ALICIA_STREAM_REPLICAS, else 1).
+	// Replicas is the stream replication factor in a cluster
+	// (ALICIA_STREAM_REPLICAS, default 1), also the KV buckets'.
 	Replicas int
 	// Storage defaults to file storage.
 	Storage jetstream.StorageType
@@ -51,11 +52,11 @@ type StreamsConfig struct {
 	// MaxMsgSize caps one stored envelope (default 2 MiB: the protocol's 1 MiB plus headroom).
 	MaxMsgSize int32
 	// ConversationsMaxBytes bounds the CONVERSATIONS stream; beyond, its
-	// oldest envelopes are dropped (default ALICIA_CONVERSATIONS_MAX_BYTES,
-	// else DefaultConversationsMaxBytes; -1: no limit).
+	// oldest envelopes are dropped (ALICIA_CONVERSATIONS_MAX_BYTES, default
+	// DefaultConversationsMaxBytes; -1: no limit).
 	ConversationsMaxBytes int64
-	// SystemMaxBytes bounds the SYSTEM stream likewise (default
-	// ALICIA_SYSTEM_MAX_BYTES, else DefaultSystemMaxBytes; -1: no limit).
+	// SystemMaxBytes bounds the SYSTEM stream likewise
+	// (ALICIA_SYSTEM_MAX_BYTES, default DefaultSystemMaxBytes; -1: no limit).
 	SystemMaxBytes int64
 }
 
@@ -79,30 +80,6 @@ const DefaultSystemMaxBytes int64 = -1
 // EnvSystemMaxBytes overrides DefaultSystemMaxBytes in every service.
 const EnvSystemMaxBytes = "ALICIA_SYSTEM_MAX_BYTES"
 
-// conversationsMaxBytes is the limit from the environment or the default.
-func conversationsMaxBytes() (int64, error) {
-	return maxBytesFromEnv(EnvConversationsMaxBytes, DefaultConversationsMaxBytes)
-}
-
-// systemMaxBytes is the limit from the environment or the default.
-func systemMaxBytes() (int64, error) {
-	return maxBytesFromEnv(EnvSystemMaxBytes, DefaultSystemMaxBytes)
-}
-
-// maxBytesFromEnv reads a stream size limit: bytes ≥ 1 MiB, or -1 for none;
-// def when name is unset or bad (the error says which).
-func maxBytesFromEnv(name string, def int64) (int64, error) {
-	v := os.Getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || (n < 1<<20 && n != -1) {
-		return def, fmt.Errorf("%s %q: want bytes ≥ 1048576, or -1 for no limit", name, v)
-	}
-	return n, nil
-}
-
 // EnvStreamMaxAge bounds how long the CONVERSATIONS and SYSTEM streams keep
 // an envelope (Go duration syntax, e.g. 2160h for 90 days; unset or 0:
 // forever). Every service reads it, so none sets the streams back to
@@ -116,21 +93,6 @@ const EnvStreamMaxAge = "ALICIA_STREAM_MAX_AGE"
 // across an outage of a night; a client resumes after its last sequence).
 const MinStreamMaxAge = 24 * time.Hour
 
-// StreamMaxAge is the age limit from ALICIA_STREAM_MAX_AGE, 0 (forever)
-// when unset; a value that is not 0 nor at least MinStreamMaxAge is an
-// error (with 0 as the age).
-func StreamMaxAge() (time.Duration, error) {
-	v := os.Getenv(EnvStreamMaxAge)
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || (d != 0 && d < MinStreamMaxAge) {
-		return 0, fmt.Errorf("%s %q: want 0 (forever) or a duration of at least %s, e.g. 2160h for 90 days", EnvStreamMaxAge, v, MinStreamMaxAge)
-	}
-	return d, nil
-}
-
 // EnvStreamReplicas sets how many servers of a NATS cluster hold each
 // Alicia stream and KV bucket (1..5, default 1). Every service reads it, so
 // none of them sets a stream back to another replica count at its start.
@@ -139,26 +101,73 @@ const EnvStreamReplicas = "ALICIA_STREAM_REPLICAS"
 // MaxStreamReplicas is the most replicas JetStream allows a stream.
 const MaxStreamReplicas = 5
 
-// StreamReplicas is the replica count from ALICIA_STREAM_REPLICAS, 1 when
-// unset; a value that is not 1..5 is an error (with 1 as the count).
-func StreamReplicas() (int, error) {
-	v := os.Getenv(EnvStreamReplicas)
-	if v == "" {
-		return 1, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > MaxStreamReplicas {
-		return 1, fmt.Errorf("%s %q: want 1 to %d", EnvStreamReplicas, v, MaxStreamReplicas)
-	}
-	return n, nil
+// DefaultStreams is the streams' configuration when none of their
+// variables is set.
+func DefaultStreams() StreamsConfig { return StreamsConfig{}.withDefaults() }
+
+// StreamsFrom is DefaultStreams with what src sets (StreamsConfig.From).
+func StreamsFrom(src config.Source) (StreamsConfig, error) {
+	c := DefaultStreams()
+	err := c.From(src)
+	return c, err
 }
 
+// From overrides c's settings that src sets: ALICIA_STREAM_MAX_AGE (0, or
+// at least MinStreamMaxAge), ALICIA_CONVERSATIONS_MAX_BYTES and
+// ALICIA_SYSTEM_MAX_BYTES (bytes ≥ 1 MiB, or -1 for no limit),
+// ALICIA_STREAM_REPLICAS (1..MaxStreamReplicas). A bad value leaves its
+// field as it was and is an error naming the variable, its value and where
+// it came from. Every service reads them (svcmain.Bus), so none sets the
+// streams back to other values at its start.
+func (c *StreamsConfig) From(src config.Source) error {
+	var errs []error
+	if v := src.Get(EnvStreamMaxAge); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || (d != 0 && d < MinStreamMaxAge) {
+			errs = append(errs, badSetting(src, EnvStreamMaxAge, v, fmt.Sprintf("0 (forever) or a duration of at least %s, e.g. 2160h for 90 days", MinStreamMaxAge)))
+		} else {
+			c.MaxAge = d
+		}
+	}
+	for _, m := range []struct {
+		name string
+		dst  *int64
+	}{{EnvConversationsMaxBytes, &c.ConversationsMaxBytes}, {EnvSystemMaxBytes, &c.SystemMaxBytes}} {
+		v := src.Get(m.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || (n < 1<<20 && n != -1) {
+			errs = append(errs, badSetting(src, m.name, v, "bytes ≥ 1048576, or -1 for no limit"))
+			continue
+		}
+		*m.dst = n
+	}
+	if v := src.Get(EnvStreamReplicas); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxStreamReplicas {
+			errs = append(errs, badSetting(src, EnvStreamReplicas, v, fmt.Sprintf("1 to %d", MaxStreamReplicas)))
+		} else {
+			c.Replicas = n
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// badSetting says what is wrong with name's value v from src.
+func badSetting(src config.Source, name, v, want string) error {
+	return fmt.Errorf("%s=%q from %s: want %s", name, v, src.Origin(name), want)
+}
+
+// withDefaults fills the fields c leaves zero with the hard defaults (a
+// zero MaxAge stays: no age limit).
 func (c StreamsConfig) withDefaults() StreamsConfig {
 	if c.DeadLetterMaxAge == 0 {
 		c.DeadLetterMaxAge = 30 * 24 * time.Hour
 	}
 	if c.Replicas == 0 {
-		c.Replicas, _ = StreamReplicas() // EnsureStreams reports a bad value
+		c.Replicas = 1
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = 2 * time.Minute
@@ -167,13 +176,10 @@ func (c StreamsConfig) withDefaults() StreamsConfig {
 		c.MaxMsgSize = 2 << 20
 	}
 	if c.ConversationsMaxBytes == 0 {
-		c.ConversationsMaxBytes, _ = conversationsMaxBytes() // EnsureStreams reports a bad value
+		c.ConversationsMaxBytes = DefaultConversationsMaxBytes
 	}
 	if c.SystemMaxBytes == 0 {
-		c.SystemMaxBytes, _ = systemMaxBytes() // EnsureStreams reports a bad value
-	}
-	if c.MaxAge == 0 {
-		c.MaxAge, _ = StreamMaxAge() // EnsureStreams reports a bad value
+		c.SystemMaxBytes = DefaultSystemMaxBytes
 	}
 	return c
 }
@@ -234,40 +240,13 @@ func dispatch(c jetstream.StreamConfig) jetstream.StreamConfig {
 const StreamsOwner = "persistence"
 
 // EnsureStreams creates or updates every Alicia stream: the StreamsOwner's
-// part (and a test's, or an operator's tool's, with every permission). A bad value of a
-// variable it reads (ALICIA_STREAM_MAX_AGE, ALICIA_CONVERSATIONS_MAX_BYTES,
-// ALICIA_SYSTEM_MAX_BYTES, ALICIA_STREAM_REPLICAS) is an error naming it,
-// unless c sets that field itself.
+// part (and a test's, or an operator's tool's, with every permission),
+// with c (StreamsFrom reads it from the settings).
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
-	if err := validateEnv(c); err != nil {
-		return err
-	}
 	for _, cfg := range StreamConfigs(c) {
 		if err := EnsureStream(ctx, js, cfg); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", cfg.Name, err)
 		}
-	}
-	return nil
-}
-
-// validateEnv reports a bad value of each variable the streams read
-// whose field c leaves to it.
-func validateEnv(c StreamsConfig) error {
-	var errs []error
-	if _, err := conversationsMaxBytes(); err != nil && c.ConversationsMaxBytes == 0 {
-		errs = append(errs, err)
-	}
-	if _, err := systemMaxBytes(); err != nil && c.SystemMaxBytes == 0 {
-		errs = append(errs, err)
-	}
-	if _, err := StreamMaxAge(); err != nil && c.MaxAge == 0 {
-		errs = append(errs, err)
-	}
-	if _, err := StreamReplicas(); err != nil && c.Replicas == 0 {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("bus: %w", err)
 	}
 	return nil
 }
@@ -281,11 +260,7 @@ func validateEnv(c StreamsConfig) error {
 // answers a create with a configuration identical to the stream's as a
 // success and refuses one that differs, so two services creating a
 // stream at once both succeed and a create cannot change a stream.
-// Settings are validated as EnsureStreams does.
 func CreateStreams(ctx context.Context, js jetstream.JetStream, c StreamsConfig) error {
-	if err := validateEnv(c); err != nil {
-		return err
-	}
 	for _, cfg := range StreamConfigs(c) {
 		if err := CreateStream(ctx, js, cfg); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", cfg.Name, err)

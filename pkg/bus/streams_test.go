@@ -10,12 +10,23 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 )
 
+// streamsFrom reads the streams' settings from a source holding
+// name/value pairs, named "the test" in errors.
+func streamsFrom(kv ...string) (bus.StreamsConfig, error) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return bus.StreamsFrom(config.Source{}.Overlay("the test", m))
+}
+
 // TestConversationsStreamLimit: the CONVERSATIONS stream is created (on
 // the embedded server, whose storage limit is the disk's) with the default
-// size limit, or the one from the environment every service reads; a
+// size limit, or the one from the setting every service reads; a
 // stream made before the limit existed gets it; beyond it the oldest
 // envelopes are dropped.
 func TestConversationsStreamLimit(t *testing.T) {
@@ -38,22 +49,24 @@ func TestConversationsStreamLimit(t *testing.T) {
 		err       string
 	}{
 		{"default", "", bus.DefaultConversationsMaxBytes, ""},
-		{"from the environment", "67108864", 64 << 20, ""},
+		{"from the setting", "67108864", 64 << 20, ""},
 		{"no limit", "-1", -1, ""},
 		{"too small", "1000", 0, "ALICIA_CONVERSATIONS_MAX_BYTES"},
 		{"not a number", "4G", 0, "ALICIA_CONVERSATIONS_MAX_BYTES"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Setenv(bus.EnvConversationsMaxBytes, c.env)
-			js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
-			err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{})
+			s, err := streamsFrom(bus.EnvConversationsMaxBytes, c.env)
 			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err = %v, want one naming %s", err, c.err)
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "the test") {
+					t.Fatalf("err = %v, want one naming %s and the test", err, c.err)
 				}
 				return
 			}
 			if err != nil {
+				t.Fatal(err)
+			}
+			js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
+			if err := bus.EnsureStreams(ctx, js, s); err != nil {
 				t.Fatal(err)
 			}
 			if got := maxBytes(t, js); got != c.want {
@@ -96,8 +109,9 @@ func TestConversationsStreamLimit(t *testing.T) {
 }
 
 // TestStreamReplicas: ALICIA_STREAM_REPLICAS gives every stream its replica
-// count (1 by default); a value outside 1..5 is an error EnsureStreams
-// reports when the service starts.
+// count (1 by default); a value outside 1..5 is an error reading the
+// settings (the service's ConfigFrom, before it starts), naming the
+// variable and the source that set it.
 func TestStreamReplicas(t *testing.T) {
 	for _, c := range []struct {
 		env  string
@@ -115,15 +129,14 @@ func TestStreamReplicas(t *testing.T) {
 		{" 3", 1, true},
 	} {
 		t.Run("env "+strconv.Quote(c.env), func(t *testing.T) {
-			t.Setenv(bus.EnvStreamReplicas, c.env)
-			n, err := bus.StreamReplicas()
-			if n != c.want || (err != nil) != c.err {
-				t.Fatalf("StreamReplicas() = %d, %v; want %d, error %v", n, err, c.want, c.err)
+			s, err := streamsFrom(bus.EnvStreamReplicas, c.env)
+			if n := s.Replicas; n != c.want || (err != nil) != c.err {
+				t.Fatalf("StreamsFrom: Replicas %d, %v; want %d, error %v", n, err, c.want, c.err)
 			}
 			if err != nil && !strings.Contains(err.Error(), bus.EnvStreamReplicas) {
 				t.Fatalf("err = %v, want one naming %s", err, bus.EnvStreamReplicas)
 			}
-			for _, cfg := range bus.StreamConfigs(bus.StreamsConfig{}) {
+			for _, cfg := range bus.StreamConfigs(s) {
 				if cfg.Replicas != c.want {
 					t.Fatalf("stream %s: Replicas %d, want %d", cfg.Name, cfg.Replicas, c.want)
 				}
@@ -133,12 +146,11 @@ func TestStreamReplicas(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a bad value fails EnsureStreams", func(t *testing.T) {
-		t.Setenv(bus.EnvStreamReplicas, "7")
-		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
-		err := bus.EnsureStreams(context.Background(), js, bus.StreamsConfig{})
-		if err == nil || !strings.Contains(err.Error(), bus.EnvStreamReplicas) {
-			t.Fatalf("err = %v, want one naming %s", err, bus.EnvStreamReplicas)
+	t.Run("a bad value names the source that set it", func(t *testing.T) {
+		under := config.Lookup("the compose file", func(string) (string, bool) { return "3", true })
+		_, err := bus.StreamsFrom(under.Overlay("alicia up", map[string]string{bus.EnvStreamReplicas: "7"}))
+		if err == nil || !strings.Contains(err.Error(), bus.EnvStreamReplicas+`="7" from alicia up`) {
+			t.Fatalf("err = %v, want one naming %s, its value and alicia up", err, bus.EnvStreamReplicas)
 		}
 	})
 }
@@ -179,10 +191,9 @@ func TestStreamRetention(t *testing.T) {
 		{"forever", 0, true},
 	} {
 		t.Run("age "+strconv.Quote(c.env), func(t *testing.T) {
-			t.Setenv(bus.EnvStreamMaxAge, c.env)
-			d, err := bus.StreamMaxAge()
-			if d != c.want || (err != nil) != c.err {
-				t.Fatalf("StreamMaxAge() = %s, %v; want %s, error %v", d, err, c.want, c.err)
+			s, err := streamsFrom(bus.EnvStreamMaxAge, c.env)
+			if d := s.MaxAge; d != c.want || (err != nil) != c.err {
+				t.Fatalf("StreamsFrom: MaxAge %s, %v; want %s, error %v", d, err, c.want, c.err)
 			}
 			if err != nil && !strings.Contains(err.Error(), bus.EnvStreamMaxAge) {
 				t.Fatalf("err = %v, want one naming %s", err, bus.EnvStreamMaxAge)
@@ -190,10 +201,12 @@ func TestStreamRetention(t *testing.T) {
 		})
 	}
 	t.Run("the limits reach CONVERSATIONS and SYSTEM only", func(t *testing.T) {
-		t.Setenv(bus.EnvStreamMaxAge, "720h")
-		t.Setenv(bus.EnvSystemMaxBytes, "67108864")
+		s, err := streamsFrom(bus.EnvStreamMaxAge, "720h", bus.EnvSystemMaxBytes, "67108864")
+		if err != nil {
+			t.Fatal(err)
+		}
 		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
-		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		if err := bus.EnsureStreams(ctx, js, s); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]time.Duration{
@@ -213,10 +226,12 @@ func TestStreamRetention(t *testing.T) {
 		}
 	})
 	t.Run("defaults: no age limit, SYSTEM unbounded", func(t *testing.T) {
-		t.Setenv(bus.EnvStreamMaxAge, "")
-		t.Setenv(bus.EnvSystemMaxBytes, "")
+		s, err := streamsFrom(bus.EnvStreamMaxAge, "", bus.EnvSystemMaxBytes, "")
+		if err != nil {
+			t.Fatal(err)
+		}
 		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
-		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		if err := bus.EnsureStreams(ctx, js, s); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{bus.StreamConversations, bus.StreamSystem} {
@@ -230,21 +245,22 @@ func TestStreamRetention(t *testing.T) {
 	})
 	t.Run("an existing stream gets the limit, and loses it when it is removed", func(t *testing.T) {
 		js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
-		t.Setenv(bus.EnvStreamMaxAge, "")
-		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
-			t.Fatal(err)
+		ensure := func(age string) {
+			t.Helper()
+			s, err := streamsFrom(bus.EnvStreamMaxAge, age)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bus.EnsureStreams(ctx, js, s); err != nil {
+				t.Fatal(err)
+			}
 		}
-		t.Setenv(bus.EnvStreamMaxAge, "48h")
-		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
-			t.Fatal(err)
-		}
+		ensure("")
+		ensure("48h")
 		if got := info(t, js, bus.StreamConversations).Config.MaxAge; got != 48*time.Hour {
 			t.Fatalf("MaxAge %s after setting %s=48h", got, bus.EnvStreamMaxAge)
 		}
-		t.Setenv(bus.EnvStreamMaxAge, "")
-		if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
-			t.Fatal(err)
-		}
+		ensure("")
 		for _, name := range []string{bus.StreamConversations, bus.StreamSystem} {
 			if got := info(t, js, name).Config.MaxAge; got != 0 {
 				t.Errorf("%s: MaxAge %s after removing %s, want none", name, got, bus.EnvStreamMaxAge)
@@ -260,15 +276,13 @@ func TestStreamRetention(t *testing.T) {
 		{"a bad SYSTEM size", bus.EnvSystemMaxBytes, "1000"},
 		{"a SYSTEM size that is no number", bus.EnvSystemMaxBytes, "1G"},
 	} {
-		t.Run(c.name+" fails EnsureStreams", func(t *testing.T) {
-			t.Setenv(c.env, c.value)
-			js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
-			err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{})
+		t.Run(c.name+" fails the settings", func(t *testing.T) {
+			s, err := streamsFrom(c.env, c.value)
 			if err == nil || !strings.Contains(err.Error(), c.env) {
 				t.Fatalf("err = %v, want one naming %s", err, c.env)
 			}
-			if _, err := js.Stream(ctx, bus.StreamConversations); err == nil {
-				t.Fatal("a stream was made with a bad setting")
+			if s != bus.DefaultStreams() {
+				t.Fatalf("a bad setting changed the streams' configuration: %+v", s)
 			}
 		})
 	}
@@ -292,8 +306,7 @@ func TestStreamRetention(t *testing.T) {
 
 // TestCreateStreams: a service that is not bus.StreamsOwner creates the
 // streams that are missing, as EnsureStreams would, and leaves one that
-// exists with another configuration alone (no update); a bad setting
-// fails it as it fails EnsureStreams.
+// exists with another configuration alone (no update).
 func TestCreateStreams(t *testing.T) {
 	ctx := t.Context()
 	js := natstest.JetStream(t, natstest.Connect(t, natstest.Run(t)))
@@ -319,9 +332,5 @@ func TestCreateStreams(t *testing.T) {
 	}
 	if got := info(t, js, bus.StreamDeadLetter).Config.MaxAge; got != 30*24*time.Hour {
 		t.Errorf("DEADLETTER made again with MaxAge %s, want 720h", got)
-	}
-	t.Setenv(bus.EnvStreamMaxAge, "1h")
-	if err := bus.CreateStreams(ctx, js, bus.StreamsConfig{}); err == nil || !strings.Contains(err.Error(), bus.EnvStreamMaxAge) {
-		t.Fatalf("CreateStreams with a bad age: %v, want an error naming %s", err, bus.EnvStreamMaxAge)
 	}
 }

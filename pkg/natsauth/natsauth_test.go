@@ -60,7 +60,7 @@ func (v violations) option() nats.Option {
 
 func connect(t *testing.T, url, user string, v violations) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, js, err := bus.Connect(context.Background(), url, user,
+	nc, js, err := bus.Connect(context.Background(), url, user, bus.DefaultStreams(),
 		bus.Credentials{User: user, Password: "pw-" + user}.Option(), v.option())
 	if err != nil {
 		t.Fatalf("%s: %v", user, err)

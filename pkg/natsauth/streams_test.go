@@ -118,7 +118,7 @@ func TestBacklogBucket(t *testing.T) {
 	url := startServer(t)
 	ctx := context.Background()
 	_, pjs := connect(t, url, natsauth.Persistence, violations{make(chan error, 1)})
-	kv, err := backlog.EnsureBucket(ctx, pjs)
+	kv, err := backlog.EnsureBucket(ctx, pjs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestBacklogBucket(t *testing.T) {
 				t.Error("could write the report")
 			}
 			update := func(ctx context.Context) error {
-				cfg, _ := backlog.BucketConfig()
+				cfg := backlog.BucketConfig(1)
 				_, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 				return err
 			}

@@ -17,22 +17,26 @@ import (
 // DefaultNATSURL is where every service looks for NATS by default.
 const DefaultNATSURL = "nats://127.0.0.1:4222"
 
-// Bus is the NATS connection of a service: the server and the user it logs
-// in as (pkg/natsauth gives each service its own).
+// Bus is the NATS connection of a service: the server, the user it logs
+// in as (pkg/natsauth gives each service its own) and the streams'
+// settings, the same in every service (bus.Connect ensures or creates the
+// streams with them; the KV buckets take their replica count).
 type Bus struct {
 	NATSURL string // ALICIA_NATS_URL, default DefaultNATSURL
 	// NATSAuth logs in to NATS (ALICIA_NATS_USER, ALICIA_NATS_PASSWORD + _FILE).
 	NATSAuth bus.Credentials
+	// Streams are ALICIA_STREAM_MAX_AGE, ALICIA_CONVERSATIONS_MAX_BYTES,
+	// ALICIA_SYSTEM_MAX_BYTES and ALICIA_STREAM_REPLICAS (bus.StreamsConfig.From).
+	Streams bus.StreamsConfig
 }
 
 // DefaultBus returns the defaults.
-func DefaultBus() Bus { return Bus{NATSURL: DefaultNATSURL} }
+func DefaultBus() Bus { return Bus{NATSURL: DefaultNATSURL, Streams: bus.DefaultStreams()} }
 
 // From overrides b from src.
 func (b *Bus) From(src config.Source) error {
 	src.String("ALICIA_NATS_URL", &b.NATSURL)
-	src.String("ALICIA_NATS_USER", &b.NATSAuth.User)
-	return src.Secret("ALICIA_NATS_PASSWORD", &b.NATSAuth.Password)
+	return errors.Join(b.NATSAuth.From(src), b.Streams.From(src))
 }
 
 // Validate reports what is wrong with b.

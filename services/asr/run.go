@@ -21,7 +21,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "asr", cfg.NATSAuth.Option())
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "asr", cfg.Streams, cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,10 @@ import (
 // the connection kept: the stream never drops an envelope persistence has
 // not stored.
 func TestBacklogRefusedAtTheEdge(t *testing.T) {
-	t.Setenv(bus.EnvConversationsMaxBytes, "1048576")
 	s := newStack(t, func(o *stackOptions) {
 		o.noPersistence = true
 		o.gateway = func(c *gateway.Config) {
+			c.Streams.ConversationsMaxBytes = 1 << 20 // the gateway, alone here, creates the streams
 			c.Quotas.Edge.SessionRate, c.Quotas.Edge.SessionBurst = 1e6, 1e6
 			c.Quotas.Edge.UserRate, c.Quotas.Edge.UserBurst = 1e6, 1e6
 		}

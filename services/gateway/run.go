@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		return fmt.Errorf("gateway: %w", err)
 	}
 	defer pool.Close()
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "gateway", cfg.NATSAuth.Option())
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "gateway", cfg.Streams, cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 
 	// Web client sessions, shared by the replicas through NATS; how full
 	// their bucket is goes to /metrics and, over 80 %, to the log.
-	sessions, err := session.Open(ctx, js, session.Config{TTL: cfg.SessionTTL, PerUser: cfg.SessionsPerUser, Log: log})
+	sessions, err := session.Open(ctx, js, session.Config{TTL: cfg.SessionTTL, PerUser: cfg.SessionsPerUser, Replicas: cfg.Streams.Replicas, Log: log})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}

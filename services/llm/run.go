@@ -35,7 +35,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("llm: %w", err)
 	}
 	defer pool.Close()
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "llm", cfg.NATSAuth.Option())
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "llm", cfg.Streams, cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}
@@ -44,11 +44,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("llm: stream %s: %w", bus.StreamConversations, err)
 	}
-	replicas, err := bus.StreamReplicas()
-	if err != nil {
-		return fmt.Errorf("llm: %w", err)
-	}
-	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour, Replicas: replicas,
+	qcfg := queue.Config{Partitions: cfg.Partitions, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAge: 24 * time.Hour, Replicas: cfg.Streams.Replicas,
 		PerUser: cfg.TurnsPerUser}
 	turns, err := queue.Ensure(ctx, js, qcfg)
 	if err != nil {
@@ -58,12 +54,12 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	// turns end, and lapse after AckWait when the replica dies.
 	budgetCtx, stopBudget := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBudget()
-	budget, err := queue.EnsureBudget(budgetCtx, js, cfg.TurnsPerUser, cfg.AckWait, replicas, log)
+	budget, err := queue.EnsureBudget(budgetCtx, js, cfg.TurnsPerUser, cfg.AckWait, cfg.Streams.Replicas, log)
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)
 	}
 
-	if replicas > 1 {
+	if cfg.Streams.Replicas > 1 {
 		// In a cluster: LLM_TURNS sources CONVERSATIONS again at once after
 		// a leader change (queue.SourceWatch).
 		wctx, stopWatch := context.WithCancel(ctx)

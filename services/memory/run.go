@@ -44,7 +44,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if err := pool.Ping(ctx); err != nil {
 		return fmt.Errorf("memory: postgres unreachable: %w", err)
 	}
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "memory", cfg.NATSAuth.Option())
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "memory", cfg.Streams, cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,8 @@ type backlogReporter struct {
 	log      zerolog.Logger
 }
 
-func newBacklogReporter(ctx context.Context, js jetstream.JetStream, progress map[string]*consume.Progress, interval time.Duration, log zerolog.Logger) (*backlogReporter, error) {
-	kv, err := backlog.EnsureBucket(ctx, js)
+func newBacklogReporter(ctx context.Context, js jetstream.JetStream, replicas int, progress map[string]*consume.Progress, interval time.Duration, log zerolog.Logger) (*backlogReporter, error) {
+	kv, err := backlog.EnsureBucket(ctx, js, replicas)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: %w", err)
 	}

@@ -24,8 +24,9 @@ import (
 // persistence is back and has caught up, it stops refusing, and every
 // envelope written is in Postgres.
 func TestBacklogRefusedBeforeLoss(t *testing.T) {
-	t.Setenv(bus.EnvConversationsMaxBytes, "1048576") // every service, the owner too, ensures it so
-	s := newStack(t)
+	streams := bus.DefaultStreams()
+	streams.ConversationsMaxBytes = 1 << 20 // the owner ensures it so at its start
+	s := newStackWith(t, streams)
 	s.cfg.BacklogInterval = 20 * time.Millisecond
 	ctx := t.Context()
 	const cid = "ac_backlog"

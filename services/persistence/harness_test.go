@@ -41,6 +41,13 @@ type stack struct {
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
+	return newStackWith(t, bus.DefaultStreams())
+}
+
+// newStackWith is newStack whose streams (made here, and ensured by
+// persistence as it starts) have streams' settings.
+func newStackWith(t testing.TB, streams bus.StreamsConfig) *stack {
+	t.Helper()
 	ns := natstest.Run(t)
 	nc := natstest.Connect(t, ns)
 	js := natstest.JetStream(t, nc)
@@ -50,11 +57,11 @@ func newStack(t testing.TB) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := bus.EnsureStreams(context.Background(), js, bus.StreamsConfig{}); err != nil {
+	if err := bus.EnsureStreams(context.Background(), js, streams); err != nil {
 		t.Fatal(err)
 	}
 	cfg := persistence.DefaultConfig()
-	cfg.NATSURL, cfg.PostgresURL = ns.ClientURL(), url
+	cfg.NATSURL, cfg.PostgresURL, cfg.Streams = ns.ClientURL(), url, streams
 	s := &stack{t: t, ns: ns, nc: nc, js: js, pub: bus.NewPublisher(js), pool: pool, cfg: cfg, historyTimeout: 30 * time.Second}
 	t.Cleanup(s.stop)
 	return s

@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return fmt.Errorf("persistence: migrate: %w", err)
 		}
 	}
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "persistence", cfg.NATSAuth.Option())
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "persistence", cfg.Streams, cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if interval <= 0 {
 		interval = backlog.DefaultInterval
 	}
-	reporter, err := newBacklogReporter(ctx, js, progress, interval, log)
+	reporter, err := newBacklogReporter(ctx, js, cfg.Streams.Replicas, progress, interval, log)
 	if err != nil {
 		return err
 	}

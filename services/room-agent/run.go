@@ -25,7 +25,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return err
 	}
 	edge.RefusalMetrics()
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "room-agent", cfg.NATSAuth.Option())
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "room-agent", cfg.Streams, cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}

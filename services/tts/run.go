@@ -27,7 +27,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("tts: %w", err)
 	}
 	defer closeSynth()
-	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "tts", cfg.NATSAuth.Option())
+	nc, js, err := bus.Connect(ctx, cfg.NATSURL, "tts", cfg.Streams, cfg.NATSAuth.Option())
 	if err != nil {
 		return err
 	}

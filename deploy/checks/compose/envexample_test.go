@@ -17,6 +17,7 @@ import (
 
 	"github.com/alicia-voice/alicia/deploy/checks/compose"
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/config"
 )
 
 // envEntry is one `NAME=value` line of .env.example, commented out or not.
@@ -206,22 +207,17 @@ func TestEnvExampleDefaults(t *testing.T) {
 		})
 	}
 	t.Run("streams", func(t *testing.T) {
-		clearAliciaEnv(t)
-		want := bus.StreamConfigs(bus.StreamsConfig{})
+		values := map[string]string{}
 		for name, v := range entries {
 			if strings.HasPrefix(name, "ALICIA_") {
-				t.Setenv(name, v.value)
+				values[name] = v.value
 			}
 		}
-		for _, f := range []func() error{
-			func() error { _, err := bus.StreamMaxAge(); return err },
-			func() error { _, err := bus.StreamReplicas(); return err },
-		} {
-			if err := f(); err != nil {
-				t.Errorf(".env.example's stream settings: %v", err)
-			}
+		streams, err := bus.StreamsFrom(config.Source{}.Overlay(".env.example", values))
+		if err != nil {
+			t.Errorf(".env.example's stream settings: %v", err)
 		}
-		got := bus.StreamConfigs(bus.StreamsConfig{})
+		want, got := bus.StreamConfigs(bus.DefaultStreams()), bus.StreamConfigs(streams)
 		for i := range want {
 			if !reflect.DeepEqual(got[i], want[i]) {
 				t.Errorf("with .env.example's values stream %s differs from the default:\n%s", want[i].Name, diffFields(want[i], got[i]))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +26,7 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/memory"
+	"github.com/alicia-voice/alicia/services/persistence"
 	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
@@ -171,8 +171,10 @@ func TestClusterLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test: three servers and the text path")
 	}
-	t.Setenv(bus.EnvStreamReplicas, "3")
-	t.Setenv(bus.EnvConversationsMaxBytes, strconv.Itoa(64<<20))
+	// Every service ensures or creates the streams with its own settings:
+	// each gets the same.
+	streams := bus.DefaultStreams()
+	streams.Replicas, streams.ConversationsMaxBytes = 3, 64<<20
 	cl := runCluster(t, 3)
 	urls := cl.urls()
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
@@ -200,9 +202,9 @@ func TestClusterLeaderLoss(t *testing.T) {
 	mem := fakeopenai.New(t, fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))
 	log := testkit.Log()
 
-	persistencetest.Start(t, urls, pgURL)
+	persistencetest.Start(t, urls, pgURL, func(c *persistence.Config) { c.Streams = streams })
 	mcfg := memory.DefaultConfig()
-	mcfg.NATSURL, mcfg.PostgresURL = urls, pgURL
+	mcfg.NATSURL, mcfg.PostgresURL, mcfg.Streams = urls, pgURL, streams
 	mcfg.EmbeddingURL, mcfg.EmbeddingModel = mem.URL(), "fake-embed"
 	mcfg.LLMURL, mcfg.LLMModel = mem.URL(), "fake-extract"
 	testkit.Go(t, "memory", func(ctx context.Context) error {
@@ -210,12 +212,14 @@ func TestClusterLeaderLoss(t *testing.T) {
 	})
 	lcfg := llm.DefaultConfig()
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = urls, pgURL, chat.URL(), "fake-chat"
+	lcfg.Streams = streams
 	lcfg.Timeout, lcfg.RetryBackoff, lcfg.BreakerCooldown = 10*time.Second, 10*time.Millisecond, 300*time.Millisecond
 	lcfg.Partitions, lcfg.ShutdownGrace = 8, 0
 	lcfg.MetricsAddr = ""
 	testkit.Go(t, "llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", urls, pgURL
+	gcfg.Streams = streams
 	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey
 	gcfg.RateLimit = 10000
 	addr := make(chan string, 1)

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/alicia-voice/alicia/services/asr"
 	"github.com/alicia-voice/alicia/services/gateway"
 	"github.com/alicia-voice/alicia/services/llm"
+	"github.com/alicia-voice/alicia/services/persistence"
 	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 	roomagent "github.com/alicia-voice/alicia/services/room-agent"
 	"github.com/alicia-voice/alicia/services/tts"
@@ -87,9 +87,11 @@ func newStack(t testing.TB, o options) *stack {
 	var nc *nats.Conn
 	var js jetstream.JetStream
 	var servers []*server.Server
+	// Every service ensures or creates the streams with its own settings:
+	// each gets streams.
+	streams := bus.DefaultStreams()
 	if o.cluster {
-		t.Setenv(bus.EnvStreamReplicas, "3")
-		t.Setenv(bus.EnvConversationsMaxBytes, strconv.Itoa(64<<20))
+		streams.Replicas, streams.ConversationsMaxBytes = 3, 64<<20
 		servers = natstest.RunCluster(t, 3, "voice")
 		var urls []string
 		for _, s := range servers {
@@ -127,7 +129,7 @@ func newStack(t testing.TB, o options) *stack {
 	chat := fakeopenai.New(t, reply, fakeopenai.WithProfile(o.profile))
 	speech := fakeopenai.New(t, fakeopenai.WithProfile(o.profile))
 	log := testkit.Log()
-	persistencetest.Start(t, natsURL, pgURL)
+	persistencetest.Start(t, natsURL, pgURL, func(c *persistence.Config) { c.Streams = streams })
 
 	// Each service runs until the test ends; the ones started last stop first.
 	run := func(name string, f func(context.Context) error) { testkit.Go(t, name, f) }
@@ -135,14 +137,16 @@ func newStack(t testing.TB, o options) *stack {
 	lcfg := llm.DefaultConfig()
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = natsURL, pgURL, chat.URL(), "fake-chat"
 	lcfg.Partitions, lcfg.ShutdownGrace, lcfg.MemoryTopK, lcfg.MetricsAddr = 4, 0, 0, ""
+	lcfg.Streams = streams
 	run("llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
 
 	acfg := asr.DefaultConfig()
-	acfg.NATSURL, acfg.URL, acfg.Model = natsURL, speech.URL(), "fake-whisper"
+	acfg.NATSURL, acfg.URL, acfg.Model, acfg.Streams = natsURL, speech.URL(), "fake-whisper", streams
 	run("asr", func(ctx context.Context) error { return asr.Run(ctx, acfg, log.With().Str("service", "asr").Logger()) })
 
 	tcfg := tts.DefaultConfig()
 	tcfg.NATSURL, tcfg.Engine, tcfg.URL, tcfg.Model = natsURL, "openai", speech.URL(), "fake-kokoro"
+	tcfg.Streams = streams
 	if o.tts != nil {
 		o.tts(&tcfg)
 	}
@@ -151,6 +155,7 @@ func newStack(t testing.TB, o options) *stack {
 	rcfg := roomagent.DefaultConfig()
 	rcfg.NATSURL, rcfg.LiveKitURL, rcfg.LiveKitAPIKey, rcfg.LiveKitAPISecret = natsURL, lk.URL, lk.APIKey, lk.APISecret
 	rcfg.Lease, rcfg.EmptyTimeout = 3*time.Second, 5*time.Second
+	rcfg.Streams = streams
 	if o.agent != nil {
 		o.agent(&rcfg)
 	}
@@ -162,6 +167,7 @@ func newStack(t testing.TB, o options) *stack {
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", natsURL, pgURL
 	gcfg.APIKeys, gcfg.RateLimit = "alice:"+aliceKey, 1000
+	gcfg.Streams = streams
 	gcfg.LiveKit = gateway.LiveKit{URL: lk.URL, APIKey: lk.APIKey, APISecret: lk.APISecret, TokenTTL: time.Hour}
 	if o.gateway != nil {
 		o.gateway(&gcfg)

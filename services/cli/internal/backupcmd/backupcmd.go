@@ -304,25 +304,29 @@ type Config struct {
 	Replicas int
 }
 
-// ConfigFromEnv reads ALICIA_NATS_URL (default nats://127.0.0.1:4222),
+// ConfigFromEnv is ConfigFrom the process environment: the command's only
+// source.
+func ConfigFromEnv() (Config, error) { return ConfigFrom(config.Environ()) }
+
+// ConfigFrom reads ALICIA_NATS_URL (default nats://127.0.0.1:4222),
 // ALICIA_NATS_USER and ALICIA_NATS_PASSWORD(_FILE) (the admin user; else the
 // admin URL `alicia up` wrote into ALICIA_DATA_DIR),
 // ALICIA_POSTGRES_{MIGRATOR,WRITER,READER}_URL(_FILE) and
-// ALICIA_STREAM_REPLICAS. The database's URL is localpg.Ensure's
+// ALICIA_STREAM_REPLICAS from src. The database's URL is localpg.Ensure's
 // (ALICIA_POSTGRES_URL or its _FILE, else the local dev Postgres).
-func ConfigFromEnv() (Config, error) {
+func ConfigFrom(src config.Source) (Config, error) {
 	var c Config
-	nc, err := opnats.FromEnv()
+	nc, err := opnats.From(src)
 	c.NATS = nc
 	var r localpg.RoleURLs
 	errs := []error{
 		err,
-		config.Secret(migratecmd.EnvMigratorURL, &r.Migrator),
-		config.Secret(migratecmd.EnvWriterURL, &r.Writer),
-		config.Secret(migratecmd.EnvReaderURL, &r.Reader),
+		src.Secret(migratecmd.EnvMigratorURL, &r.Migrator),
+		src.Secret(migratecmd.EnvWriterURL, &r.Writer),
+		src.Secret(migratecmd.EnvReaderURL, &r.Reader),
 	}
-	n, err := bus.StreamReplicas()
-	c.Replicas = n
+	streams, err := bus.StreamsFrom(src)
+	c.Replicas = streams.Replicas
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return c, err

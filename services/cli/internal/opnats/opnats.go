@@ -50,17 +50,20 @@ type Config struct {
 	DataDir string
 }
 
-// FromEnv reads ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD(_FILE)
-// and ALICIA_DATA_DIR.
-func FromEnv() (Config, error) {
+// From reads ALICIA_NATS_URL, ALICIA_NATS_USER, ALICIA_NATS_PASSWORD(_FILE)
+// and ALICIA_DATA_DIR from src.
+func From(src config.Source) (Config, error) {
 	c := Config{URL: DefaultURL}
-	config.String("ALICIA_NATS_URL", &c.URL)
-	config.String("ALICIA_DATA_DIR", &c.DataDir)
+	src.String("ALICIA_NATS_URL", &c.URL)
+	src.String("ALICIA_DATA_DIR", &c.DataDir)
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir()
 	}
-	return c, bus.CredentialsFromEnv(&c.Auth)
+	return c, c.Auth.From(src)
 }
+
+// FromEnv is From the process environment: the command's only source.
+func FromEnv() (Config, error) { return From(config.Environ()) }
 
 // Connect connects as the operator; name names the connection
 // ("alicia-<name>") and the command in messages.

@@ -26,7 +26,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/natsauth"
 )
 
@@ -68,6 +67,9 @@ type Config struct {
 	// PerUser is how many sessions a user may hold at once; signing in
 	// beyond ends the oldest (ALICIA_SESSIONS_PER_USER, 1..MaxPerUser).
 	PerUser int
+	// Replicas is the bucket's replica count, the streams'
+	// (ALICIA_STREAM_REPLICAS, svcmain.Bus.Streams; 0: 1).
+	Replicas int
 	// Log receives what goes wrong besides the answer (an evicted session
 	// that could not be ended) and Watch's warnings.
 	Log zerolog.Logger
@@ -85,16 +87,13 @@ type Store struct {
 }
 
 // Open creates or updates the bucket (history 1, entries kept cfg.TTL,
-// file storage, ALICIA_STREAM_REPLICAS replicas like the streams,
+// file storage, cfg.Replicas replicas like the streams,
 // per-message TTLs for the markers) and returns its store.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error) {
 	if cfg.PerUser < 1 || cfg.PerUser > MaxPerUser {
 		return nil, fmt.Errorf("session: %d sessions per user: want 1..%d", cfg.PerUser, MaxPerUser)
 	}
-	replicas, err := bus.StreamReplicas()
-	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
-	}
+	replicas := max(cfg.Replicas, 1)
 	size := cfg.maxBytes
 	if size == 0 {
 		size = maxBytes
