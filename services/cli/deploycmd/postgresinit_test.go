@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite deploy/postgres-init.sql")
 // TestPostgresInitSQL: deploy/postgres-init.sql is what the generator
 // makes from localpg.RolesSQL (one source of truth for the roles).
 func TestPostgresInitSQL(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "..", deploycmd.PostgresInitFile)
+	path := filepath.Join("..", "..", "..", deploycmd.PostgresInitFile)
 	want := deploycmd.PostgresInitSQL()
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
