@@ -11,5 +11,5 @@
 // that the example manifests (model servers, LiveKit) run what
 // docker-compose.yml runs, where the chart's defaults point.
 // The checks are the tests of this package:
-// cd deploy/helm/check && GOWORK=off go test ./...
+// cd deploy/checks && GOWORK=off go test ./helm/
 package helm
