@@ -69,6 +69,40 @@ test('cold load of a conversation to interactive', async ({ browser }) => {
   }, { loads: samples.length, messages: ids.length, samples })
 })
 
+// The same cold load without the app: a page of the gateway's origin that
+// does only what the page needs before it is interactive — the
+// conversation's JSON and an open WebSocket, started together — timed from
+// the navigation like the app's: what the network and the gateway cost,
+// next to what the app adds.
+test('cold load of a conversation to interactive, bare page', async ({ browser }) => {
+  const samples: number[] = []
+  for (let i = 0; i < bench.coldLoads + 2; i++) {
+    const ctx = await signedIn(browser)
+    const page = await ctx.newPage()
+    await page.goto('/favicon.svg')
+    const t = await page.evaluate(async (cid) => {
+      const ws = new WebSocket(`ws://${location.host}/v1/ws`)
+      const open = new Promise<void>((resolve, reject) => {
+        ws.onopen = () => resolve()
+        ws.onerror = () => reject(new Error('WebSocket failed'))
+      })
+      const res = await fetch(`/v1/conversations/${encodeURIComponent(cid)}`, { credentials: 'same-origin' })
+      if (!res.ok) throw new Error(`GET conversation: ${res.status}`)
+      await res.json()
+      await open
+      const done = performance.now()
+      ws.close()
+      return done
+    }, bench.small)
+    await ctx.close()
+    if (i >= 2) samples.push(round(t, 1))
+  }
+  writeResult('coldload-bare', {
+    'bare-cold-load-p50-ms': quantile(samples, 0.5),
+    'bare-cold-load-p90-ms': quantile(samples, 0.9),
+  }, { loads: samples.length, samples })
+})
+
 // openInApp opens cid from the home screen as a sidebar link does
 // (history.pushState and the router), and returns the page's times: from
 // the navigation to its first message in the DOM, and to the end of the
