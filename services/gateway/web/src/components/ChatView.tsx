@@ -91,6 +91,11 @@ export function MessageList({ live, focusId }: { live: LiveChat; focusId?: strin
     estimateSize: () => 96,
     overscan: 8,
     getItemKey: (i) => messages[i]?.id ?? i,
+    // A scroll (the tail's own scroll to the end after a sent message, a
+    // reader's) re-renders the list in React's next task, not inside the
+    // browser's scroll step before the paint: a synchronous render there
+    // would hold the answer's frame behind it.
+    useFlushSync: false,
   })
   const lastContent = messages.at(-1)?.content.length ?? 0
 
