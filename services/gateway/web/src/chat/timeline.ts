@@ -2,31 +2,10 @@
 // its envelopes as the stream stored them, and from them where each turn's
 // time went.
 import { api } from '../api'
+import type { Step } from '../rest.gen'
 
-export interface Step {
-  seq: number
-  time: string
-  timeMs: number
-  offsetMs: number
-  gapMs: number
-  origin: 'client' | 'server' | 'agent'
-  type: string
-  stanzaId: number
-  summary: string
-  messageId?: string
-  replyTo?: string
-  sequence?: number
-  final?: boolean
-  status?: string
-  error?: string
-}
-
-export interface TimelinePage {
-  steps: Step[]
-  next: number
-  more: boolean
-  last: number
-}
+// The page's shapes are the REST contract's (proto-schemas/rest/openapi.json).
+export type { Step, TimelinePage } from '../rest.gen'
 
 // The marks of one answer's waterfall, in milliseconds since the Unix epoch
 // (the stream's clock), those the timeline has.
