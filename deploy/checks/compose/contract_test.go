@@ -59,20 +59,11 @@ var composeEnv = map[string]string{"ALICIA_LIVEKIT_NODE_IP": exampleNodeIP}
 
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := compose.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.work above the test's directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // repo is what the checks know about this repository, built once.

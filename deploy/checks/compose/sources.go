@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -23,6 +24,25 @@ const Module = "github.com/alicia-voice/alicia"
 var RuntimeEnv = []string{"GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK"}
 
 var envName = regexp.MustCompile(`^ALICIA_[A-Z0-9_]*[A-Z0-9]$`)
+
+// RepoRoot is the repository's root: the first folder holding go.work
+// from the working directory up.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.work above the working directory")
+		}
+		dir = parent
+	}
+}
 
 // GoCommand is the go command run at repoRoot in the repository's
 // workspace (its go.work), whatever GOWORK the checks themselves run with:
