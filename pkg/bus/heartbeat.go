@@ -47,12 +47,20 @@ func FollowOpts(extra ...jetstream.PullConsumeOpt) []jetstream.PullConsumeOpt {
 	return append([]jetstream.PullConsumeOpt{jetstream.PullHeartbeat(PullHeartbeat)}, extra...)
 }
 
-// NextOpts are the options of a Next that waits until ctx ends: with
-// PullHeartbeat when ctx leaves room for it (nats.go wants the pull to last
-// at least two beats; a shorter one loses no more than its own wait).
-func NextOpts(ctx context.Context) []jetstream.FetchOpt {
-	opts := []jetstream.FetchOpt{jetstream.FetchContext(ctx)}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) >= 3*PullHeartbeat {
+// NextOpts are the options of a Next that waits at most wait: the server
+// ends the pull (FetchMaxWait), not the client, with PullHeartbeat when the
+// wait leaves room for it (nats.go wants the pull to last at least two
+// beats; a shorter one loses no more than its own wait).
+//
+// Never FetchContext on a consumer that acknowledges: a pull the client
+// gives up (its context ended) lives on in the server until it expires, and
+// a message the server delivers to it meanwhile — just delivered, or given
+// back (Nak) by another task of the same client — reaches nobody and waits
+// AckWait before it is delivered again. With the server ending the pull,
+// a delivered message always comes before the pull's end.
+func NextOpts(wait time.Duration) []jetstream.FetchOpt {
+	opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(wait)}
+	if wait >= 3*PullHeartbeat {
 		opts = append(opts, jetstream.FetchHeartbeat(PullHeartbeat))
 	}
 	return opts

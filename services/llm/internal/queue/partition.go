@@ -220,17 +220,22 @@ func (p *partitionRun) runNext(cid string, ct *convTurns) {
 		}
 		p.mu.Unlock()
 	}
-	p.c.handle(p.ctx, p.turnCtx, next.m, next.t, attempt, p.log)
-	next.beat()
+	givenBack := p.c.handle(p.ctx, p.turnCtx, next.m, next.t, attempt, p.log)
 	if p.budgeted(next.t) {
 		p.c.Budget.Release(context.WithoutCancel(p.turnCtx), user, next.seq)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ct.turns = ct.turns[1:]
 	ct.running = false
 	p.active--
 	p.runningBy[user]--
+	if givenBack {
+		// Stopping: it stays first of its conversation, heartbeated, and
+		// giveBack hands it over with the others.
+		return
+	}
+	next.beat()
+	ct.turns = ct.turns[1:]
 	p.heldBy[user]--
 	if len(ct.turns) == 0 {
 		delete(p.convs, cid)
@@ -269,8 +274,10 @@ func (p *partitionRun) running() bool {
 // wait waits for the running turns to end.
 func (p *partitionRun) wait() { p.wg.Wait() }
 
-// giveBack gives the waiting turns back (nak), in order, once none runs.
-// Parked turns are with the server already.
+// giveBack gives the waiting turns back (nak), in order, once none runs:
+// those taken and not started, and those a stop interrupted (handle).
+// Parked turns are with the server already. It is called when no pull of
+// the partition is pending, so the server hands them to another replica.
 func (p *partitionRun) giveBack() {
 	p.wg.Wait()
 	p.mu.Lock()

@@ -19,9 +19,9 @@ func (c *Consumer) pull(ctx context.Context, k int, cons *jetstream.Consumer, ru
 	failures := 0
 	var checked time.Time
 	for ctx.Err() == nil {
-		fctx, cancel := context.WithTimeout(ctx, wait)
-		m, err := (*cons).Next(append(bus.NextOpts(fctx), jetstream.FetchPriorityGroup(PriorityGroup))...)
-		cancel()
+		// A stop does not cut the pull short (bus.NextOpts): a turn
+		// delivered meanwhile is taken and given back by release.
+		m, err := (*cons).Next(append(bus.NextOpts(wait), jetstream.FetchPriorityGroup(PriorityGroup))...)
 		switch {
 		case err == nil:
 			failures = 0
@@ -79,9 +79,7 @@ func (c *Consumer) pull(ctx context.Context, k int, cons *jetstream.Consumer, ru
 func (c *Consumer) release(turnCtx context.Context, k int, cons jetstream.Consumer, run *partitionRun, pin string, log zerolog.Logger) {
 	run.hold()
 	for run.running() {
-		fctx, cancel := context.WithTimeout(turnCtx, min(c.fetchWait(), 500*time.Millisecond))
-		m, err := cons.Next(append(bus.NextOpts(fctx), jetstream.FetchPriorityGroup(PriorityGroup))...)
-		cancel()
+		m, err := cons.Next(append(bus.NextOpts(min(c.fetchWait(), 500*time.Millisecond)), jetstream.FetchPriorityGroup(PriorityGroup))...)
 		switch {
 		case err == nil:
 			run.add(m)

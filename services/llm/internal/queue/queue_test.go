@@ -344,28 +344,45 @@ func TestRedelivery(t *testing.T) {
 	}
 }
 
-// A replica stopping gives its running turn back at once (no AckWait).
+// A replica stopping gives its running turn back at once (no AckWait), to
+// the next replica, with one delivery more: a chain of replicas each taking
+// the turn over and stopping while its pulls wait. (A pull the stopping
+// replica gave up while the server still held it would swallow the turn
+// given back, which then waited AckWait; one still running would take the
+// turn back itself and count a delivery for nothing.)
 func TestShutdownGivesTurnBack(t *testing.T) {
 	e := newEnv(t)
-	cfg := queue.Config{Partitions: 2, AckWait: 30 * time.Second, MaxDeliver: 5}
+	cfg := queue.Config{Partitions: 2, AckWait: 30 * time.Second, MaxDeliver: 20}
 	var rec record
-	stopA := e.replica(t, cfg, func(ctx context.Context, tu queue.Turn) error {
-		rec.add("a", tu)
-		<-ctx.Done() // runs until the replica stops
-		return ctx.Err()
-	})
-	seq := e.say(t, "ac_1", "am_1", 1)
-	testkit.Eventually(t, 5*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 1 }, "replica a took the turn")
-	e.replica(t, cfg, func(_ context.Context, tu queue.Turn) error { rec.add("b", tu); return nil })
-	start := time.Now()
-	stopA()
-	testkit.Eventually(t, 5*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 2 }, "replica b resumed the turn")
-	turns, by := rec.snapshot()
-	if by[1] != "b" || turns[1].Sequence != seq || turns[1].Delivered != 2 {
-		t.Fatalf("resumed %+v by %s", turns[1], by[1])
+	running := func(who string) queue.Handler {
+		return func(ctx context.Context, tu queue.Turn) error {
+			rec.add(who, tu)
+			<-ctx.Done() // runs until the replica stops
+			return ctx.Err()
+		}
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("took %s: the turn waited for AckWait instead of being given back", d)
+	stop := e.replica(t, cfg, running("r0"))
+	seq := e.say(t, "ac_1", "am_1", 1)
+	testkit.Eventually(t, 5*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == 1 }, "replica r0 took the turn")
+	const handovers = 8
+	for i := 1; i <= handovers; i++ {
+		who := "r" + strconv.Itoa(i)
+		h := running(who)
+		if i == handovers {
+			h = func(_ context.Context, tu queue.Turn) error { rec.add(who, tu); return nil }
+		}
+		next := e.replica(t, cfg, h)
+		start := time.Now()
+		stop()
+		testkit.Eventually(t, 5*time.Second, func() bool { tu, _ := rec.snapshot(); return len(tu) == i+1 }, who+" resumed the turn")
+		turns, by := rec.snapshot()
+		if by[i] != who || turns[i].Sequence != seq || turns[i].Delivered != uint64(i+1) {
+			t.Fatalf("handover %d: resumed %+v by %s, want delivery %d by %s", i, turns[i], by[i], i+1, who)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("handover %d took %s: the turn waited for AckWait instead of being given back", i, d)
+		}
+		stop = next
 	}
 }
 

@@ -26,12 +26,17 @@ func (c *Consumer) settler(log zerolog.Logger) *bus.Settler {
 }
 
 // handle runs one turn (heartbeated by its taker) until it is done
-// (acked), given up (terminated) or given back (shutdown); a failure is
-// retried here, after Backoff, so the conversation's later turns wait for
-// it (a panic is not retried).
+// (acked), given up (terminated) or to be given back (shutdown); a failure
+// is retried here, after Backoff, so the conversation's later turns wait
+// for it (a panic is not retried).
 // attempt is the turn's start (the budget's count; without a budget, its
 // delivery).
-func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn, attempt uint64, log zerolog.Logger) {
+//
+// A turn to be given back is not settled here (givenBack true): release
+// gives it back with the partition's waiting turns once no pull of this
+// replica is pending, so the server hands it to another replica, not back
+// to this one's last pull (which would count a delivery for nothing).
+func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn, attempt uint64, log zerolog.Logger) (givenBack bool) {
 	hctx, cancel := context.WithCancel(turnCtx)
 	defer cancel()
 	log = log.With().Str("conversation_id", t.ConversationID).Uint64("seq", t.Sequence).Logger()
@@ -56,8 +61,11 @@ func (c *Consumer) handle(ctx, turnCtx context.Context, m jetstream.Msg, t Turn,
 				c.GiveUp(turnCtx, t, err)
 			}
 		}
+		if o.Verdict == bus.VerdictGiveBack {
+			return true
+		}
 		s.Settle(turnCtx, m, o)
-		return
+		return false
 	}
 }
 
