@@ -1,10 +1,14 @@
 // Exits 0 when node_modules holds exactly the packages of package-lock.json
 // (as npm recorded them in node_modules/.package-lock.json), 1 otherwise:
 // `task deps` then runs npm ci. Optional packages for other platforms are
-// allowed to be missing.
+// allowed to be missing. An argument names another npm project's directory
+// (deploy/vad); without one it is the web client's.
 import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 
-const read = (f) => JSON.parse(readFileSync(new URL(`../${f}`, import.meta.url), 'utf8')).packages ?? {}
+const dir = process.argv[2] ? pathToFileURL(resolve(process.argv[2]) + '/') : new URL('../', import.meta.url)
+const read = (f) => JSON.parse(readFileSync(new URL(f, dir), 'utf8')).packages ?? {}
 let have
 try {
   have = read('node_modules/.package-lock.json')
