@@ -79,6 +79,9 @@ func (a *Accounts) Budgets() Budgets { return a.b }
 // SetClock replaces time.Now (tests).
 func (a *Accounts) SetClock(now func() time.Time) { a.now = now }
 
+// Now is the time on the accounts' clock: an OverBudget's FreeAt is on it.
+func (a *Accounts) Now() time.Time { return a.now() }
+
 // Wait waits for the reads in flight (tests, shutdown).
 func (a *Accounts) Wait() { a.wg.Wait() }
 

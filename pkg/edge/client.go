@@ -118,6 +118,9 @@ func (s *Session) refuseForBacklog(env *protocol.Envelope) bool {
 // alicia.retry_after_ms), the connection kept and nothing published.
 func (s *Session) overBudget(o *OverBudget, env *protocol.Envelope) {
 	now := time.Now()
+	if s.opts.Accounts != nil {
+		now = s.opts.Accounts.Now() // the clock FreeAt was computed on
+	}
 	cid := s.ConversationID()
 	em := &protocol.ErrorMessage{ID: protocol.NewID("aerr"), ConversationID: cid, Code: protocol.CodeOverBudget,
 		Message: o.Message(now), Severity: 2, Recoverable: true, OriginatingID: bodyID(env)}

@@ -23,9 +23,9 @@ func (a *API) budgets() edge.Budgets {
 
 // overBudget answers a request refused for a budget: 429 naming it, with
 // Retry-After when it frees at a known time.
-func overBudget(c echo.Context, o *edge.OverBudget) error {
+func (a *API) overBudget(c echo.Context, o *edge.OverBudget) error {
 	edge.RefusalMetrics().WithLabelValues(o.Budget).Inc()
-	now := time.Now()
+	now := a.Accounts.Now() // the clock FreeAt was computed on
 	if d := o.RetryAfter(now); d > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 	}
@@ -49,7 +49,7 @@ func (a *API) admitStored(c echo.Context, size int) error {
 		return nil
 	}
 	if o := a.Accounts.Stored(auth.UserOf(c), int64(size)); o != nil {
-		return overBudget(c, o)
+		return a.overBudget(c, o)
 	}
 	return nil
 }
@@ -61,7 +61,7 @@ func (a *API) admitConversation(c echo.Context, cid string) error {
 		return nil
 	}
 	if o := a.Accounts.Conversation(auth.UserOf(c), cid); o != nil {
-		return overBudget(c, o)
+		return a.overBudget(c, o)
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ func (a *API) conversationToken(c echo.Context) error {
 		// stored budget is not let into a room (nor back in, as the
 		// short-lived token is renewed).
 		if o := a.Accounts.Voice(auth.UserOf(c)); o != nil {
-			return overBudget(c, o)
+			return a.overBudget(c, o)
 		}
 	}
 	user, now := auth.UserOf(c), time.Now()
