@@ -29,6 +29,19 @@ type Config struct {
 	LiveKitAPIKey    string // ALICIA_LIVEKIT_API_KEY or _FILE
 	LiveKitAPISecret string // ALICIA_LIVEKIT_API_SECRET or _FILE
 
+	// VAD decides what is speech (ALICIA_VAD): "neural", the Silero model
+	// on ONNX Runtime (VADModel, ALICIA_VAD_MODEL; ONNXRuntimeLib,
+	// ALICIA_ONNXRUNTIME_LIB; both found in the image's /usr/local/lib/alicia/vad
+	// or the repository's deploy/vad/node_modules when unset); "energy", the
+	// level over an adaptive noise floor; "auto" (the default), neural
+	// where its runtime is present, energy otherwise (said at start).
+	VAD            string
+	VADModel       string
+	ONNXRuntimeLib string
+	// VADThreshold: a window is speech when the model's probability is at
+	// least this (ALICIA_VAD_THRESHOLD, 0.5); it stays speech down to 0.15
+	// less.
+	VADThreshold float64
 	// End-pointing: ALICIA_VAD_END_SILENCE, ALICIA_VAD_MIN_SPEECH,
 	// ALICIA_VAD_MAX_UTTERANCE, ALICIA_VAD_PARTIAL_EVERY, ALICIA_VAD_MARGIN_DB.
 	EndSilence   time.Duration
@@ -86,6 +99,13 @@ type Config struct {
 	BacklogLimit float64
 }
 
+// ALICIA_VAD values.
+const (
+	VADAuto   = "auto"
+	VADNeural = "neural"
+	VADEnergy = "energy"
+)
+
 // metricsAddrVar names the room-agent's metrics address.
 const metricsAddrVar = "ALICIA_ROOM_AGENT_METRICS_ADDR"
 
@@ -97,7 +117,7 @@ const maxUtteranceCap = 30 * time.Second
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Bus: svcmain.DefaultBus(), EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
+		Bus: svcmain.DefaultBus(), VAD: VADAuto, VADThreshold: 0.5, EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
 		OnsetHangover: 60 * time.Millisecond, BargeInWordsWait: 3 * time.Second,
 		AdaptiveEnd: true, EndSilenceMin: 300 * time.Millisecond, EndSilenceMax: time.Second,
@@ -115,11 +135,15 @@ func ConfigFrom(src config.Source) (Config, error) {
 	c := DefaultConfig()
 	src.String("ALICIA_LIVEKIT_URL", &c.LiveKitURL)
 	src.String("ALICIA_ASR_LANGUAGE", &c.Language)
+	src.String("ALICIA_VAD", &c.VAD)
+	src.String("ALICIA_VAD_MODEL", &c.VADModel)
+	src.String("ALICIA_ONNXRUNTIME_LIB", &c.ONNXRuntimeLib)
 	c.Metrics.From(src, metricsAddrVar)
 	errs := []error{
 		c.Bus.From(src),
 		src.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKitAPIKey),
 		src.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKitAPISecret),
+		src.Float64("ALICIA_VAD_THRESHOLD", &c.VADThreshold),
 		src.Duration("ALICIA_VAD_END_SILENCE", &c.EndSilence),
 		src.Duration("ALICIA_VAD_MIN_SPEECH", &c.MinSpeech),
 		src.Duration("ALICIA_VAD_MAX_UTTERANCE", &c.MaxUtterance),
@@ -157,6 +181,14 @@ func (c Config) Validate() error {
 	errs := []error{c.Bus.Validate(), c.Metrics.Validate(metricsAddrVar)}
 	if c.MaxRooms < 1 {
 		errs = append(errs, errors.New("ALICIA_AGENT_MAX_ROOMS must be at least 1"))
+	}
+	switch c.VAD {
+	case VADAuto, VADNeural, VADEnergy:
+	default:
+		errs = append(errs, fmt.Errorf("ALICIA_VAD %q: auto, neural or energy", c.VAD))
+	}
+	if c.VADThreshold <= 0.15 || c.VADThreshold >= 1 {
+		errs = append(errs, fmt.Errorf("ALICIA_VAD_THRESHOLD %v: between 0.15 and 1", c.VADThreshold))
 	}
 	if c.MaxUtterance > maxUtteranceCap {
 		errs = append(errs, fmt.Errorf("ALICIA_VAD_MAX_UTTERANCE %s: at most %s (an utterance's audio is one envelope of at most 1 MiB)", c.MaxUtterance, maxUtteranceCap))
@@ -196,7 +228,7 @@ func (c Config) agent() agent.Config {
 	return agent.Config{
 		LiveKitURL: c.LiveKitURL, APIKey: c.LiveKitAPIKey, APISecret: c.LiveKitAPISecret,
 		VAD: vad.Config{EndSilence: c.EndSilence, MinSpeech: c.MinSpeech, MaxUtterance: c.MaxUtterance,
-			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB), PauseAfter: c.PauseAfter,
+			PartialEvery: c.PartialEvery, MarginDB: float64(c.MarginDB), PauseAfter: c.PauseAfter, Threshold: c.VADThreshold,
 			OnsetHangover: hangover},
 		EndOfTurn:     vad.EndOfTurn{Off: !c.AdaptiveEnd, Min: c.EndSilenceMin, Max: c.EndSilenceMax},
 		NoSpeculation: !c.Speculation,

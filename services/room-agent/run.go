@@ -14,6 +14,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
+	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
 // Run serves dispatch requests until ctx ends; then it drains: /healthz
@@ -56,9 +57,44 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	if zl, err := protoLogger.NewZapLogger(&protoLogger.Config{Level: "warn", JSON: true}); err == nil {
 		lksdk.SetLogger(zl)
 	}
-	a := agent.New(cfg.agent(), agent.Deps{NC: nc, JS: js, Log: log, Backlog: streamBacklog})
-	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Msg("room-agent running")
+	ac := cfg.agent()
+	model, kind, err := LoadVAD(cfg, log)
+	if err != nil {
+		return err
+	}
+	if model != nil {
+		defer model.Close()
+	}
+	ac.VAD.Model = model
+	agent.DefaultMetrics().VADKind(kind)
+	a := agent.New(ac, agent.Deps{NC: nc, JS: js, Log: log, Backlog: streamBacklog})
+	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Str("vad", kind).Msg("room-agent running")
 	return a.Run(ctx, svcmain.WorkContext(ctx))
+}
+
+// LoadVAD loads the neural VAD as cfg.VAD says and returns it (nil: the
+// energy VAD) with the kind that listens, "neural" or "energy". With
+// "auto", a missing runtime is a warning and the energy VAD listens; with
+// "neural", an error.
+func LoadVAD(cfg Config, log zerolog.Logger) (*vad.Silero, string, error) {
+	if cfg.VAD == VADEnergy {
+		log.Info().Msg("energy VAD (ALICIA_VAD=energy): noise and the answer's echo can start turns and interrupt")
+		return nil, VADEnergy, nil
+	}
+	rt, err := vad.FindRuntime(cfg.ONNXRuntimeLib, cfg.VADModel)
+	var m *vad.Silero
+	if err == nil {
+		m, err = vad.LoadSilero(rt)
+	}
+	if err != nil {
+		if cfg.VAD == VADNeural {
+			return nil, "", fmt.Errorf("room-agent: ALICIA_VAD=neural: %w", err)
+		}
+		log.Warn().Err(err).Msg("neural VAD unavailable: the energy VAD listens (noise and the answer's echo can start turns and interrupt)")
+		return nil, VADEnergy, nil
+	}
+	log.Info().Str("model", rt.Model).Str("onnxruntime", m.RuntimeVersion()).Msg("neural VAD (Silero)")
+	return m, VADNeural, nil
 }
 
 // RegisterMetrics registers the service's metrics on the default registry

@@ -119,6 +119,9 @@ func (l *listener) close() {
 	if l.stop != nil {
 		l.stop()
 	}
+	l.mu.Lock()
+	l.det.Close() // the model's state of the stream
+	l.mu.Unlock()
 }
 
 func (l *listener) onEvent(ev vad.Event) {

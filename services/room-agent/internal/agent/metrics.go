@@ -24,6 +24,14 @@ type Metrics struct {
 	BargeInConfirm prometheus.Histogram
 	// FalseInterruptions: barge-ins whose speech had no words; playout resumed.
 	FalseInterruptions prometheus.Counter
+	// VAD is 1 for the kind of VAD that listens (neural, energy).
+	VAD *prometheus.GaugeVec
+}
+
+// VADKind records which VAD listens.
+func (m *Metrics) VADKind(kind string) {
+	m.VAD.Reset()
+	m.VAD.WithLabelValues(kind).Set(1)
 }
 
 var (
@@ -49,9 +57,11 @@ func DefaultMetrics() *Metrics {
 			BargeInConfirm: h("barge_in_confirm_seconds", "Barge-in (playout paused) to the first words of the interrupting speech (answer stopped)."),
 			FalseInterruptions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "false_interruptions_total",
 				Help: "Barge-ins whose speech had no words: playout resumed."}),
+			VAD: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "voice", Name: "vad_info",
+				Help: "1 for the kind of VAD that listens: neural (Silero) or energy (the fallback)."}, []string{"kind"}),
 		}
 		prometheus.DefaultRegisterer.MustRegister(metricsDef.VoiceToVoice, metricsDef.SpeechEndToTranscript, metricsDef.BargeInStop,
-			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns, metricsDef.BargeInConfirm, metricsDef.FalseInterruptions)
+			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns, metricsDef.BargeInConfirm, metricsDef.FalseInterruptions, metricsDef.VAD)
 		speculationOutcomes()
 	})
 	return metricsDef

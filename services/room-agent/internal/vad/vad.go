@@ -1,11 +1,14 @@
-// Package vad finds speech in 16 kHz mono PCM: an energy detector with an
-// adaptive noise floor, and an end-pointer that turns its decisions into
-// utterances (start, partial snapshots, end) with configurable minimum
-// speech, end-of-turn silence, pre-roll and maximum length.
+// Package vad finds speech in 16 kHz mono PCM: a neural detector (the
+// Silero VAD on ONNX Runtime, silero.go) or, without its runtime, an energy
+// detector with an adaptive noise floor; and an end-pointer that turns
+// their decisions into utterances (start, partial snapshots, end) with
+// configurable minimum speech, end-of-turn silence, pre-roll and maximum
+// length.
 package vad
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -15,7 +18,14 @@ import (
 // Config tunes detection and end-pointing. Zero values take the defaults.
 type Config struct {
 	SampleRate int           // default 16000
-	Frame      time.Duration // analysis frame, default 20 ms
+	Frame      time.Duration // analysis frame, default 20 ms (the model's window, 32 ms, with Model)
+	// Model, when set, decides speech: a frame is speech when the model's
+	// probability is at least Threshold, and stays speech down to
+	// NegThreshold (hysteresis). Without it, the energy detector does
+	// (MarginDB, MinLevelDB). The sample rate must be SileroRate.
+	Model *Silero
+	// Threshold (default 0.5) and NegThreshold (default Threshold - 0.15).
+	Threshold, NegThreshold float64
 	// MarginDB: a frame is speech when its level is this far above the noise floor (default 12).
 	MarginDB float64
 	// MinLevelDB: quieter frames are never speech (default -50 dBFS).
@@ -54,6 +64,15 @@ func (c Config) withDefaults() Config {
 	if c.SampleRate == 0 {
 		c.SampleRate = 16000
 	}
+	if c.Model != nil {
+		c.Frame = time.Duration(SileroWindow) * time.Second / SileroRate
+		if c.Threshold == 0 {
+			c.Threshold = 0.5
+		}
+		if c.NegThreshold == 0 {
+			c.NegThreshold = max(c.Threshold-0.15, 0.01)
+		}
+	}
 	def(&c.Frame, 20*time.Millisecond)
 	def(&c.MinSpeech, 150*time.Millisecond)
 	def(&c.EndSilence, 500*time.Millisecond)
@@ -86,6 +105,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxUtterance <= c.MinSpeech {
 		errs = append(errs, errors.New("maximum utterance must exceed minimum speech"))
+	}
+	if c.Model != nil {
+		if c.SampleRate != SileroRate {
+			errs = append(errs, errors.New("the neural VAD runs at 16 kHz"))
+		}
+		if c.Threshold <= 0 || c.Threshold >= 1 || c.NegThreshold <= 0 || c.NegThreshold > c.Threshold {
+			errs = append(errs, errors.New("the speech threshold must be in (0, 1) and the negative one in (0, threshold]"))
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(append([]error{ErrConfig}, errs...)...)
@@ -142,6 +169,9 @@ type Event struct {
 // concurrent use.
 type Detector struct {
 	cfg           Config
+	neural        *SileroStream // with cfg.Model
+	prob          float32       // the model's last probability
+	err           error         // the model failed (the energy decides from then on)
 	frameN        int
 	pending       []int16 // samples of an incomplete frame
 	floor         float64 // noise floor, dBFS
@@ -172,8 +202,33 @@ func New(cfg Config) (*Detector, error) {
 	}
 	cfg = cfg.withDefaults()
 	n := int(int64(cfg.SampleRate) * int64(cfg.Frame) / int64(time.Second))
-	return &Detector{cfg: cfg, frameN: n, floor: -70, preMax: int(int64(cfg.SampleRate) * int64(cfg.PreRoll) / int64(time.Second))}, nil
+	d := &Detector{cfg: cfg, frameN: n, floor: -70, preMax: int(int64(cfg.SampleRate) * int64(cfg.PreRoll) / int64(time.Second))}
+	if cfg.Model != nil {
+		st, err := cfg.Model.Stream()
+		if err != nil {
+			return nil, fmt.Errorf("vad: neural stream: %w", err)
+		}
+		d.neural = st
+	}
+	return d, nil
 }
+
+// Close frees the model's state of the stream.
+func (d *Detector) Close() {
+	if d.neural != nil {
+		d.neural.Close()
+		d.neural = nil
+	}
+}
+
+// Neural reports whether the model decides (false: the energy detector).
+func (d *Detector) Neural() bool { return d.neural != nil && d.err == nil }
+
+// Prob is the model's speech probability of the last frame (0 without it).
+func (d *Detector) Prob() float32 { return d.prob }
+
+// Err is the model's failure, if it failed (the energy detector took over).
+func (d *Detector) Err() error { return d.err }
 
 // InSpeech reports whether an utterance is open.
 func (d *Detector) InSpeech() bool { return d.inSpeech }
@@ -215,20 +270,14 @@ func (d *Detector) Flush(emit func(Event)) {
 		d.end(emit, false)
 	}
 	d.pending, d.pre = nil, nil
+	if d.neural != nil {
+		d.neural.Reset()
+	}
 }
 
 func (d *Detector) frame(frame []int16, emit func(Event)) {
-	level := audio.DBFS(frame)
-	if !d.primed { // the first frame seeds the floor
-		d.floor, d.primed = min(level, -30), true
-	}
-	threshold := max(d.floor+d.cfg.MarginDB, d.cfg.MinLevelDB)
-	if d.speaking {
-		threshold -= 3 // hysteresis: stay voiced through small dips
-	}
-	voiced := level > threshold
+	voiced := d.voicedFrame(frame)
 	d.speaking = voiced
-	d.adaptFloor(level)
 	f := d.cfg.Frame
 	if !d.inSpeech {
 		d.pre = append(d.pre, frame...)
@@ -286,6 +335,33 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 		d.sincePartial = 0
 		emit(Event{Kind: Partial, Audio: d.utt, Speech: d.voiced})
 	}
+}
+
+// voicedFrame decides whether frame is speech: the model's probability
+// (with hysteresis), or its level over the noise floor. The floor is kept
+// either way, so the energy detector can take over if the model fails.
+func (d *Detector) voicedFrame(frame []int16) bool {
+	level := audio.DBFS(frame)
+	if !d.primed { // the first frame seeds the floor
+		d.floor, d.primed = min(level, -30), true
+	}
+	threshold := max(d.floor+d.cfg.MarginDB, d.cfg.MinLevelDB)
+	if d.speaking {
+		threshold -= 3 // hysteresis: stay voiced through small dips
+	}
+	d.adaptFloor(level)
+	if d.Neural() {
+		p, err := d.neural.Prob(frame)
+		if err == nil {
+			d.prob = p
+			if d.speaking {
+				return float64(p) >= d.cfg.NegThreshold
+			}
+			return float64(p) >= d.cfg.Threshold
+		}
+		d.err = err
+	}
+	return level > threshold
 }
 
 // end closes the utterance, keeping 200 ms after the last speech frame.
