@@ -72,6 +72,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	return a.Run(ctx, svcmain.WorkContext(ctx))
 }
 
+// VADImageDir is where the image has the neural VAD's model and runtime
+// (deploy/Dockerfile, target room-agent).
+const VADImageDir = vad.ImageDir
+
 // LoadVAD loads the neural VAD as cfg.VAD says and returns it (nil: the
 // energy VAD) with the kind that listens, "neural" or "energy". With
 // "auto", a missing runtime is a warning and the energy VAD listens; with

@@ -147,7 +147,9 @@ type Networks map[string]string
 type Build struct {
 	Context    string
 	Dockerfile string
-	Args       map[string]string
+	// Target is the Dockerfile stage built ("": the last).
+	Target string
+	Args   map[string]string
 }
 
 // Secret is a top-level secret.
@@ -309,12 +311,13 @@ func (b *Build) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
 		Context    string    `yaml:"context"`
 		Dockerfile string    `yaml:"dockerfile"`
+		Target     string    `yaml:"target"`
 		Args       yaml.Node `yaml:"args"`
 	}
 	if err := n.Decode(&raw); err != nil {
 		return err
 	}
-	b.Context, b.Dockerfile = raw.Context, raw.Dockerfile
+	b.Context, b.Dockerfile, b.Target = raw.Context, raw.Dockerfile, raw.Target
 	if b.Dockerfile == "" {
 		b.Dockerfile = "Dockerfile"
 	}

@@ -126,9 +126,15 @@ func (r *repo) contract(t *testing.T) compose.Contract {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var froms []string
-	for _, m := range regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(string(dockerfile), -1) {
-		froms = append(froms, m[1])
+	// Images only: a FROM naming an earlier stage is no image.
+	var froms, stages []string
+	for _, m := range regexp.MustCompile(`(?m)^FROM\s+(\S+)(?:\s+AS\s+(\S+))?`).FindAllStringSubmatch(string(dockerfile), -1) {
+		if !slices.Contains(stages, m[1]) {
+			froms = append(froms, m[1])
+		}
+		if m[2] != "" {
+			stages = append(stages, m[2])
+		}
 	}
 	entry := regexp.MustCompile(`(?m)^ENTRYPOINT \["([^"]+)"\]`).FindStringSubmatch(string(dockerfile))
 	if entry == nil {
@@ -347,6 +353,44 @@ func TestComposeFile(t *testing.T) {
 		svc := s.Build.Args["SERVICE"]
 		if _, ok := loaders[svc]; !ok && svc != "cli" {
 			t.Errorf("%s: SERVICE=%s has no ConfigFromEnv in loaders", s.Name, svc)
+		}
+	}
+}
+
+// TestRoomAgentImageHasTheVAD: the compose room-agent builds the
+// Dockerfile's room-agent stage, which copies the neural VAD's model and
+// runtime from the npm packages of deploy/vad to where the service looks
+// first; the other services build the default stage, without them.
+func TestRoomAgentImageHasTheVAD(t *testing.T) {
+	r := loadRepo(t)
+	f := r.file(t)
+	dockerfile, err := os.ReadFile(filepath.Join(r.root, "deploy", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(dockerfile)
+	stages := regexp.MustCompile(`(?m)^FROM\s+\S+\s+AS\s+(\S+)`).FindAllStringSubmatch(df, -1)
+	if last := stages[len(stages)-1][1]; last == "room-agent" {
+		t.Fatal("the room-agent stage is the Dockerfile's default target: every image would carry the VAD runtime")
+	}
+	for _, s := range f.BuiltFrom("deploy/Dockerfile") {
+		want := ""
+		if s.Build.Args["SERVICE"] == "room-agent" {
+			want = "room-agent"
+		}
+		if s.Build.Target != want {
+			t.Errorf("%s builds target %q, want %q", s.Name, s.Build.Target, want)
+		}
+	}
+	stage := df[strings.Index(df, "AS room-agent"):]
+	if !strings.Contains(stage, "COPY --from=vad /out/ "+roomagent.VADImageDir+"/") {
+		t.Fatalf("the room-agent stage does not copy the VAD runtime to %s:\n%s", roomagent.VADImageDir, stage)
+	}
+	vadStage := df[strings.Index(df, "AS vad"):]
+	for _, want := range []string{"COPY deploy/vad/package.json deploy/vad/package-lock.json", "npm ci --ignore-scripts",
+		"libonnxruntime.so.1", "silero_vad_v5.onnx"} {
+		if !strings.Contains(vadStage, want) {
+			t.Fatalf("the vad stage lacks %q", want)
 		}
 	}
 }
