@@ -19,6 +19,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
+	"github.com/alicia-voice/alicia/services/room-agent/internal/echo"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
@@ -32,6 +33,9 @@ type listener struct {
 	identity string
 	trackSID string
 	stop     func() // ends decoding
+
+	// echo takes the agent's own audio out of the microphone's (echo.go).
+	echo *echo.Canceller
 
 	mu     sync.Mutex
 	det    *vad.Detector
@@ -52,7 +56,12 @@ func newListener(r *Room, identity, trackSID string) (*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &listener{r: r, identity: identity, trackSID: trackSID, det: det}, nil
+	ec, err := echo.New(playRate)
+	if err != nil {
+		det.Close()
+		return nil, err
+	}
+	return &listener{r: r, identity: identity, trackSID: trackSID, det: det, echo: ec}, nil
 }
 
 // decode feeds the track's Opus packets, through a jitter buffer, to a
@@ -92,7 +101,8 @@ func (l *listener) WriteSample(s media.PCM16Sample) error {
 	if l.closed {
 		return nil
 	}
-	l.det.Push(s, l.onEvent)
+	// Without the answer's echo: what the person says over it stays.
+	l.det.Push(l.echo.Process(s, time.Now()), l.onEvent)
 	// Speech with its short gaps (the onset hangover), as the minimum
 	// speech that started the utterance was counted.
 	if l.det.InSpeech() && !l.barged && l.det.SpeechBridged() >= l.r.cfg.BargeInMin {

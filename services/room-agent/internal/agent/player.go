@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -80,6 +81,10 @@ type Player struct {
 	playing  string        // sentence being played
 	playSeq  int32
 	lastTurn string
+	gain     float64 // applied to each frame written: 1, or less while ducked
+	// tap, when set, is given each frame as written (after the gain), with
+	// when it went out: what the user's microphone may hear back (echo).
+	tap func(pcm media.PCM16Sample, at time.Time)
 }
 
 // NewPlayer makes the agent's audio track.
@@ -93,7 +98,35 @@ func NewPlayer(onEvent func(PlayEvent)) (*Player, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Player{track: track, enc: enc, onEvent: onEvent, wake: make(chan struct{}, 1), buf: reorder.New()}, nil
+	return &Player{track: track, enc: enc, onEvent: onEvent, wake: make(chan struct{}, 1), buf: reorder.New(), gain: 1}, nil
+}
+
+// Tap sets the function each written frame is given (before Run).
+func (p *Player) Tap(f func(pcm media.PCM16Sample, at time.Time)) { p.tap = f }
+
+// Duck lowers playout to db (negative) at once, whatever turn plays: the
+// frame after it returns is the first at that level. It reports what
+// plays, as Stop would (the played time goes on counting).
+func (p *Player) Duck(db float64) Stopped {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gain = math.Pow(10, db/20)
+	st := Stopped{Turn: p.buf.Current()}
+	if p.playing != "" {
+		st.Sentence, st.Seq, st.Played = p.playing, p.playSeq, p.played
+	}
+	return st
+}
+
+// Unduck puts playout back to its level.
+func (p *Player) Unduck() {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.mu.Lock()
+	p.gain = 1
+	p.mu.Unlock()
 }
 
 // Track is the WebRTC track to publish.
@@ -281,15 +314,25 @@ func (p *Player) write(f frame, gen uint64) bool {
 	defer p.writeMu.Unlock()
 	p.mu.Lock()
 	ok := gen == p.gen && !p.hold && !p.buf.Stopped(f.turn)
+	gain := p.gain
 	p.mu.Unlock()
 	if !ok {
 		return false
 	}
 	pcm := f.pcm
-	if len(pcm) < frameLen {
-		pcm = append(pcm, make(media.PCM16Sample, frameLen-len(pcm))...)
+	if len(pcm) < frameLen || gain != 1 {
+		pcm = append(make(media.PCM16Sample, 0, frameLen), pcm...)
+		pcm = pcm[:frameLen]
+		if gain != 1 {
+			for i, v := range pcm {
+				pcm[i] = int16(float64(v) * gain)
+			}
+		}
 	}
 	_ = p.enc.WriteSample(pcm)
+	if p.tap != nil {
+		p.tap(pcm, time.Now())
+	}
 	p.played1(f)
 	return true
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/livekit/media-sdk"
 	lksdk "github.com/livekit/server-sdk-go/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -80,6 +81,14 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 		return nil, fmt.Errorf("agent: player: %w", err)
 	}
 	r.player = player
+	// What the player writes may come back through each microphone (echo).
+	player.Tap(func(pcm media.PCM16Sample, at time.Time) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, l := range r.listeners {
+			l.echo.Played(pcm, at)
+		}
+	})
 
 	cb := lksdk.NewRoomCallback()
 	cb.OnDataPacket = r.onData

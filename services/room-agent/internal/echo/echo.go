@@ -1,0 +1,358 @@
+// Package echo keeps the agent's own voice out of what it hears. When the
+// person has speakers and no echo cancellation, the answer comes back
+// through their microphone, delayed and attenuated; to a VAD it is speech,
+// and it would interrupt the answer it is. The agent knows what it plays
+// and when: the Canceller is given every frame written (Played) and each
+// microphone frame (Process). It finds the echo's delay by correlating the
+// two signals' energy envelopes, refines it to the sample, fits the echo's
+// gain, subtracts the echo, and mutes what is left when that is no louder
+// than the echo's residue (a frame of echo alone), so the person's own
+// speech over the answer still reaches the VAD.
+//
+// Before the delay is known (the first second of an answer) a frame is
+// muted when it is quieter than the loudest audio played over the echo
+// window by more than MinLoss: the echo's path loses at least that much.
+package echo
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/audio"
+)
+
+// Tuning.
+const (
+	rate = 16000
+	// block is the envelope's resolution (10 ms).
+	block = rate / 100
+	// maxDelay is the longest echo delay searched (network both ways,
+	// jitter buffers, the device).
+	maxDelay = 800 * time.Millisecond
+	// keep is the history of the reference and the envelopes.
+	keep = 3 * time.Second
+	// estimateOver is the envelope length correlated, once the microphone
+	// has minEstimate of it.
+	estimateOver = 2 * time.Second
+	minEstimate  = 600 * time.Millisecond
+	// reestimate: the delay is looked for again this often while echo may be present.
+	reestimate = 250 * time.Millisecond
+	// refine searches ± this around the envelope's delay (or the delay
+	// known, when the envelope's is near it), to the sample, over the last
+	// refineOver of audio.
+	refine     = 20 * time.Millisecond
+	refineOver = 300 * time.Millisecond
+	// MinLoss: before the delay is known, a microphone frame this much
+	// quieter than the loudest audio played over the echo window is echo.
+	MinLoss = 6.0
+	// residueDB: after subtraction, a frame whose residue is this much
+	// quieter than the echo removed is echo alone (muted).
+	residueDB = 10.0
+	// minCorr is the envelope correlation that makes a delay believed.
+	minCorr = 0.6
+	// silentDB: below this the reference is silence (no echo to expect).
+	silentDB = -55.0
+)
+
+// Canceller removes one microphone stream's echo of the agent's audio.
+// Played and Process may be called from different goroutines.
+type Canceller struct {
+	mu sync.Mutex
+	rs *audio.Resampler
+	// ref is the audio played, at 16 kHz, ending at refEnd (wall clock).
+	ref    []int16
+	refEnd time.Time
+	// refEnv and micEnv are 10 ms block energies (dBFS) by block number
+	// (unix time / 10 ms).
+	refEnv, micEnv map[int64]float64
+	// micBuf is the latest microphone audio, ending at micEnd.
+	micBuf []int16
+	micEnd time.Time
+	// delay is the echo delay in samples (-1: not known), gain its gain.
+	delay     int
+	gain      float64
+	fresh     bool // the delay was just found: the gain starts again
+	estimated time.Time
+	// Stats.
+	muted, frames int
+}
+
+// New returns a Canceller for audio played at playRate.
+func New(playRate int) (*Canceller, error) {
+	rs, err := audio.NewResampler(playRate, rate)
+	if err != nil {
+		return nil, err
+	}
+	return &Canceller{rs: rs, refEnv: map[int64]float64{}, micEnv: map[int64]float64{}, delay: -1}, nil
+}
+
+func blockOf(t time.Time) int64 { return t.UnixNano() / int64(10*time.Millisecond) }
+
+// Played takes a frame of the agent's audio as it went out at `at`.
+func (c *Canceller) Played(pcm []int16, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.rs.Process(nil, pcm)
+	if c.refEnd.IsZero() || at.Sub(c.refEnd) > 40*time.Millisecond {
+		// Silence since the last frame played (or none yet): start the
+		// timeline again at `at`, with the history's silence.
+		gap := min(int(at.Sub(c.refEnd)*rate/time.Second), int(keep*rate/time.Second))
+		if c.refEnd.IsZero() {
+			gap = 0
+		}
+		c.ref = append(c.ref, make([]int16, max(gap, 0))...)
+		c.refEnd = at
+	}
+	start := c.refEnd
+	c.ref = append(c.ref, s...)
+	c.refEnd = c.refEnd.Add(time.Duration(len(s)) * time.Second / rate)
+	if over := len(c.ref) - int(keep*rate/time.Second); over > 0 {
+		c.ref = append(c.ref[:0], c.ref[over:]...)
+	}
+	envelope(c.refEnv, s, start)
+	c.trim(c.refEnv, at)
+}
+
+// envelope adds the 10 ms block energies of s, which starts at start.
+func envelope(env map[int64]float64, s []int16, start time.Time) {
+	b0 := blockOf(start)
+	for i := 0; i+block <= len(s); i += block {
+		env[b0+int64(i/block)] = audio.DBFS(s[i : i+block])
+	}
+}
+
+func (c *Canceller) trim(env map[int64]float64, now time.Time) {
+	oldest := blockOf(now.Add(-keep))
+	for b := range env {
+		if b < oldest {
+			delete(env, b)
+		}
+	}
+}
+
+// refAt returns the reference samples played over [from, from+n/rate), zeros
+// where nothing was.
+func (c *Canceller) refAt(from time.Time, n int) []int16 {
+	out := make([]int16, n)
+	if c.refEnd.IsZero() {
+		return out
+	}
+	// Index of `from` in ref.
+	i0 := len(c.ref) - int(c.refEnd.Sub(from)*rate/time.Second)
+	for k := range out {
+		if i := i0 + k; i >= 0 && i < len(c.ref) {
+			out[k] = c.ref[i]
+		}
+	}
+	return out
+}
+
+// Process takes a microphone frame that arrived at `at` (its last sample
+// is the latest) and returns it without the echo: the echo subtracted, or
+// silence when what remains is echo alone. Without echo to expect it
+// returns mic itself.
+func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := at.Add(-time.Duration(len(mic)) * time.Second / rate)
+	envelope(c.micEnv, mic, start)
+	c.trim(c.micEnv, at)
+	c.micBuf = append(c.micBuf, mic...)
+	c.micEnd = at
+	if over := len(c.micBuf) - rate; over > 0 {
+		c.micBuf = append(c.micBuf[:0], c.micBuf[over:]...)
+	}
+	if c.refEnd.IsZero() || at.Sub(c.refEnd) > maxDelay+keep/3 {
+		return mic // nothing played lately
+	}
+	// The loudest audio played over the echo window before this frame.
+	loudest := math.Inf(-1)
+	for b := blockOf(start.Add(-maxDelay)); b <= blockOf(at); b++ {
+		if v, ok := c.refEnv[b]; ok {
+			loudest = max(loudest, v)
+		}
+	}
+	if loudest < silentDB {
+		return mic // silence was played: no echo to expect
+	}
+	c.frames++
+	if at.Sub(c.estimated) >= reestimate {
+		c.estimate(at)
+	}
+	level := audio.DBFS(mic)
+	if c.delay < 0 {
+		if level < loudest-MinLoss {
+			c.muted++
+			return make([]int16, len(mic))
+		}
+		return mic
+	}
+	ref := c.refAt(start.Add(-time.Duration(c.delay)*time.Second/rate), len(mic))
+	var mr, rr float64
+	for i := range mic {
+		mr += float64(mic[i]) * float64(ref[i])
+		rr += float64(ref[i]) * float64(ref[i])
+	}
+	if rr == 0 {
+		return mic
+	}
+	g := min(max(mr/rr, 0), 4)
+	// The gain moves slowly: speech over the echo biases one frame's fit;
+	// a delay just found (or changed) starts from this frame's.
+	switch {
+	case c.fresh && 10*math.Log10(rr/float64(len(ref)))-90.3 > silentDB:
+		c.gain, c.fresh = g, false
+	case c.fresh:
+		// Nothing to fit on yet.
+	default:
+		c.gain = 0.8*c.gain + 0.2*g
+	}
+	out := make([]int16, len(mic))
+	var echo, rest float64
+	for i := range mic {
+		e := c.gain * float64(ref[i])
+		r := float64(mic[i]) - e
+		echo += e * e
+		rest += r * r
+		out[i] = int16(max(-32768, min(32767, r)))
+	}
+	if echo > 0 && 10*math.Log10((rest+1)/(echo+1)) < -residueDB {
+		c.muted++
+		return make([]int16, len(mic))
+	}
+	return out
+}
+
+// estimate finds the echo's delay: the lag of the reference's envelope that
+// best follows the microphone's over the last estimateOver, then the sample
+// lag within ±refine that best matches the latest audio.
+func (c *Canceller) estimate(now time.Time) {
+	c.estimated = now
+	last := blockOf(now) - 1
+	// Over the last estimateOver, or what the microphone has of it (at
+	// least minEstimate).
+	n := 0
+	for n < int(estimateOver/(10*time.Millisecond)) {
+		if _, ok := c.micEnv[last-int64(n)]; !ok {
+			break
+		}
+		n++
+	}
+	if n < int(minEstimate/(10*time.Millisecond)) {
+		return
+	}
+	mic := make([]float64, 0, n)
+	for b := last - int64(n) + 1; b <= last; b++ {
+		mic = append(mic, max(c.micEnv[b], -70))
+	}
+	best, bestLag := minCorr, -1
+	for lag := 0; lag <= int(maxDelay/(10*time.Millisecond)); lag++ {
+		ref := make([]float64, 0, n)
+		for b := last - int64(n) + 1; b <= last; b++ {
+			v, ok := c.refEnv[b-int64(lag)]
+			if !ok {
+				v = -90
+			}
+			ref = append(ref, max(v, -70))
+		}
+		if r := corr(mic, ref); r > best {
+			best, bestLag = r, lag
+		}
+	}
+	if bestLag < 0 {
+		return // the microphone does not follow what was played: keep what was known
+	}
+	// Refine to the sample over the last refineOver.
+	span := int(refineOver * rate / time.Second)
+	from := now.Add(-refineOver)
+	micS := c.samplesOfMic(from, span)
+	coarse := bestLag * block
+	window := int(refine * rate / time.Second)
+	if c.delay >= 0 && (coarse-c.delay)*1000/rate <= 30 && (c.delay-coarse)*1000/rate <= 30 {
+		// The envelope's 10 ms steps wander around the delay known: follow
+		// it within ±2 ms (a tenth of the first search's work).
+		coarse, window = c.delay, 2*rate/1000
+	}
+	if micS == nil || audio.DBFS(micS) < silentDB {
+		if c.delay < 0 {
+			c.setDelay(coarse)
+		}
+		return
+	}
+	bestD, bestX := coarse, math.Inf(-1)
+	for d := max(coarse-window, 0); d <= coarse+window; d++ {
+		ref := c.refAt(from.Add(-time.Duration(d)*time.Second/rate), span)
+		var x, rr float64
+		for i := range micS {
+			x += float64(micS[i]) * float64(ref[i])
+			rr += float64(ref[i]) * float64(ref[i])
+		}
+		if rr > 0 {
+			if v := x / math.Sqrt(rr); v > bestX {
+				bestX, bestD = v, d
+			}
+		}
+	}
+	c.setDelay(bestD)
+}
+
+func (c *Canceller) setDelay(d int) {
+	if c.delay < 0 || (c.delay-d) > rate/1000 || (d-c.delay) > rate/1000 {
+		c.fresh = true
+	}
+	c.delay = d
+}
+
+// samplesOfMic is kept by Process: the latest microphone audio.
+func (c *Canceller) samplesOfMic(from time.Time, n int) []int16 {
+	if c.micEnd.IsZero() || len(c.micBuf) < n {
+		return nil
+	}
+	i0 := len(c.micBuf) - int(c.micEnd.Sub(from)*rate/time.Second)
+	if i0 < 0 || i0+n > len(c.micBuf) {
+		return nil
+	}
+	return c.micBuf[i0 : i0+n]
+}
+
+// corr is the Pearson correlation of a and b.
+func corr(a, b []float64) float64 {
+	var ma, mb float64
+	for i := range a {
+		ma += a[i]
+		mb += b[i]
+	}
+	ma /= float64(len(a))
+	mb /= float64(len(b))
+	var ab, aa, bb float64
+	for i := range a {
+		x, y := a[i]-ma, b[i]-mb
+		ab += x * y
+		aa += x * x
+		bb += y * y
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// Delay is the echo delay found (false: not yet), on the canceller's own
+// timeline: it includes its resampler's few milliseconds.
+func (c *Canceller) Delay() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.delay < 0 {
+		return 0, false
+	}
+	return time.Duration(c.delay) * time.Second / rate, true
+}
+
+// Muted reports the frames muted as echo alone, of those processed while
+// the agent's audio was recent.
+func (c *Canceller) Muted() (muted, frames int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.muted, c.frames
+}

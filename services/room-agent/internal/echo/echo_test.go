@@ -1,0 +1,186 @@
+package echo_test
+
+import (
+	"math"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/testkit"
+	"github.com/alicia-voice/alicia/services/room-agent/internal/echo"
+	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
+)
+
+// speech is espeak-ng's text at rate.
+func speech(tb testing.TB, text string, rate int) []int16 {
+	tb.Helper()
+	bin, err := exec.LookPath("espeak-ng")
+	if err != nil {
+		testkit.Missing(tb, "espeak-ng: %v", err)
+		return nil
+	}
+	out, err := exec.Command(bin, "--stdout", "-v", "en-us", text).Output()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w, err := audio.ParseWAV(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pcm, err := audio.Resample(w.Mono(), w.SampleRate, rate)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pcm
+}
+
+// room plays answer (48 kHz) through the canceller in 20 ms frames and
+// feeds the microphone: the answer's echo (delay, loss in dB) plus near
+// (16 kHz) from nearAt. It returns what the canceller let through; told
+// nothing played (tell false), it lets everything through.
+func room(tb testing.TB, c *echo.Canceller, answer []int16, delay time.Duration, loss float64, near []int16, nearAt time.Duration, tell bool) []int16 {
+	tb.Helper()
+	t0 := time.Unix(1_800_000_000, 0)
+	g := math.Pow(10, -loss/20)
+	ans16, err := audio.Resample(answer, 48000, 16000)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	total := len(ans16) + int(delay*16000/time.Second) + 16000
+	mic := make([]float64, total)
+	d := int(delay * 16000 / time.Second)
+	for i, v := range ans16 {
+		mic[i+d] += g * float64(v)
+	}
+	for i, v := range near {
+		if j := int(nearAt*16000/time.Second) + i; j < total {
+			mic[j] += float64(v)
+		}
+	}
+	var out []int16
+	for k := 0; (k+1)*320 <= total; k++ {
+		at := t0.Add(time.Duration(k) * 20 * time.Millisecond)
+		if tell && (k+1)*960 <= len(answer) {
+			c.Played(answer[k*960:(k+1)*960], at)
+		}
+		f := make([]int16, 320)
+		for i := range f {
+			f[i] = int16(max(-32768, min(32767, mic[k*320+i])))
+		}
+		out = append(out, c.Process(f, at.Add(20*time.Millisecond))...)
+	}
+	return out
+}
+
+// starts runs the neural VAD (or the energy one without its runtime under
+// CI=false) over pcm and returns when utterances started.
+func starts(tb testing.TB, pcm []int16) []time.Duration {
+	tb.Helper()
+	cfg := vad.Config{}
+	if rt, err := vad.FindRuntime("", ""); err == nil {
+		m, err := vad.LoadSilero(rt)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(m.Close)
+		cfg.Model = m
+	} else {
+		testkit.Missing(tb, "neural VAD runtime: %v", err)
+	}
+	det, err := vad.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer det.Close()
+	var at []time.Duration
+	for i := 0; i < len(pcm); i += 320 {
+		end := min(i+320, len(pcm))
+		det.Push(pcm[i:end], func(ev vad.Event) {
+			if ev.Kind == vad.Start {
+				at = append(at, time.Duration(end)*time.Second/16000-ev.Speech)
+			}
+		})
+	}
+	return at
+}
+
+// TestEchoAloneIsNotSpeech: the answer coming back through the microphone,
+// 120-400 ms later and 6-20 dB down, starts no utterance once through the
+// canceller, though it does without it; the delay found is the echo's.
+func TestEchoAloneIsNotSpeech(t *testing.T) {
+	answer := speech(t, "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon, and a light breeze in the evening.", 48000)
+	for _, c := range []struct {
+		delay time.Duration
+		loss  float64
+	}{{120 * time.Millisecond, 6}, {250 * time.Millisecond, 12}, {400 * time.Millisecond, 20}} {
+		t.Run(c.delay.String(), func(t *testing.T) {
+			cc, err := echo.New(48000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			through := room(t, cc, answer, c.delay, c.loss, nil, 0, true)
+			if s := starts(t, through); len(s) != 0 {
+				m, f := cc.Muted()
+				t.Fatalf("the echo started %d utterances (first at %v); %d of %d frames muted", len(s), s[0], m, f)
+			}
+			// (The canceller's timeline includes its resampler's latency.)
+			if d, ok := cc.Delay(); !ok || (d-c.delay).Abs() > 15*time.Millisecond {
+				t.Fatalf("delay found %v (%v), want %v", d, ok, c.delay)
+			}
+			// Without the canceller the same microphone is speech.
+			plain := room(t, passThrough(t), answer, c.delay, c.loss, nil, 0, false)
+			if len(starts(t, plain)) == 0 {
+				t.Fatal("the echo is not speech even without the canceller: the test proves nothing")
+			}
+		})
+	}
+}
+
+// TestSpeechOverEchoGetsThrough: the person speaking over the answer's echo
+// is heard, soon after they start.
+func TestSpeechOverEchoGetsThrough(t *testing.T) {
+	answer := speech(t, "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon, and a light breeze in the evening.", 48000)
+	near := speech(t, "Wait, what about Sunday?", 16000)
+	cc, err := echo.New(48000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nearAt := 2500 * time.Millisecond
+	through := room(t, cc, answer, 200*time.Millisecond, 12, near, nearAt, true)
+	s := starts(t, through)
+	if len(s) == 0 {
+		t.Fatal("the person's speech over the echo was not heard")
+	}
+	onset := nearAt + time.Duration(slices.IndexFunc(near, func(v int16) bool { return v > 300 || v < -300 }))*time.Second/16000
+	if s[0] < onset-100*time.Millisecond || s[0] > onset+400*time.Millisecond {
+		t.Fatalf("speech heard from %v, the person started at %v", s[0], onset)
+	}
+}
+
+// passThrough is a canceller that never heard anything played: it lets
+// everything through.
+func passThrough(t *testing.T) *echo.Canceller {
+	c, err := echo.New(48000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkCanceller: the canceller's cost while an answer plays and its
+// echo comes back, per second of audio (a core's share: core-%).
+func BenchmarkCanceller(b *testing.B) {
+	answer := speech(b, "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon, and a light breeze in the evening.", 48000)
+	var audioSec float64
+	for b.Loop() {
+		c, err := echo.New(48000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := room(b, c, answer, 200*time.Millisecond, 12, nil, 0, true)
+		audioSec += float64(len(out)) / 16000
+	}
+	b.ReportMetric(100*b.Elapsed().Seconds()/audioSec, "core-%")
+}
