@@ -7,6 +7,12 @@ package protocol
 // the whole utterance; a speculative one the utterance so far when a silence
 // begins. Message type 64, internal.
 type ASRJob struct {
+	// Final jobs: the room-agent heard this utterance over an answer and its words
+	// are only a backchannel (mm-hmm, yeah, right…): the asr publishes the final
+	// Transcription but makes no user message of it, and the answer goes on
+	// (TurnEvent backchannel).
+	Backchannel *bool `json:"backchannel,omitempty,omitzero"`
+
 	// Conversation id (ac_…).
 	ConversationID string `json:"conversationId"`
 
@@ -993,36 +999,42 @@ type Transcription struct {
 
 // Something that happened in a voice turn and left no message
 // (alicia.conv.{cid}.agent.turn_event): a preemptive answer cancelled because the
-// user spoke again within the end-of-turn silence, or a false interruption (speech
-// with no words over an answer, which resumed). Stored in the stream and replayed
-// with the conversation, never sent to a client, no row. Message type 69,
-// internal.
+// user spoke again within the end-of-turn silence, a false interruption (speech
+// with no words over an answer, which resumed), or a backchannel ("mm-hmm", "yeah"
+// over an answer, which went on). Stored in the stream and replayed with the
+// conversation, never sent to a client, no row. Message type 69, internal.
 type TurnEvent struct {
 	// Conversation id (ac_…).
 	ConversationID string `json:"conversationId"`
 
 	// preempt_cancelled: how long the preemptive work ran before it was cancelled;
-	// false_interruption: how long playout was paused.
+	// false_interruption, backchannel: how long playout was lowered (ducked) or
+	// paused.
 	HeldMs *int32 `json:"heldMs,omitempty,omitzero"`
 
 	// preempt_cancelled: the answer started on a speculative transcript was thrown
-	// away; false_interruption: the answer paused for speech without words and
-	// resumed.
+	// away; false_interruption: the answer was lowered (or paused) for speech without
+	// words and resumed; backchannel: the answer was lowered for speech whose words
+	// were only a backchannel (mm-hmm, yeah, right, okay…) and went on; the utterance
+	// became no user message.
 	Kind TurnEventKind `json:"kind"`
 
-	// false_interruption: the assistant message that resumed.
+	// false_interruption, backchannel: the assistant message that went on.
 	MessageID *string `json:"messageId,omitempty,omitzero"`
 
-	// Why, e.g. speech_resumed (preempt_cancelled) or no_words (false_interruption).
+	// Why, e.g. speech_resumed (preempt_cancelled), no_words (false_interruption) or
+	// backchannel.
 	Reason *string `json:"reason,omitempty,omitzero"`
 
-	// false_interruption: the sentence playout resumed from (from its start).
+	// false_interruption, backchannel: the sentence that was playing (a paused answer
+	// resumes from its start).
 	SentenceID *string `json:"sentenceId,omitempty,omitzero"`
 
 	// When it happened, ms since the Unix epoch.
 	Timestamp int64 `json:"timestamp"`
 
-	// preempt_cancelled: the speculative transcript the answer was started on.
+	// preempt_cancelled: the speculative transcript the answer was started on;
+	// backchannel: what the person said.
 	Transcript *string `json:"transcript,omitempty,omitzero"`
 
 	// The utterance the event is about (am_…): the one speculated on, or the one that
@@ -1032,6 +1044,7 @@ type TurnEvent struct {
 
 type TurnEventKind string
 
+const TurnEventKindBackchannel TurnEventKind = "backchannel"
 const TurnEventKindFalseInterruption TurnEventKind = "false_interruption"
 const TurnEventKindPreemptCancelled TurnEventKind = "preempt_cancelled"
 

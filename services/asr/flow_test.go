@@ -125,8 +125,9 @@ func TestResentFinalOneUserMessage(t *testing.T) {
 	}
 }
 
-// A final transcript below the confidence floor, or empty, is shown to the
-// client as the final transcription but is not the user's message.
+// A final transcript below the confidence floor, or empty, or heard by the
+// room-agent as a backchannel over an answer, is shown to the client as the
+// final transcription but is not the user's message.
 func TestConfidenceFloor(t *testing.T) {
 	low := fakeopenai.Transcript{Segments: []fakeopenai.Segment{
 		{Text: "uh thank you", AvgLogprob: -1.2, NoSpeechProb: 0.5}, // 0.15
@@ -149,6 +150,8 @@ func TestConfidenceFloor(t *testing.T) {
 		{"floor lowered", 0.1, low, false, "uh thank you", 0.151, true},
 		{"weighted by duration", 0.6, mixed, false, "turn the lights off uh", 0.722, true},
 		{"nothing said", 0.3, fakeopenai.Transcript{}, true, "", -1, false},
+		// The room-agent heard it over an answer as a backchannel.
+		{"backchannel", 0.3, fakeopenai.Transcript{Text: "Mm-hmm."}, false, "Mm-hmm.", 0.763, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -162,6 +165,9 @@ func TestConfidenceFloor(t *testing.T) {
 			j := newUtterance(cid).job(true, time.Second)
 			if tc.silence {
 				j.Data = make([]byte, len(j.Data))
+			}
+			if tc.name == "backchannel" {
+				j.Backchannel = protocol.Ptr(true)
 			}
 			h.publish(j)
 			testkit.Eventually(t, 5*time.Second, func() bool { return rec.final() != nil && h.queued() == 0 }, "final transcription")

@@ -27,6 +27,7 @@ const (
 	outStale         = "stale"          // a partial or speculative job overtaken by a later job
 	outEmpty         = "empty"          // nothing was said
 	outLowConfidence = "low_confidence" // a final below the confidence floor
+	outBackchannel   = "backchannel"    // a final the room-agent heard as a backchannel over an answer
 	outDuplicate     = "duplicate"      // an earlier try of this job did it all
 	outUnavailable   = "unavailable"
 	outRejected      = "rejected"
@@ -149,7 +150,8 @@ func (w *Worker) partial(ctx context.Context, j *job, tr *protocol.Transcription
 
 // final publishes the final Transcription (always: the client learns how
 // the utterance ended), then — when something was said with enough
-// confidence — the UserMessage the llm answers.
+// confidence, and it was no backchannel over an answer — the UserMessage
+// the llm answers.
 func (w *Worker) final(ctx context.Context, j *job, tr *protocol.Transcription, reused bool, span trace.Span, log zerolog.Logger, outcome *string) error {
 	if !reused {
 		if _, err := w.publishTranscription(ctx, j, tr, false); err != nil {
@@ -167,6 +169,12 @@ func (w *Worker) final(ctx context.Context, j *job, tr *protocol.Transcription, 
 	switch {
 	case tr.Text == "":
 		*outcome = outEmpty
+		return nil
+	case j.body.Backchannel != nil && *j.body.Backchannel:
+		// Said over an answer, and only "mm-hmm", "yeah": the answer goes
+		// on (the room-agent records the backchannel); nothing to answer.
+		*outcome = outBackchannel
+		log.Info().Str("text", tr.Text).Msg("backchannel over an answer: no user message")
 		return nil
 	case tr.Confidence != nil && *tr.Confidence < w.s.MinConfidence:
 		*outcome = outLowConfidence

@@ -511,6 +511,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
     t: 'object',
     required: ['conversationId', 'createdAt', 'data', 'durationMs', 'final', 'format', 'id', 'sequence', 'utteranceId'],
     props: {
+      backchannel: { t: 'boolean' },
       conversationId: { t: 'string' },
       createdAt: { t: 'integer', min: 0, max: 9007199254740991 },
       data: { t: 'bytes' },
@@ -594,7 +595,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
     props: {
       conversationId: { t: 'string' },
       heldMs: { t: 'integer', min: 0, max: 2147483647 },
-      kind: { t: 'string', enum: ['preempt_cancelled', 'false_interruption'] },
+      kind: { t: 'string', enum: ['preempt_cancelled', 'false_interruption', 'backchannel'] },
       messageId: { t: 'string' },
       reason: { t: 'string' },
       sentenceId: { t: 'string' },

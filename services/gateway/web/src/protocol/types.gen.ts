@@ -869,6 +869,10 @@ export interface ASRJob {
    */
   transcriptConfidence?: number
   /**
+   * Final jobs: the room-agent heard this utterance over an answer and its words are only a backchannel (mm-hmm, yeah, right…): the asr publishes the final Transcription but makes no user message of it, and the answer goes on (TurnEvent backchannel).
+   */
+  backchannel?: boolean
+  /**
    * When the job was made, ms since the Unix epoch.
    */
   createdAt: number
@@ -1020,7 +1024,7 @@ export interface AgentDispatch {
 
 // 69: turn_event.json
 /**
- * Something that happened in a voice turn and left no message (alicia.conv.{cid}.agent.turn_event): a preemptive answer cancelled because the user spoke again within the end-of-turn silence, or a false interruption (speech with no words over an answer, which resumed). Stored in the stream and replayed with the conversation, never sent to a client, no row. Message type 69, internal.
+ * Something that happened in a voice turn and left no message (alicia.conv.{cid}.agent.turn_event): a preemptive answer cancelled because the user spoke again within the end-of-turn silence, a false interruption (speech with no words over an answer, which resumed), or a backchannel ("mm-hmm", "yeah" over an answer, which went on). Stored in the stream and replayed with the conversation, never sent to a client, no row. Message type 69, internal.
  */
 export interface TurnEvent {
   /**
@@ -1028,31 +1032,31 @@ export interface TurnEvent {
    */
   conversationId: string
   /**
-   * preempt_cancelled: the answer started on a speculative transcript was thrown away; false_interruption: the answer paused for speech without words and resumed.
+   * preempt_cancelled: the answer started on a speculative transcript was thrown away; false_interruption: the answer was lowered (or paused) for speech without words and resumed; backchannel: the answer was lowered for speech whose words were only a backchannel (mm-hmm, yeah, right, okay…) and went on; the utterance became no user message.
    */
-  kind: 'preempt_cancelled' | 'false_interruption'
+  kind: 'preempt_cancelled' | 'false_interruption' | 'backchannel'
   /**
    * The utterance the event is about (am_…): the one speculated on, or the one that interrupted.
    */
   utteranceId?: string
   /**
-   * false_interruption: the assistant message that resumed.
+   * false_interruption, backchannel: the assistant message that went on.
    */
   messageId?: string
   /**
-   * false_interruption: the sentence playout resumed from (from its start).
+   * false_interruption, backchannel: the sentence that was playing (a paused answer resumes from its start).
    */
   sentenceId?: string
   /**
-   * preempt_cancelled: the speculative transcript the answer was started on.
+   * preempt_cancelled: the speculative transcript the answer was started on; backchannel: what the person said.
    */
   transcript?: string
   /**
-   * Why, e.g. speech_resumed (preempt_cancelled) or no_words (false_interruption).
+   * Why, e.g. speech_resumed (preempt_cancelled), no_words (false_interruption) or backchannel.
    */
   reason?: string
   /**
-   * preempt_cancelled: how long the preemptive work ran before it was cancelled; false_interruption: how long playout was paused.
+   * preempt_cancelled: how long the preemptive work ran before it was cancelled; false_interruption, backchannel: how long playout was lowered (ducked) or paused.
    */
   heldMs?: number
   /**
