@@ -66,6 +66,13 @@ type Config struct {
 	// utterance has words; with none this long after it ended, the answer
 	// resumes (ALICIA_BARGE_IN_WORDS_WAIT, 3 s).
 	BargeInWordsWait time.Duration
+	// BargeInDuckDB: while a barge-in is decided the answer plays this much
+	// lower (ALICIA_BARGE_IN_DUCK_DB, -20; -60 or below: paused instead).
+	BargeInDuckDB float64
+	// Backchannels ("mm-hmm", "yeah" said over an answer let it go on), by
+	// language (ALICIA_BACKCHANNELS: "lang=phrase|phrase;…" replaces a
+	// language's list; agent.DefaultBackchannels).
+	Backchannels string
 	// Speculation: transcribe the utterance when a silence begins, so the
 	// transcript and a preemptive answer are ready when the silence ends the
 	// turn (ALICIA_VOICE_SPECULATION, on by default), after PauseAfter of
@@ -119,7 +126,7 @@ func DefaultConfig() Config {
 	return Config{
 		Bus: svcmain.DefaultBus(), VAD: VADAuto, VADThreshold: 0.5, EndSilence: 500 * time.Millisecond, MinSpeech: 150 * time.Millisecond,
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
-		OnsetHangover: 60 * time.Millisecond, BargeInWordsWait: 3 * time.Second,
+		OnsetHangover: 60 * time.Millisecond, BargeInWordsWait: 3 * time.Second, BargeInDuckDB: -20,
 		AdaptiveEnd: true, EndSilenceMin: 300 * time.Millisecond, EndSilenceMax: time.Second,
 		Speculation: true, PauseAfter: 100 * time.Millisecond,
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
@@ -136,6 +143,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 	src.String("ALICIA_LIVEKIT_URL", &c.LiveKitURL)
 	src.String("ALICIA_ASR_LANGUAGE", &c.Language)
 	src.String("ALICIA_VAD", &c.VAD)
+	src.String("ALICIA_BACKCHANNELS", &c.Backchannels)
 	src.String("ALICIA_VAD_MODEL", &c.VADModel)
 	src.String("ALICIA_ONNXRUNTIME_LIB", &c.ONNXRuntimeLib)
 	c.Metrics.From(src, metricsAddrVar)
@@ -155,6 +163,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 		src.Duration("ALICIA_BARGE_IN_MIN", &c.BargeInMin),
 		src.Duration("ALICIA_VAD_ONSET_HANGOVER", &c.OnsetHangover),
 		src.Duration("ALICIA_BARGE_IN_WORDS_WAIT", &c.BargeInWordsWait),
+		src.Float64("ALICIA_BARGE_IN_DUCK_DB", &c.BargeInDuckDB),
 		src.Bool("ALICIA_VOICE_SPECULATION", &c.Speculation),
 		src.Duration("ALICIA_VAD_PAUSE_AFTER", &c.PauseAfter),
 		src.Bool("ALICIA_STORE_INPUT_AUDIO", &c.StoreAudio),
@@ -186,6 +195,12 @@ func (c Config) Validate() error {
 	case VADAuto, VADNeural, VADEnergy:
 	default:
 		errs = append(errs, fmt.Errorf("ALICIA_VAD %q: auto, neural or energy", c.VAD))
+	}
+	if c.BargeInDuckDB >= 0 {
+		errs = append(errs, fmt.Errorf("ALICIA_BARGE_IN_DUCK_DB %v: negative dB (-60 or below: pause)", c.BargeInDuckDB))
+	}
+	if _, err := agent.ParseBackchannels(c.Backchannels); err != nil {
+		errs = append(errs, err)
 	}
 	if c.VADThreshold <= 0.15 || c.VADThreshold >= 1 {
 		errs = append(errs, fmt.Errorf("ALICIA_VAD_THRESHOLD %v: between 0.15 and 1", c.VADThreshold))
@@ -235,6 +250,15 @@ func (c Config) agent() agent.Config {
 		BargeInMin:    c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
 		OnVoiceToVoice: c.OnVoiceToVoice, Edge: c.Edge, Budgets: c.Budgets,
-		BargeInWordsWait: c.BargeInWordsWait,
+		BargeInWordsWait: c.BargeInWordsWait, DuckDB: c.BargeInDuckDB, Backchannels: backchannels(c.Backchannels),
 	}
+}
+
+// backchannels are the lists ALICIA_BACKCHANNELS makes (Validate checked it).
+func backchannels(s string) agent.Backchannels {
+	b, err := agent.ParseBackchannels(s)
+	if err != nil {
+		return agent.DefaultBackchannels()
+	}
+	return b
 }

@@ -13,15 +13,21 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
-// Barge-in: the user speaks over the answer for BargeInMin. Playout pauses
-// at once (the audio stops within a frame), but the answer is not dropped
-// yet: a cough or a door is not an interruption. It is confirmed when the
-// interrupting speech has words — a partial or final Transcription with
-// text — and only then do the ControlStop (speech) and the
-// interrupted/unplayed SentencePlayout records go out, as they always did.
-// When the utterance ends without words (its final transcript is empty, or
-// none comes within BargeInWordsWait), playout resumes from the start of
-// the sentence it cut and a TurnEvent false_interruption records it.
+// Barge-in: the user speaks over the answer for BargeInMin. The answer is
+// lowered at once (DuckDB, -20 dB: the frame after the decision is the
+// first lowered; at -60 dB or below it pauses instead), but not dropped
+// yet: a cough, a door or "mm-hmm" is no interruption. It is confirmed when
+// the interrupting speech has words that are not only a backchannel (a
+// partial, speculative or final Transcription; Backchannels) — and only
+// then do the ControlStop (speech) and the interrupted/unplayed
+// SentencePlayout records go out, as they always did. When every
+// interrupting utterance has ended without words (its final transcript
+// came empty, or none came within BargeInWordsWait), or with only
+// backchannel words, the answer goes back to its level (a paused one
+// resumes from the start of the sentence it cut) and a TurnEvent records
+// it: false_interruption, or backchannel with what was said. A backchannel
+// becomes no user message (its final ASR job says so) and the answer
+// started speculatively on it is cancelled.
 
 // pauseCap bounds a pause whose utterance never ends (its track went away).
 const pauseCap = 30 * time.Second
@@ -38,6 +44,10 @@ type interruption struct {
 	utts  map[string]time.Time
 	empty map[string]bool
 	first string // the utterance that paused playout
+	// ducked: playout was lowered (not paused).
+	ducked bool
+	// back holds the utterances heard as backchannels, with their words.
+	back map[string]string
 	// span is the voice.barge_in span: the ControlStop or TurnEvent that
 	// settles the interruption carries it.
 	span trace.SpanContext
@@ -62,7 +72,13 @@ func (t *tracker) bargeIn(utterance string, onset time.Time) {
 		return
 	}
 	decided := time.Now()
-	cut := t.r.player.Pause()
+	ducked := t.r.cfg.DuckDB > -60
+	var cut Stopped
+	if ducked {
+		cut = t.r.player.Duck(t.r.cfg.DuckDB)
+	} else {
+		cut = t.r.player.Pause()
+	}
 	stopped := time.Now()
 	if cut.Turn != "" {
 		turnID = cut.Turn
@@ -94,14 +110,15 @@ func (t *tracker) bargeIn(utterance string, onset time.Time) {
 		attribute.Int64("alicia.barge_in_stop_us", stopped.Sub(decided).Microseconds()),
 		attribute.Int64("alicia.onset_to_stop_us", stopped.Sub(onset).Microseconds()))
 	span.End(trace.WithTimestamp(stopped))
-	t.r.log.Info().Str("message_id", turnID).Str("utterance_id", utterance).Dur("since_onset", stopped.Sub(onset)).
-		Msg("barge-in: playout paused until the speech has words")
+	t.r.log.Info().Str("message_id", turnID).Str("utterance_id", utterance).Dur("since_onset", stopped.Sub(onset)).Bool("ducked", ducked).
+		Msg("barge-in: playout lowered until the speech has words")
 	if turnID == "" {
+		t.r.player.Unduck()
 		t.r.player.Resume()
 		return
 	}
 	p := &interruption{turn: turnID, cut: cut, at: stopped, onset: onset, first: utterance, span: span.SpanContext(),
-		utts: map[string]time.Time{utterance: {}}, empty: map[string]bool{}}
+		utts: map[string]time.Time{utterance: {}}, empty: map[string]bool{}, back: map[string]string{}, ducked: ducked}
 	t.mu.Lock()
 	t.paused = p
 	t.mu.Unlock()
@@ -118,17 +135,71 @@ func (t *tracker) heard(b *protocol.Transcription) {
 		t.mu.Unlock()
 		return
 	}
-	if strings.TrimSpace(b.Text) != "" {
+	lang := t.r.cfg.Language
+	if b.Language != nil && *b.Language != "" {
+		lang = *b.Language
+	}
+	_, interrupting := p.utts[b.ID]
+	switch {
+	case interrupting && t.r.cfg.Backchannels.Is(b.Text, lang):
+		// "mm-hmm", "yeah": the answer goes on, once the utterance ends
+		// without more (a later transcript with other words confirms).
+		p.back[b.ID] = strings.TrimSpace(b.Text)
+		t.noteBackLocked(b.ID)
+	case strings.TrimSpace(b.Text) != "":
+		delete(t.backs, b.ID)
 		t.paused = nil
 		t.mu.Unlock()
 		t.confirm(p, b.ID)
 		return
-	}
-	if _, ok := p.utts[b.ID]; ok && b.Final {
+	case interrupting && b.Final:
 		p.empty[b.ID] = true
 	}
 	t.mu.Unlock()
 	t.settle(p, false)
+}
+
+// Backchannel reports whether text, the transcript of utterance, is a
+// backchannel over the answer being decided: its final job then makes no
+// user message. It settles the interruption if nothing else is pending.
+func (t *tracker) Backchannel(utterance, text string) bool {
+	t.mu.Lock()
+	heard := t.backs[utterance] // heard as one already (its speculative transcript)
+	delete(t.backs, utterance)
+	if !t.r.cfg.Backchannels.Is(text, t.r.cfg.Language) {
+		t.mu.Unlock()
+		return false
+	}
+	if heard {
+		t.mu.Unlock()
+		return true
+	}
+	p := t.paused
+	if p == nil {
+		t.mu.Unlock()
+		return false
+	}
+	if _, ok := p.utts[utterance]; !ok {
+		t.mu.Unlock()
+		return false
+	}
+	p.back[utterance] = strings.TrimSpace(text)
+	t.mu.Unlock()
+	t.settle(p, false)
+	return true
+}
+
+// maxBacks bounds tracker.backs (utterances whose final job never came).
+const maxBacks = 32
+
+func (t *tracker) noteBackLocked(utterance string) {
+	if len(t.backs) >= maxBacks {
+		for k := range t.backs {
+			delete(t.backs, k)
+			break
+		}
+	}
+	t.backs[utterance] = true
 }
 
 // onSpecTranscript: a speculative transcript (core NATS, sent when the
@@ -157,6 +228,9 @@ func (t *tracker) interrupterEndedLocked(utterance string, at time.Time) {
 		return
 	}
 	p.utts[utterance] = at
+	if _, back := p.back[utterance]; back {
+		go t.settle(p, false) // its words are known: no need to wait for more
+	}
 	time.AfterFunc(t.r.cfg.BargeInWordsWait, func() { t.settle(p, false) })
 }
 
@@ -174,7 +248,8 @@ func (t *tracker) settle(p *interruption, force bool) {
 		if force {
 			break
 		}
-		if ended.IsZero() || !p.empty[id] && now.Sub(ended) < t.r.cfg.BargeInWordsWait {
+		_, back := p.back[id]
+		if ended.IsZero() || !p.empty[id] && !back && now.Sub(ended) < t.r.cfg.BargeInWordsWait {
 			t.mu.Unlock()
 			return // still speaking, or its words may yet come
 		}
@@ -184,20 +259,42 @@ func (t *tracker) settle(p *interruption, force bool) {
 	t.resume(p, now)
 }
 
-// resume: a false interruption. Playout goes on from the start of the
-// sentence the pause cut, and a TurnEvent records it (no row).
+// resume: a false interruption or a backchannel. The answer goes back to
+// its level (a paused one goes on from the start of the sentence the pause
+// cut), and a TurnEvent records it (no row).
 func (t *tracker) resume(p *interruption, now time.Time) {
 	if t.r.ctx.Err() != nil {
 		return
 	}
-	t.r.player.Resume()
+	if p.ducked {
+		t.r.player.Unduck()
+	} else {
+		t.r.player.Resume()
+	}
 	held := now.Sub(p.at)
-	t.m.falseInterruption()
-	t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).
-		Msg("false interruption: no words; playout resumed")
 	cid := t.r.cid
 	ev := &protocol.TurnEvent{ConversationID: cid, Kind: protocol.TurnEventKindFalseInterruption, UtteranceID: &p.first,
 		MessageID: &p.turn, Reason: protocol.Ptr("no_words"), HeldMs: protocol.Ptr(int32(held / time.Millisecond)), Timestamp: now.UnixMilli()}
+	if len(p.back) > 0 {
+		// What was said, in the order the utterances began (the first one first).
+		said := []string{}
+		if w, ok := p.back[p.first]; ok {
+			said = append(said, w)
+		}
+		for id, w := range p.back {
+			if id != p.first {
+				said = append(said, w)
+			}
+		}
+		ev.Kind, ev.Reason, ev.Transcript = protocol.TurnEventKindBackchannel, protocol.Ptr("backchannel"), protocol.Ptr(strings.Join(said, " "))
+		t.m.backchannel(held)
+		t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).Str("said", *ev.Transcript).
+			Msg("backchannel: the answer goes on")
+	} else {
+		t.m.falseInterruption()
+		t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).
+			Msg("false interruption: no words; playout resumed")
+	}
 	if p.cut.Sentence != "" {
 		ev.SentenceID = &p.cut.Sentence
 	}
@@ -213,7 +310,12 @@ func (t *tracker) resume(p *interruption, now time.Time) {
 // ControlStop (speech) goes out so every service drops the turn, and what
 // was played is recorded.
 func (t *tracker) confirm(p *interruption, by string) {
-	t.r.player.Stop(p.turn)
+	st := t.r.player.Stop(p.turn)
+	if p.ducked {
+		// The answer played on, lowered, up to now: that is what was heard.
+		p.cut = st
+		p.cut.Turn = p.turn
+	}
 	now := time.Now()
 	t.m.confirmed(time.Since(p.at))
 	t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", by).Dur("paused", time.Since(p.at)).Msg("barge-in confirmed: answer stopped")

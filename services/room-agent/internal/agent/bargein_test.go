@@ -28,7 +28,8 @@ type answering struct {
 
 const testTurn = "am_t"
 
-func newAnswering(t *testing.T) *answering {
+// newAnswering is a room answering; opts change its configuration.
+func newAnswering(t *testing.T, opts ...func(*Config)) *answering {
 	t.Helper()
 	ns := natstest.Run(t)
 	nc := natstest.Connect(t, ns)
@@ -37,7 +38,11 @@ func newAnswering(t *testing.T) *answering {
 	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{BargeInWordsWait: 300 * time.Millisecond}.WithDefaults()
+	cfg := Config{BargeInWordsWait: 300 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg = cfg.WithDefaults()
 	r := &Room{cfg: cfg, d: Deps{NC: nc, JS: js, Log: zerolog.Nop(), Metrics: DefaultMetrics()}, cid: protocol.NewID("ac"),
 		log: zerolog.Nop(), pub: bus.NewPublisher(js), ctx: ctx, cancel: cancel}
 	r.turns = newTracker(r, newTurnMetrics(r.d.Metrics, nil))
@@ -117,10 +122,13 @@ func count(envs []protocol.Envelope, typ protocol.MessageType) int {
 	return n
 }
 
+// pausing: a barge-in pauses the answer instead of lowering it.
+func pausing(c *Config) { c.DuckDB = -100 }
+
 // A barge-in pauses; the first words stop the answer: ControlStop, the cut
 // sentence interrupted (with what was heard of it), the rest unplayed.
 func TestBargeInWithWordsStopsTheAnswer(t *testing.T) {
-	a := newAnswering(t)
+	a := newAnswering(t, pausing)
 	a.r.turns.bargeIn("am_u", time.Now())
 	paused := len(a.wire.frames())
 	if envs := a.stored(t); len(envs) != 0 {
@@ -163,7 +171,7 @@ func TestFalseInterruptionResumesTheAnswer(t *testing.T) {
 		{"no transcript within the wait", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := newAnswering(t)
+			a := newAnswering(t, pausing)
 			a.r.turns.bargeIn("am_u", time.Now())
 			paused := len(a.wire.frames())
 			a.r.turns.heard(&protocol.Transcription{ID: "am_u", Text: " "}) // a partial without words
@@ -206,5 +214,146 @@ func TestSecondInterruptionKeepsThePause(t *testing.T) {
 	// Records go out in order: a resumption would have come first.
 	if n := count(envs, protocol.TypeTurnEvent); n != 0 {
 		t.Fatalf("resumed while the second interruption went on (%d TurnEvents)", n)
+	}
+}
+
+// ducked reports whether every frame in peaks is about a tenth (-20 dB) of
+// full, and some frame was written.
+func ducked(peaks []int, full int) bool {
+	if len(peaks) == 0 {
+		return false
+	}
+	for _, p := range peaks {
+		if p > full/8 || p < full/12 {
+			return false
+		}
+	}
+	return true
+}
+
+// By default a barge-in lowers the answer (-20 dB) at once and it keeps
+// playing; words stop it, and what was heard is what played, lowered
+// frames included.
+func TestBargeInDucksThenWordsStop(t *testing.T) {
+	a := newAnswering(t)
+	a.r.turns.bargeIn("am_u", time.Now())
+	at := len(a.wire.frames())
+	testkit.Eventually(t, 2*time.Second, func() bool { return len(a.wire.frames()) >= at+5 }, "the answer stopped playing while lowered")
+	if f := a.wire.frames(); !ducked(f[at:], f[0]) || f[at-1] != f[0] {
+		t.Fatalf("peaks around the barge-in %v (at %d): want full before, a tenth after", f[max(0, at-3):], at)
+	}
+	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "wait, what about Sunday"})
+	envs := a.waitFor(t, "playout not recorded", recorded(2))
+	stoppedAt := len(a.wire.frames())
+	if count(envs, protocol.TypeControlStop) != 1 {
+		t.Fatal("no ControlStop")
+	}
+	for _, e := range envs {
+		if p, ok := e.Body.(*protocol.SentencePlayout); ok && p.Sequence == 1 {
+			if p.Status != protocol.SentencePlayoutStatusInterrupted || time.Duration(p.PlayedMs)*time.Millisecond != time.Duration(stoppedAt)*frameDur {
+				t.Fatalf("sentence 1 %s after %d ms; %d frames went out", p.Status, p.PlayedMs, stoppedAt)
+			}
+		}
+	}
+	// The next answer plays at its level again.
+	a.r.player.Add(chunk("am_next", 1, 0, true, true))
+	testkit.Eventually(t, 2*time.Second, func() bool { return len(a.wire.frames()) > stoppedAt }, "the next answer")
+	if f := a.wire.frames(); f[len(f)-1] != f[0] {
+		t.Fatalf("the next answer plays at peak %d", f[len(f)-1])
+	}
+}
+
+// "Mm-hmm" over the answer: it is lowered while the words are decided,
+// then goes on at its level without replaying anything; a TurnEvent
+// backchannel records what was said; no ControlStop; the final job is told
+// (Backchannel true) so the utterance becomes no user message.
+func TestBackchannelKeepsTheAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// via the speculative transcript before the utterance ends, or
+		// decided by the final job's transcript after it.
+		spec bool
+	}{{"speculative transcript", true}, {"final job", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAnswering(t)
+			a.r.turns.bargeIn("am_u", time.Now())
+			at := len(a.wire.frames())
+			// While it is decided, the answer plays on lowered.
+			testkit.Eventually(t, 2*time.Second, func() bool { return len(a.wire.frames()) >= at+2 }, "the answer stopped playing while lowered")
+			if f := a.wire.frames(); !ducked(f[at:at+2], f[0]) {
+				t.Fatalf("peaks %v after the barge-in at %d: want lowered", f, at)
+			}
+			if c.spec {
+				a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "Mm-hmm."})
+			}
+			a.r.turns.speechEnded("am_u", time.Now(), trace.SpanContext{})
+			if !a.r.turns.Backchannel("am_u", "Mm-hmm.") {
+				t.Fatal("the final job was not told it is a backchannel")
+			}
+			envs := a.waitFor(t, "no TurnEvent", has(protocol.TypeTurnEvent))
+			ev := envs[0].Body.(*protocol.TurnEvent)
+			if ev.Kind != protocol.TurnEventKindBackchannel || *ev.Transcript != "Mm-hmm." || *ev.MessageID != testTurn || *ev.UtteranceID != "am_u" || ev.HeldMs == nil {
+				t.Fatalf("TurnEvent %+v", ev)
+			}
+			envs = a.waitFor(t, "the answer did not play to its end", recorded(2))
+			if got := playouts(envs); got[1] != protocol.SentencePlayoutStatusPlayed || got[2] != protocol.SentencePlayoutStatusPlayed {
+				t.Fatalf("playout %v", got)
+			}
+			if n := count(envs, protocol.TypeControlStop); n != 0 {
+				t.Fatalf("%d ControlStops", n)
+			}
+			f := a.wire.frames()
+			if len(f) != 55 {
+				t.Fatalf("%d frames in all, want the answer's 55 (nothing replayed)", len(f))
+			}
+			if f[len(f)-1] != f[0] {
+				t.Fatalf("peaks %v: want full at the end", f)
+			}
+		})
+	}
+}
+
+// "Okay" then more words: the answer stops.
+func TestBackchannelThenWordsStop(t *testing.T) {
+	a := newAnswering(t)
+	a.r.turns.bargeIn("am_u", time.Now())
+	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "Okay"})
+	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "Okay, stop there"})
+	envs := a.waitFor(t, "no ControlStop", has(protocol.TypeControlStop))
+	if n := count(envs, protocol.TypeTurnEvent); n != 0 {
+		t.Fatalf("%d TurnEvents", n)
+	}
+	if a.r.turns.Backchannel("am_u", "Okay, stop there") {
+		t.Fatal("a real interruption called a backchannel")
+	}
+}
+
+func TestBackchannels(t *testing.T) {
+	b := DefaultBackchannels()
+	for _, c := range []struct {
+		text, lang string
+		want       bool
+	}{
+		{"Mm-hmm.", "en", true}, {"mm hmm", "", true}, {"Yeah, yeah.", "en", true}, {"Uh-huh", "en", true},
+		{"Okay.", "", true}, {"Right, I see.", "en", true}, {"Oui, d'accord.", "fr", true}, {"Ja, genau.", "de", true},
+		{"Okay, stop there.", "en", false}, {"What about tomorrow?", "en", false}, {"", "en", false},
+		{"yeah yeah yeah yeah yeah yeah yeah", "en", false}, // too long to be one
+		{"Oui", "en", false},                                // English only when the language is known
+	} {
+		if got := b.Is(c.text, c.lang); got != c.want {
+			t.Errorf("Is(%q, %q) = %v, want %v", c.text, c.lang, got, c.want)
+		}
+	}
+	custom, err := ParseBackchannels("en=roger|copy that; nl=ja|precies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !custom.Is("Roger.", "en") || custom.Is("Yeah", "en") || !custom.Is("Precies!", "nl") || !custom.Is("Oui", "fr") {
+		t.Fatalf("custom lists %v", custom)
+	}
+	for _, bad := range []string{"english=yeah", "en", "en=a b c d e f g"} {
+		if _, err := ParseBackchannels(bad); err == nil {
+			t.Errorf("ParseBackchannels(%q) took it", bad)
+		}
 	}
 }

@@ -33,6 +33,13 @@ type Config struct {
 	// utterance has words (a transcript); when it has none this long after
 	// it ended, playout resumes: a false interruption (default 3 s).
 	BargeInWordsWait time.Duration
+	// DuckDB: while a barge-in is decided the answer plays this much lower
+	// (negative dB; default -20); at -60 or below it pauses instead (and a
+	// false interruption replays the sentence it cut from its start).
+	DuckDB float64
+	// Backchannels: words that, said alone over an answer, let it go on
+	// (nil: DefaultBackchannels).
+	Backchannels Backchannels
 	// StoreAudio keeps the user's utterances' PCM in alicia_audio.
 	StoreAudio bool
 	// Language hint for ASR ("" lets the model detect it).
@@ -70,6 +77,12 @@ func (c Config) WithDefaults() Config {
 	}
 	def(&c.BargeInMin, 200*time.Millisecond)
 	def(&c.BargeInWordsWait, 3*time.Second)
+	if c.DuckDB == 0 {
+		c.DuckDB = -20
+	}
+	if c.Backchannels == nil {
+		c.Backchannels = DefaultBackchannels()
+	}
 	def(&c.Lease, 10*time.Second)
 	def(&c.JoinTimeout, 10*time.Second)
 	def(&c.EmptyTimeout, 30*time.Second)
@@ -92,6 +105,12 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.EndOfTurn.Validate(c.VAD); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DuckDB > 0 {
+		errs = append(errs, errors.New("the barge-in duck level must be negative dB"))
+	}
+	if err := c.Backchannels.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Lease > 0 && c.Lease < time.Second {

@@ -142,7 +142,7 @@ func (l *listener) onEvent(ev vad.Event) {
 		l.onset = now.Add(-ev.Speech)
 	case vad.Partial:
 		if l.spec == nil { // a speculative job covers the speech so far
-			l.job(ev.Audio, false, now, nil)
+			l.job(ev.Audio, false, now, nil, false)
 		}
 	case vad.Pause:
 		l.speculate(ev.Audio, ev.Voiced, now)
@@ -152,7 +152,7 @@ func (l *listener) onEvent(ev vad.Event) {
 		if l.utt == "" {
 			return
 		}
-		l.job(ev.Audio, true, now, l.confirm()) // notes the end of speech (speechEnded)
+		l.job(ev.Audio, true, now, l.confirm(), l.barged) // notes the end of speech (speechEnded)
 		l.record(ev.Audio)
 		l.utt = ""
 	}
@@ -160,8 +160,10 @@ func (l *listener) onEvent(ev vad.Event) {
 
 // job publishes an ASR job with the utterance so far; a final job carries
 // when speech ended, for voice-to-voice timing, and the transcript of its
-// speculative job (spec) when that covered all of its speech.
-func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation) {
+// speculative job (spec) when that covered all of its speech. A final job
+// of an utterance that barged into an answer (overAnswer) whose transcript
+// is a backchannel says so: it becomes no user message.
+func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation, overAnswer bool) {
 	l.seq++
 	cid := l.r.cid
 	j := &protocol.ASRJob{ID: protocol.NewID("aj"), UtteranceID: l.utt, ConversationID: cid, Sequence: l.seq, Final: final,
@@ -202,6 +204,10 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation)
 			if spec != nil {
 				if text, conf, ok := l.r.finalTranscript(spec); ok {
 					j.Transcript, j.TranscriptConfidence = &text, conf
+					if overAnswer && l.r.turns.Backchannel(j.UtteranceID, text) {
+						j.Backchannel = protocol.Ptr(true)
+						l.r.cancelPreempt(spec, "backchannel", time.Now())
+					}
 				}
 			}
 			l.publishFinal(env, j.UtteranceID)

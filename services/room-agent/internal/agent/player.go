@@ -218,6 +218,7 @@ func (p *Player) Stop(turn string) Stopped {
 		return Stopped{}
 	}
 	p.hold = false
+	p.gain = 1 // a Duck ends with what it lowered
 	st := Stopped{Turn: turn}
 	wasCurrent := p.buf.Current() == turn
 	// A frame of it taken before is not written (write looks).

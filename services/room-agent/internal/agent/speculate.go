@@ -173,20 +173,27 @@ func (l *listener) unspeculate(now time.Time) {
 	if ok && text == "" {
 		return // nothing was said: the asr started nothing
 	}
-	ev := &protocol.TurnEvent{ConversationID: l.r.cid, Kind: protocol.TurnEventKindPreemptCancelled, UtteranceID: &s.utt,
-		Reason: protocol.Ptr("speech_resumed"), HeldMs: protocol.Ptr(int32(now.Sub(s.at) / time.Millisecond)), Timestamp: now.UnixMilli()}
-	if ok {
+	l.r.cancelPreempt(s, "speech_resumed", now)
+}
+
+// cancelPreempt publishes a TurnEvent preempt_cancelled for the answer the
+// llm may have started on speculation s (reason: speech_resumed, or
+// backchannel when the utterance was heard as one over an answer).
+func (r *Room) cancelPreempt(s *speculation, reason string, now time.Time) {
+	ev := &protocol.TurnEvent{ConversationID: r.cid, Kind: protocol.TurnEventKindPreemptCancelled, UtteranceID: &s.utt,
+		Reason: protocol.Ptr(reason), HeldMs: protocol.Ptr(int32(now.Sub(s.at) / time.Millisecond)), Timestamp: now.UnixMilli()}
+	if text, ok := s.heard(); ok {
 		ev.Transcript = &text
 	}
-	env := protocol.New(l.r.cid, ev)
+	env := protocol.New(r.cid, ev)
 	// Stored under the speculation it cancels, in the preemptive answer's trace.
 	env.Meta = telemetry.InjectMeta(trace.ContextWithSpan(context.Background(), s.span), nil)
-	msgID := l.r.cid + ":te:" + s.jobID
+	msgID := r.cid + ":te:" + s.jobID
 	go func() {
-		ctx, cancel := context.WithTimeout(l.r.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
 		defer cancel()
-		if _, err := l.r.pub.PublishAgent(ctx, env, msgID); err != nil {
-			l.r.log.Warn().Err(err).Str("utterance_id", s.utt).Msg("publish preempt cancellation")
+		if _, err := r.pub.PublishAgent(ctx, env, msgID); err != nil {
+			r.log.Warn().Err(err).Str("utterance_id", s.utt).Msg("publish preempt cancellation")
 		}
 	}()
 }

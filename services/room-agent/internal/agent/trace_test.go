@@ -177,7 +177,7 @@ func TestPlayoutSpans(t *testing.T) {
 // ControlStop under the barge-in, the unplayed sentence's record in the
 // turn's trace.
 func TestBargeInSpans(t *testing.T) {
-	a := newAnswering(t)
+	a := newAnswering(t, pausing)
 	a.r.turns.bargeIn("am_u", time.Now())
 	paused := len(a.wire.frames())
 	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "wait"})
@@ -227,7 +227,7 @@ func TestBargeInSpans(t *testing.T) {
 // A false interruption: the cut sentence keeps its voice.playout span,
 // paused and played again from its start, and ends played whole.
 func TestFalseInterruptionSpans(t *testing.T) {
-	a := newAnswering(t)
+	a := newAnswering(t, pausing)
 	a.r.turns.bargeIn("am_u", time.Now())
 	a.r.turns.heard(&protocol.Transcription{ID: "am_u", Final: true})
 	a.r.turns.speechEnded("am_u", time.Now(), trace.SpanContext{})

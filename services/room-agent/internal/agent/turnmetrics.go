@@ -11,13 +11,16 @@ import (
 type turnMetrics struct {
 	v2v, endToTranscript, bargeInStop, bargeInConfirm prometheus.Observer
 	bargeIns, falseInterruptions                      prometheus.Counter
+	// backchannelHeld: how long the answer was lowered for a backchannel.
+	backchannelHeld prometheus.Observer
 	// onVoiceToVoice is Config.OnVoiceToVoice (nil: none).
 	onVoiceToVoice func(time.Duration)
 }
 
 func newTurnMetrics(m *Metrics, onVoiceToVoice func(time.Duration)) turnMetrics {
 	return turnMetrics{v2v: m.VoiceToVoice, endToTranscript: m.SpeechEndToTranscript, bargeInStop: m.BargeInStop,
-		bargeInConfirm: m.BargeInConfirm, bargeIns: m.BargeIns, falseInterruptions: m.FalseInterruptions, onVoiceToVoice: onVoiceToVoice}
+		bargeInConfirm: m.BargeInConfirm, bargeIns: m.BargeIns, falseInterruptions: m.FalseInterruptions, backchannelHeld: m.BackchannelHeld,
+		onVoiceToVoice: onVoiceToVoice}
 }
 
 // voiceToVoice records the end of the user's speech to the answer's first frame.
@@ -42,3 +45,7 @@ func (m turnMetrics) confirmed(d time.Duration) { m.bargeInConfirm.Observe(d.Sec
 
 // falseInterruption records a barge-in whose speech had no words.
 func (m turnMetrics) falseInterruption() { m.falseInterruptions.Inc() }
+
+// backchannel records a barge-in whose words were a backchannel: the
+// answer went on after being lowered for d.
+func (m turnMetrics) backchannel(d time.Duration) { m.backchannelHeld.Observe(d.Seconds()) }

@@ -73,13 +73,16 @@ type tracker struct {
 	marks chan []byte
 	// paused is the barge-in waiting for words, if any (bargein.go).
 	paused *interruption
+	// backs are the utterances heard as backchannels over an answer, kept
+	// until their final job asks (Backchannel), at most maxBacks.
+	backs map[string]bool
 	// barging makes one barge-in decision at a time (two users may barge in at once).
 	barging sync.Mutex
 }
 
 func newTracker(r *Room, m turnMetrics) *tracker {
 	return &tracker{r: r, m: m, turns: map[string]*turn{}, speechEnds: map[string]speechEnd{}, transcribedIn: map[string]time.Duration{},
-		audioSpans: map[string]trace.SpanContext{}, records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
+		audioSpans: map[string]trace.SpanContext{}, backs: map[string]bool{}, records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
 }
 
 // follow reads the conversation's StartAnswer, AssistantSentence and
