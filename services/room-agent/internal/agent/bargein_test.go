@@ -338,7 +338,7 @@ func TestBackchannels(t *testing.T) {
 		{"Okay.", "", true}, {"Right, I see.", "en", true}, {"Oui, d'accord.", "fr", true}, {"Ja, genau.", "de", true},
 		{"Okay, stop there.", "en", false}, {"What about tomorrow?", "en", false}, {"", "en", false},
 		{"yeah yeah yeah yeah yeah yeah yeah", "en", false}, // too long to be one
-		{"Oui", "en", false},                                // English only when the language is known
+		{"Oui", "en", false}, // English only when the language is known
 	} {
 		if got := b.Is(c.text, c.lang); got != c.want {
 			t.Errorf("Is(%q, %q) = %v, want %v", c.text, c.lang, got, c.want)
