@@ -153,7 +153,8 @@ func TestWebClientInstallable(t *testing.T) {
 		}
 	}
 	csp := index.header.Get("Content-Security-Policy")
-	for _, d := range []string{"worker-src 'self'", "manifest-src 'self'", "default-src 'self'"} {
+	// script-src allows compiling WebAssembly (the in-page VAD) and nothing else.
+	for _, d := range []string{"worker-src 'self'", "manifest-src 'self'", "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval';"} {
 		if !strings.Contains(csp, d) {
 			t.Errorf("CSP %q lacks %s", csp, d)
 		}
@@ -184,6 +185,19 @@ func TestWebClientInstallable(t *testing.T) {
 		}
 		if html := strings.HasPrefix(r.header.Get("Content-Type"), "text/html"); html != (u == "/index.html") {
 			t.Errorf("precached %s served as %s", u, r.header.Get("Content-Type"))
+		}
+	}
+
+	// The in-page VAD's runtime and model are files of the build (too big to
+	// precache), served as themselves: nothing is fetched from elsewhere.
+	for ext, ctype := range map[string]string{".wasm": "application/wasm", ".onnx": "application/octet-stream"} {
+		files, err := fs.Glob(web.Dist, "dist/assets/*"+ext)
+		if err != nil || len(files) != 1 {
+			t.Fatalf("dist/assets/*%s: %v %v (npm run build copies the VAD's files)", ext, files, err)
+		}
+		u := strings.TrimPrefix(files[0], "dist")
+		if r := s.call(t, "", "HEAD", u, nil); r.status != 200 || r.header.Get("Content-Type") != ctype {
+			t.Errorf("HEAD %s: %d %q, want 200 %s", u, r.status, r.header.Get("Content-Type"), ctype)
 		}
 	}
 }

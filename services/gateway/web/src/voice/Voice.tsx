@@ -123,6 +123,15 @@ export function VoicePanel() {
           <input type="checkbox" checked={v.pushToTalk} onChange={(e) => engine?.setPushToTalk(e.target.checked)} disabled={!listening} />
           Push to talk
         </label>
+        <label className="flex items-center gap-1" title="The microphone is sent only while speech detection in this page hears you (with the half second before)">
+          <input type="checkbox" checked={v.sendOnlySpeech} onChange={(e) => engine?.setSendOnlySpeech(e.target.checked)} disabled={!listening} />
+          Send only while I speak
+        </label>
+        {v.sendOnlySpeech && v.vad === 'ready' && (
+          <span data-testid="mic-gate" data-open={v.gateOpen} className={`rounded px-1.5 py-0.5 text-xs ${v.gateOpen ? 'bg-indigo-100 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-100' : 'text-slate-600 dark:text-slate-300'}`}>
+            {v.gateOpen ? 'Sending' : 'Not sending'}
+          </span>
+        )}
         {v.pushToTalk && (
           <button type="button" aria-pressed={v.talking} disabled={!listening}
             onPointerDown={(e) => { e.currentTarget.setPointerCapture(e.pointerId); engine?.setTalking(true) }}
@@ -151,6 +160,11 @@ export function VoicePanel() {
       {notices.map((n) => (
         <p key={n.key} role="status" data-voice-backend={n.key} className="mt-1 text-amber-800 dark:text-amber-300">{n.message}</p>
       ))}
+      {v.vad === 'failed' && (
+        <p role="status" data-testid="vad-failed" className="mt-1 text-amber-800 dark:text-amber-300">
+          Speech detection could not start in this browser: the state follows the microphone's level{v.sendOnlySpeech ? ' and the microphone is sent all the time' : ''}.
+        </p>
+      )}
       {v.error && <p role="alert" className="mt-1 text-red-700 dark:text-red-400">{v.error}</p>}
       {partial && <p data-testid="partial-transcript" className="mt-1 text-slate-600 italic dark:text-slate-300" aria-live="polite">{partial}…</p>}
     </section>

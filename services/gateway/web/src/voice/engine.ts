@@ -24,6 +24,9 @@ import {
   type VoiceProblem, type VoiceStage,
 } from './preflight'
 import { initialVoice, phaseOf, useVoice } from './store'
+import type { GateProcessorOptions, GateReport, ToGate } from './gate.worklet'
+import gateWorkletUrl from './gate.worklet.ts?worker&url'
+import type { FromVad } from './vad.worker'
 
 const AGENT = 'alicia-agent'
 // Levels (dBFS of 20 ms windows) that count as speech: the person's after
@@ -39,6 +42,10 @@ const TICK_MS = 20
 // over livekit-client's own timeouts for the whole join.
 const MEDIA_TIMEOUT_MS = 12_000
 const JOIN_TIMEOUT_MS = 30_000
+// The gate's pre-roll (audio from before the VAD heard speech start, sent
+// with it: at most 480 ms, from 96 ms before the probability rose over
+// 0.15) and the guards around words its catch-up never drops (./gate.ts).
+const GATE: GateProcessorOptions = { preRollMs: 480, leadGuardMs: 96, guardBeforeMs: 64, guardAfterMs: 32, negative: 0.35, lead: 0.15 }
 
 // StageFailure tags an error with the step it came from: the microphone
 // and the token are asked for at once.
@@ -99,13 +106,24 @@ function toProblem(e: unknown, signalConnected: boolean, serverUrl?: string): Vo
 // A voice event, for the page's own timing (latency figures) and tests:
 // dispatched on window as 'alicia:voice'.
 export interface VoiceEvent {
-  kind: 'listening' | 'user-speech-start' | 'user-speech-end' | 'agent-audio-start' | 'agent-audio-end'
+  // user-speech-*: the microphone's level; vad-speech-*: the in-page VAD
+  // (what the panel's state follows once the VAD runs).
+  kind: 'listening' | 'user-speech-start' | 'user-speech-end' | 'agent-audio-start' | 'agent-audio-end' | 'vad-ready' | 'vad-speech-start' | 'vad-speech-end'
   // performance.now() of the moment, estimated to the sample.
   at: number
 }
 
 function emit(e: VoiceEvent) {
   window.dispatchEvent(new CustomEvent<VoiceEvent>('alicia:voice', { detail: e }))
+}
+
+// The VAD's and the gate's counters, for tests and measurements: dispatched
+// on window as 'alicia:vad' (the worker's per-second cost, the gate's
+// counters every 100 ms).
+export type VadReport = Extract<FromVad, { type: 'stats' }> | GateReport
+
+function report(r: VadReport) {
+  window.dispatchEvent(new CustomEvent<VadReport>('alicia:vad', { detail: r }))
 }
 
 // Meter measures one signal: the level of the last window and, when speech
@@ -164,6 +182,11 @@ export class VoiceEngine {
   private stream: MediaStream | null = null
   private source: MediaStreamAudioSourceNode | null = null
   private gain: GainNode | null = null
+  // The gate between the gain and the published track (null when the
+  // browser has no AudioWorklet: the gain is sent as it is), and the VAD.
+  private gate: AudioWorkletNode | null = null
+  private vad: Worker | null = null
+  private vadSpeaking = false
   private mic: Meter | null = null
   private agent: Meter | null = null
   private agentEl: HTMLMediaElement | null = null
@@ -179,7 +202,7 @@ export class VoiceEngine {
   async start(deviceId?: string): Promise<void> {
     const t0 = performance.now()
     useVoice.setState({ ...initialVoice, phase: 'connecting', conversationId: this.conversationId, startedAt: t0,
-      pushToTalk: useVoice.getState().pushToTalk, deviceId })
+      pushToTalk: useVoice.getState().pushToTalk, sendOnlySpeech: useVoice.getState().sendOnlySpeech, deviceId })
     const insecure = originProblem(currentBrowser())
     if (insecure) {
       this.fail(insecure)
@@ -240,7 +263,11 @@ export class VoiceEngine {
       this.ctx = new AudioContext({ latencyHint: 'interactive' })
       this.gain = this.ctx.createGain()
       const an = this.ctx.createAnalyser()
-      this.gain.connect(an)
+      this.gate = await this.startVad(this.ctx)
+      if (this.gate) {
+        this.gain.connect(this.gate)
+        this.gate.connect(an)
+      } else this.gain.connect(an)
       this.mic = new Meter(an, USER_DB, USER_HANGOVER_MS)
     }
     await this.ctx.resume()
@@ -251,10 +278,77 @@ export class VoiceEngine {
     this.source.connect(this.gain!)
   }
 
-  // published is the track Alicia hears: the microphone after the gain.
+  // startVad loads the gate's worklet and starts the VAD's worker, the two
+  // joined by a MessagePort (audio never passes the main thread). The
+  // worker loads its model meanwhile; until it is ready (or if it fails)
+  // the panel follows the level and the gate lets everything through.
+  private async startVad(ctx: AudioContext): Promise<AudioWorkletNode | null> {
+    if (!ctx.audioWorklet || typeof Worker === 'undefined') {
+      useVoice.setState({ vad: 'failed' })
+      return null
+    }
+    try {
+      useVoice.setState({ vad: 'loading' })
+      await ctx.audioWorklet.addModule(gateWorkletUrl)
+      const node = new AudioWorkletNode(ctx, 'alicia-mic-gate', { numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1], processorOptions: GATE })
+      node.port.onmessage = (e: MessageEvent<GateReport>) => {
+        report(e.data)
+        if (e.data.open !== useVoice.getState().gateOpen) useVoice.setState({ gateOpen: e.data.open })
+      }
+      const vad = new Worker(new URL('./vad.worker.ts', import.meta.url), { type: 'module', name: 'alicia-vad' })
+      this.vad = vad
+      vad.onmessage = (e: MessageEvent<FromVad>) => this.onVad(e.data)
+      vad.onerror = () => this.onVad({ type: 'error', message: 'the VAD worker failed' })
+      const ch = new MessageChannel()
+      node.port.postMessage({ type: 'vad', port: ch.port1 } satisfies ToGate, [ch.port1])
+      vad.postMessage({ port: ch.port2 }, [ch.port2])
+      return node
+    } catch {
+      useVoice.setState({ vad: 'failed' })
+      return null
+    }
+  }
+
+  private onVad(m: FromVad) {
+    switch (m.type) {
+      case 'ready':
+        useVoice.setState({ vad: 'ready' })
+        emit({ kind: 'vad-ready', at: performance.now() })
+        this.applyGate()
+        break
+      case 'error':
+        this.vadSpeaking = false
+        useVoice.setState({ vad: 'failed' })
+        this.applyGate()
+        break
+      case 'edge':
+        this.vadSpeaking = m.edge === 'start'
+        emit({ kind: m.edge === 'start' ? 'vad-speech-start' : 'vad-speech-end', at: performance.now() })
+        this.tick()
+        break
+      case 'stats':
+        report(m)
+        break
+    }
+  }
+
+  // applyGate: the gate closes the microphone between utterances only when
+  // asked to and the VAD runs; otherwise everything is sent.
+  private applyGate() {
+    const v = useVoice.getState()
+    this.gate?.port.postMessage({ type: 'enabled', on: v.sendOnlySpeech && v.vad === 'ready' } satisfies ToGate)
+  }
+
+  setSendOnlySpeech(on: boolean) {
+    useVoice.setState({ sendOnlySpeech: on })
+    this.applyGate()
+  }
+
+  // published is the track Alicia hears: the microphone after the gain and
+  // the gate.
   private published(): MediaStreamTrack {
     const dest = this.ctx!.createMediaStreamDestination()
-    this.gain!.connect(dest)
+    ;(this.gate ?? this.gain!).connect(dest)
     const t = dest.stream.getAudioTracks()[0]
     if (!t) throw new Error('no audio track from the microphone')
     return t
@@ -305,7 +399,10 @@ export class VoiceEngine {
     const a = this.agent?.tick(now, ctx.sampleRate)
     if (a) emit({ kind: a.edge === 'start' ? 'agent-audio-start' : 'agent-audio-end', at: a.at })
     const v = useVoice.getState()
-    const phase = phaseOf({ connected: this.connected, muted: v.muted, userSpeaking: this.mic.speaking,
+    // The VAD's verdict; the level only where the VAD cannot run (while its
+    // model loads, noise must not show as speech either).
+    const userSpeaking = v.vad === 'failed' ? this.mic.speaking : this.vadSpeaking
+    const phase = phaseOf({ connected: this.connected, muted: v.muted, userSpeaking,
       agentSpeaking: this.agent?.speaking ?? false, awaiting: awaitingAnswer() })
     const level = Math.round(this.mic.level * 20) / 20
     if (phase !== v.phase || level !== v.level) useVoice.setState({ phase, level })
@@ -353,7 +450,7 @@ export class VoiceEngine {
   // stop leaves the room and releases the microphone.
   stop() {
     this.release()
-    useVoice.setState({ ...initialVoice, pushToTalk: useVoice.getState().pushToTalk })
+    useVoice.setState({ ...initialVoice, pushToTalk: useVoice.getState().pushToTalk, sendOnlySpeech: useVoice.getState().sendOnlySpeech })
   }
 
   private release() {
@@ -367,6 +464,9 @@ export class VoiceEngine {
     this.stream = null
     this.agentEl?.remove()
     this.agentEl = null
+    this.vad?.terminate()
+    this.vad = null
+    this.gate = null
     void this.ctx?.close()
     this.ctx = null
   }

@@ -23,6 +23,13 @@ export interface VoiceState {
   pushToTalk: boolean
   // Push-to-talk: the talk button or key is held.
   talking: boolean
+  // Send the microphone only while the in-page VAD hears speech (kept
+  // across sessions, as push-to-talk is); gateOpen: it is being sent now.
+  sendOnlySpeech: boolean
+  gateOpen: boolean
+  // The in-page VAD: loading its model, running, or failed (the panel then
+  // follows the microphone's level and the gate sends everything).
+  vad: 'off' | 'loading' | 'ready' | 'failed'
   devices: { id: string; label: string }[]
   deviceId?: string
   // The browser blocked playback until a click (autoplay policy).
@@ -33,7 +40,8 @@ export interface VoiceState {
 }
 
 export const initialVoice: VoiceState = {
-  phase: 'off', level: 0, muted: false, pushToTalk: false, talking: false, devices: [], needsClick: false,
+  phase: 'off', level: 0, muted: false, pushToTalk: false, talking: false, sendOnlySpeech: false, gateOpen: false, vad: 'off',
+  devices: [], needsClick: false,
 }
 
 export interface VoiceStore extends VoiceState {
@@ -62,7 +70,7 @@ export const useVoice = create<VoiceStore>()((set, get) => ({
     set({ engine: null })
   },
   showProblem(problem, conversationId) {
-    set({ ...initialVoice, pushToTalk: get().pushToTalk, phase: 'error', problem, error: problem.message, conversationId })
+    set({ ...initialVoice, pushToTalk: get().pushToTalk, sendOnlySpeech: get().sendOnlySpeech, phase: 'error', problem, error: problem.message, conversationId })
   },
 }))
 
