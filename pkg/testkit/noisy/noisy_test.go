@@ -211,7 +211,7 @@ func TestEchoDelayAndAttenuation(t *testing.T) {
 			if min := len(answer) + want; len(echo) < min {
 				t.Fatalf("%d samples, want at least %d", len(echo), min)
 			}
-			lag, g := lagOf(answer, echo, 8000, 4000, 7200)
+			lag, g := lagOf(answer, echo, 8000, 8000, 9600)
 			if lag < want-c.tol || lag > want+c.tol {
 				t.Fatalf("delay measured %v, want %v", noisy.Duration(lag), c.path.Delay)
 			}
