@@ -148,7 +148,7 @@ func cached(tools toolset, key string, gen func() ([]int16, error)) ([]int16, er
 		werr = cerr
 	}
 	if werr != nil || os.Rename(f.Name(), name) != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name()) // a leftover temporary file only costs disk
 	}
 	return pcm, nil
 }
