@@ -6,15 +6,16 @@
 // nothing comes from elsewhere.
 //
 // The gate's worklet sends it chunks (one model frame each at the audio
-// context's rate) over a MessagePort; it downsamples each to 512 samples at
-// 16 kHz, runs the model with the 64 samples before it and the model's
-// state, and answers the worklet with the chunk's label (probability and
+// context's rate) over a MessagePort; it runs each through the model
+// (./silero.ts: down to 512 samples at 16 kHz, with the 64 samples before
+// it and the model's state), and answers the worklet with the chunk's label (probability and
 // whether the person speaks, from ./vad.ts's SpeechDetector) and the page
 // with speech's start and end and, every second, what the model cost.
 import * as ort from 'onnxruntime-web/wasm'
 import wasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url'
 import modelUrl from '@ricky0123/vad-web/dist/silero_vad_v5.onnx?url'
-import { downsample, SpeechDetector, VAD_CONTEXT, VAD_FRAME } from './vad'
+import { SileroFrames } from './silero'
+import { SpeechDetector } from './vad'
 import type { VadChunk, VadLabel } from './gate.worklet'
 
 // What the worker tells the engine.
@@ -28,21 +29,16 @@ export type FromVad =
 
 const post = (m: FromVad) => self.postMessage(m)
 
-async function load(): Promise<ort.InferenceSession> {
-  ort.env.wasm.numThreads = 1
+async function load(): Promise<SileroFrames> {
   ort.env.wasm.wasmPaths = { wasm: new URL(wasmUrl, self.location.href).href }
   const model = await fetch(modelUrl)
   if (!model.ok) throw new Error(`the VAD model: HTTP ${model.status}`)
-  return ort.InferenceSession.create(new Uint8Array(await model.arrayBuffer()), { executionProviders: ['wasm'] })
+  return SileroFrames.load(ort, new Uint8Array(await model.arrayBuffer()))
 }
 
 const t0 = performance.now()
 const ready = load()
 const detector = new SpeechDetector()
-const input = new Float32Array(VAD_CONTEXT + VAD_FRAME)
-const frame = new Float32Array(VAD_FRAME)
-const sr = new ort.Tensor('int64', BigInt64Array.from([16000n]), [1])
-let state: ort.Tensor = new ort.Tensor('float32', new Float32Array(2 * 128), [2, 1, 128])
 let stats = { frames: 0, busyMs: 0, maxMs: 0, times: [] as number[], since: performance.now() }
 
 ready.then(
@@ -50,14 +46,9 @@ ready.then(
   (e: unknown) => post({ type: 'error', message: e instanceof Error ? e.message : String(e) }),
 )
 
-async function run(session: ort.InferenceSession, c: VadChunk, port: MessagePort) {
+async function run(model: SileroFrames, c: VadChunk, port: MessagePort) {
   const start = performance.now()
-  downsample(c.data, frame)
-  input.copyWithin(0, VAD_FRAME) // the last 64 samples of the frame before
-  input.set(frame, VAD_CONTEXT)
-  const out = await session.run({ input: new ort.Tensor('float32', input.slice(), [1, input.length]), state, sr })
-  state = out['stateN'] as ort.Tensor
-  const prob = Number((out['output'] as ort.Tensor).data[0] ?? 0)
+  const prob = await model.run(c.data)
   const edge = detector.update(prob)
   port.postMessage({ index: c.index, prob, speaking: detector.speaking } satisfies VadLabel)
   if (edge) post({ type: 'edge', edge, index: c.index, prob })
