@@ -11,6 +11,7 @@ package voiceclient
 
 import (
 	"errors"
+	"math"
 	"os/exec"
 	"sync"
 	"testing"
@@ -50,15 +51,81 @@ type User struct {
 	audio   []Heard
 	stanza  int32
 	remotes []*lkmedia.PCMRemoteTrack
+	// echo, when set, sends what is heard back into the microphone (Echo).
+	echo *echoPath
+}
+
+// echoPath is the way the agent's audio comes back through the
+// microphone: delay later, gain quieter.
+type echoPath struct {
+	delay time.Duration
+	gain  float64
+	rs    *audio.Resampler
+	out   chan echoChunk
+}
+
+type echoChunk struct {
+	due time.Time
+	pcm []int16
 }
 
 type heardWriter struct{ u *User }
 
 func (w heardWriter) WriteSample(s media.PCM16Sample) error {
+	now := time.Now()
 	w.u.mu.Lock()
-	w.u.audio = append(w.u.audio, Heard{At: time.Now(), PCM: append([]int16(nil), s...)})
+	w.u.audio = append(w.u.audio, Heard{At: now, PCM: append([]int16(nil), s...)})
+	e := w.u.echo
+	var back []int16
+	if e != nil {
+		back = e.rs.Process(nil, s)
+		for i, v := range back {
+			back[i] = int16(float64(v) * e.gain)
+		}
+	}
 	w.u.mu.Unlock()
+	if e != nil && len(back) > 0 {
+		select {
+		case e.out <- echoChunk{due: now.Add(e.delay), pcm: back}:
+		default: // the microphone is far behind: drop rather than block the decoder
+		}
+	}
 	return nil
+}
+
+// Echo makes the microphone pick up the agent's audio from now on, as
+// speakers without echo cancellation do: delay after it is heard and
+// lossDB quieter. What Say queues meanwhile goes out between the echo's
+// pieces, not mixed with them: use it for echo alone.
+func (u *User) Echo(delay time.Duration, lossDB float64) {
+	u.t.Helper()
+	rs, err := audio.NewResampler(48000, 16000)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	e := &echoPath{delay: delay, gain: math.Pow(10, -lossDB/20), rs: rs, out: make(chan echoChunk, 4096)}
+	u.mu.Lock()
+	u.echo = e
+	u.mu.Unlock()
+	done := make(chan struct{})
+	u.t.Cleanup(func() { close(done) })
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case c := <-e.out:
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Until(c.due)):
+				}
+				if err := u.Mic.WriteSample(c.pcm); err != nil {
+					return
+				}
+			}
+		}
+	}()
 }
 func (heardWriter) Close() error { return nil }
 

@@ -156,6 +156,8 @@ func newStack(t testing.TB, o options) *stack {
 	rcfg.NATSURL, rcfg.LiveKitURL, rcfg.LiveKitAPIKey, rcfg.LiveKitAPISecret = natsURL, lk.URL, lk.APIKey, lk.APISecret
 	rcfg.Lease, rcfg.EmptyTimeout = 3*time.Second, 5*time.Second
 	rcfg.Streams = streams
+	// The neural VAD listens (a missing runtime fails the start).
+	rcfg.VAD = roomagent.VADNeural
 	if o.agent != nil {
 		o.agent(&rcfg)
 	}

@@ -64,6 +64,7 @@ func TestBargeIn(t *testing.T) {
 	_ = agentStarted
 
 	stopsBefore, _ := histogram(t, "alicia_voice_barge_in_stop_seconds")
+	confirmsBefore, _ := histogram(t, "alicia_voice_barge_in_confirm_seconds")
 	interrupt := time.Now()
 	u.Say(voiceclient.Speech(t, "Wait, stop, that is enough."))
 
@@ -84,6 +85,12 @@ func TestBargeIn(t *testing.T) {
 	// decision, plus the audio already on its way: 250 ms) and that answer,
 	// silence. (Not a bound on how fast the decision comes: on a loaded
 	// machine it comes late; BenchmarkBargeIn measures it.)
+	var confirmed time.Time // when the agent had confirmed it (words), seen from here: an upper bound
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		n, _ := histogram(t, "alicia_voice_barge_in_confirm_seconds")
+		confirmed = time.Now()
+		return n > confirmsBefore
+	}, "the barge-in was not confirmed")
 	var next time.Time
 	testkit.Eventually(t, 30*time.Second, func() bool {
 		envs, at := u.Received(), u.ReceivedAt() // at covers envs: both only grow
@@ -95,10 +102,24 @@ func TestBargeIn(t *testing.T) {
 		}
 		return false
 	}, "the interruption was not answered")
+	// From the decision (plus the audio in flight) the answer is lowered
+	// (ALICIA_BARGE_IN_DUCK_DB, -20 dB) while the words are decided; from
+	// the confirmation (its words) it is silent until the next answer.
+	full := -120.0
+	for _, h := range u.Heard() {
+		if h.At.Before(interrupt) {
+			full = max(full, audio.DBFS(h.PCM))
+		}
+	}
 	limit := decided.Add(250 * time.Millisecond)
 	for _, h := range u.Heard() {
-		if h.At.After(limit) && h.At.Before(next) && audio.DBFS(h.PCM) >= -45 {
-			t.Fatalf("agent still heard %v after the user started speaking (next answer at %v)", h.At.Sub(interrupt), next.Sub(interrupt))
+		if !h.At.After(limit) || !h.At.Before(next) {
+			continue
+		}
+		if level := audio.DBFS(h.PCM); h.At.After(confirmed.Add(250*time.Millisecond)) && level >= -45 {
+			t.Fatalf("agent still heard %v after the user started speaking, after the confirmation (next answer at %v)", h.At.Sub(interrupt), next.Sub(interrupt))
+		} else if level > full-15 {
+			t.Fatalf("agent heard at %.1f dBFS %v after the user started speaking (the answer peaked at %.1f): not lowered", level, h.At.Sub(interrupt), full)
 		}
 	}
 

@@ -167,16 +167,26 @@ func bargeInTrace(t *testing.T, recv *otlptest.Receiver, answer string, stop pro
 		}
 		return errorf("no voice.barge_in of %s exported", answer)
 	}, "the barge-in's span")
+	// The sentence it cut goes on playing lowered until the words confirm
+	// the interruption: its voice.playout span ends (and is exported) after
+	// the barge-in's.
 	var under string
 	tts := 0
-	for _, sp := range recv.All(traceID) {
-		if hex.EncodeToString(sp.SpanId) == parentID {
-			under = sp.Name + " of " + otlptest.Attr(sp, "alicia.message_id").GetStringValue()
+	_ = testkit.CheckFor(20*time.Second, 50*time.Millisecond, func() error {
+		under, tts = "", 0
+		for _, sp := range recv.All(traceID) {
+			if hex.EncodeToString(sp.SpanId) == parentID {
+				under = sp.Name + " of " + otlptest.Attr(sp, "alicia.message_id").GetStringValue()
+			}
+			if sp.Name == "tts.sentence" && otlptest.Attr(sp, "alicia.message_id").GetStringValue() == answer {
+				tts++
+			}
 		}
-		if sp.Name == "tts.sentence" && otlptest.Attr(sp, "alicia.message_id").GetStringValue() == answer {
-			tts++
+		if under == "" {
+			return errorf("the barge-in's parent span is not exported yet")
 		}
-	}
+		return nil
+	})
 	if under != "voice.playout of "+answer {
 		t.Errorf("voice.barge_in's parent %s is %q, want a voice.playout of the answer %s", parentID, under, answer)
 	}

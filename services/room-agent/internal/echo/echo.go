@@ -9,13 +9,17 @@
 // than the echo's residue (a frame of echo alone), so the person's own
 // speech over the answer still reaches the VAD.
 //
-// Before the delay is known (the first second of an answer) a frame is
-// muted when it is quieter than the loudest audio played over the echo
-// window by more than MinLoss: the echo's path loses at least that much.
+// Until the delay is known, frames pass as they are; while audio plays and
+// the microphone hears something, the delay is looked for every 40 ms by
+// correlating the last 160 ms of the microphone with what was played (at
+// 4 kHz over the whole 0–800 ms window, then to the sample), so an echo is
+// found within a few frames of its start. Without an echo (headphones, a
+// browser's own echo cancellation) none is found and nothing is muted.
 package echo
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,9 +47,22 @@ const (
 	// refineOver of audio.
 	refine     = 20 * time.Millisecond
 	refineOver = 300 * time.Millisecond
-	// MinLoss: before the delay is known, a microphone frame this much
-	// quieter than the loudest audio played over the echo window is echo.
-	MinLoss = 6.0
+	// findEvery: while the delay is unknown, the search runs this often.
+	findEvery = 20 * time.Millisecond
+	// findOver: the microphone audio the first search correlates.
+	findOver = 160 * time.Millisecond
+	// minFind is the normalised correlation that makes a first delay
+	// believed at once; agreeN searches in a row finding the same lag with
+	// at least agreeFind do too (codecs blur the waveform).
+	minFind   = 0.75
+	agreeFind = 0.6
+	agreeN    = 3
+	// warmup: for this long after playout starts, until an echo is found,
+	// a microphone frame warmupLoss quieter than the loudest audio played
+	// over the echo window is taken for the echo (the person speaking over
+	// the start of an answer speaks up, or waits that long).
+	warmup     = time.Second
+	warmupLoss = 3.0
 	// residueDB: after subtraction, a frame whose residue is this much
 	// quieter than the echo removed is echo alone (muted).
 	residueDB = 10.0
@@ -53,6 +70,17 @@ const (
 	minCorr = 0.6
 	// silentDB: below this the reference is silence (no echo to expect).
 	silentDB = -55.0
+	// tail and slack widen the played audio a frame's echo is compared
+	// with: tail before it (reverberation), slack after (timing jitter).
+	tail  = 100 * time.Millisecond
+	slack = 20 * time.Millisecond
+	// margin: the person's speech over the echo is this much louder than
+	// the echo expected.
+	margin = 4.0
+	// lossHistory frames of measured echo loss are kept, and minLosses
+	// needed before they are used.
+	lossHistory = 150
+	minLosses   = 10
 )
 
 // Canceller removes one microphone stream's echo of the agent's audio.
@@ -70,10 +98,16 @@ type Canceller struct {
 	micBuf []int16
 	micEnd time.Time
 	// delay is the echo delay in samples (-1: not known), gain its gain.
-	delay     int
-	gain      float64
-	fresh     bool // the delay was just found: the gain starts again
-	estimated time.Time
+	delay      int
+	gain       float64
+	fresh      bool      // the delay was just found: the gain starts again
+	lastFind   int       // the lag the last search found (-1: none), in samples
+	agreed     int       // searches in a row that found it
+	playStart  time.Time // when playout began after a silence
+	lastPlayed time.Time // when the last frame was played
+	losses     []float64 // how much quieter than played each recent frame was (dB)
+	found      time.Time // the last first search (find)
+	estimated  time.Time
 	// Stats.
 	muted, frames int
 }
@@ -84,7 +118,7 @@ func New(playRate int) (*Canceller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Canceller{rs: rs, refEnv: map[int64]float64{}, micEnv: map[int64]float64{}, delay: -1}, nil
+	return &Canceller{rs: rs, refEnv: map[int64]float64{}, micEnv: map[int64]float64{}, delay: -1, lastFind: -1}, nil
 }
 
 func blockOf(t time.Time) int64 { return t.UnixNano() / int64(10*time.Millisecond) }
@@ -94,6 +128,10 @@ func (c *Canceller) Played(pcm []int16, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.rs.Process(nil, pcm)
+	if c.lastPlayed.IsZero() || at.Sub(c.lastPlayed) > 300*time.Millisecond {
+		c.playStart = at // playout begins after a silence
+	}
+	c.lastPlayed = at
 	if c.refEnd.IsZero() || at.Sub(c.refEnd) > 40*time.Millisecond {
 		// Silence since the last frame played (or none yet): start the
 		// timeline again at `at`, with the history's silence.
@@ -180,55 +218,101 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 	if at.Sub(c.estimated) >= reestimate {
 		c.estimate(at)
 	}
-	level := audio.DBFS(mic)
 	if c.delay < 0 {
-		if level < loudest-MinLoss {
-			c.muted++
-			return make([]int16, len(mic))
+		level := audio.DBFS(mic)
+		if level <= silentDB {
+			return mic // nothing heard: nothing to take out
 		}
-		return mic
+		if at.Sub(c.found) >= findEvery {
+			c.found = at
+			c.find(at)
+		}
+		if c.delay < 0 {
+			// While an echo may be coming but none was found yet (the
+			// first second of playout), a frame quieter than what was
+			// played by warmupLoss is taken for it.
+			if at.Sub(c.playStart) < warmup && level < loudest-warmupLoss {
+				c.muted++
+				return make([]int16, len(mic))
+			}
+			return mic
+		}
 	}
-	ref := c.refAt(start.Add(-time.Duration(c.delay)*time.Second/rate), len(mic))
+	delay := time.Duration(c.delay) * time.Second / rate
+	ref := c.refAt(start.Add(-delay), len(mic))
+	level := audio.DBFS(mic)
+	// What was played under this frame, the echo's delay before, and the
+	// 100 ms before that (a room's reverberation, a codec's smearing).
+	played := math.Inf(-1)
+	for b := blockOf(start.Add(-delay - tail)); b <= blockOf(at.Add(-delay+slack)); b++ {
+		if v, ok := c.refEnv[b]; ok {
+			played = max(played, v)
+		}
+	}
+	if played < silentDB {
+		return mic // nothing was played there: no echo in this frame
+	}
+	// The echo's loss, in the level domain: a low percentile of how much
+	// quieter the microphone was than what was played (echo alone is the
+	// common case; the person's speech only raises the microphone).
+	if exact := audio.DBFS(ref); exact > silentDB+10 {
+		c.losses = append(c.losses, exact-level)
+		if len(c.losses) > lossHistory {
+			c.losses = c.losses[1:]
+		}
+	}
+	loss := 0.0 // until measured: the echo may be as loud as what was played
+	if len(c.losses) >= minLosses {
+		sorted := slices.Clone(c.losses)
+		slices.Sort(sorted)
+		loss = sorted[len(sorted)/5] // the echo is at least this much quieter four times in five
+	}
+	// Subtracting the echo works where the path keeps the waveform (no
+	// codec in between): a remainder far below the echo is echo alone.
 	var mr, rr float64
 	for i := range mic {
 		mr += float64(mic[i]) * float64(ref[i])
 		rr += float64(ref[i]) * float64(ref[i])
 	}
-	if rr == 0 {
-		return mic
+	if rr > 0 {
+		g := min(max(mr/rr, 0), 4)
+		switch {
+		case c.fresh && 10*math.Log10(rr/float64(len(ref)))-90.3 > silentDB:
+			c.gain, c.fresh = g, false
+		case c.fresh:
+		default:
+			c.gain = 0.8*c.gain + 0.2*g
+		}
+		var echo, rest float64
+		for i := range mic {
+			e := c.gain * float64(ref[i])
+			r := float64(mic[i]) - e
+			echo += e * e
+			rest += r * r
+		}
+		if echo > 0 && 10*math.Log10((rest+1)/(echo+1)) < -residueDB {
+			c.muted++
+			return make([]int16, len(mic))
+		}
 	}
-	g := min(max(mr/rr, 0), 4)
-	// The gain moves slowly: speech over the echo biases one frame's fit;
-	// a delay just found (or changed) starts from this frame's.
-	switch {
-	case c.fresh && 10*math.Log10(rr/float64(len(ref)))-90.3 > silentDB:
-		c.gain, c.fresh = g, false
-	case c.fresh:
-		// Nothing to fit on yet.
-	default:
-		c.gain = 0.8*c.gain + 0.2*g
-	}
-	out := make([]int16, len(mic))
-	var echo, rest float64
-	for i := range mic {
-		e := c.gain * float64(ref[i])
-		r := float64(mic[i]) - e
-		echo += e * e
-		rest += r * r
-		out[i] = int16(max(-32768, min(32767, r)))
-	}
-	if echo > 0 && 10*math.Log10((rest+1)/(echo+1)) < -residueDB {
+	// Where it does not (codecs, rooms): a frame no louder than the echo
+	// expected of what was played is echo alone; the person speaking over
+	// it is louder than that by more than margin.
+	if level < played-loss+margin {
 		c.muted++
 		return make([]int16, len(mic))
 	}
-	return out
+	return mic
 }
 
-// estimate finds the echo's delay: the lag of the reference's envelope that
+// estimate follows the echo's delay once find has found it: the lag of the reference's envelope that
 // best follows the microphone's over the last estimateOver, then the sample
 // lag within ±refine that best matches the latest audio.
 func (c *Canceller) estimate(now time.Time) {
 	c.estimated = now
+	if c.delay < 0 {
+		return // envelopes alike by chance are no echo: find establishes one
+	}
 	last := blockOf(now) - 1
 	// Over the last estimateOver, or what the microphone has of it (at
 	// least minEstimate).
@@ -301,7 +385,93 @@ func (c *Canceller) setDelay(d int) {
 	if c.delay < 0 || (c.delay-d) > rate/1000 || (d-c.delay) > rate/1000 {
 		c.fresh = true
 	}
+	if c.delay < 0 || (c.delay-d) > rate/50 || (d-c.delay) > rate/50 {
+		c.losses = c.losses[:0] // another path: measure its loss again
+	}
 	c.delay = d
+}
+
+// find looks for a first delay: the lag (0–maxDelay) at which what was
+// played best matches the last findOver of the microphone, at 4 kHz, then
+// to the sample around it.
+func (c *Canceller) find(now time.Time) {
+	span := int(findOver * rate / time.Second)
+	from := now.Add(-findOver)
+	micS := c.samplesOfMic(from, span)
+	if micS == nil {
+		return
+	}
+	const dec = 4
+	m := decimate(micS, dec)
+	maxLag := int(maxDelay * rate / time.Second)
+	// What was played from maxDelay before the window to its end.
+	ref := decimate(c.refAt(from.Add(-maxDelay), span+maxLag), dec)
+	var mm float64
+	for _, v := range m {
+		mm += v * v
+	}
+	if mm == 0 {
+		return
+	}
+	best, bestLag := -1.0, -1
+	for lag := 0; lag <= maxLag/dec; lag++ {
+		// ref index of the window's start at this lag.
+		o := maxLag/dec - lag
+		var x, rr float64
+		for i, v := range m {
+			r := ref[o+i]
+			x += v * r
+			rr += r * r
+		}
+		if rr == 0 {
+			continue
+		}
+		if v := x / math.Sqrt(mm*rr); v > best {
+			best, bestLag = v, lag*dec
+		}
+	}
+	if bestLag < 0 || best < agreeFind {
+		c.lastFind, c.agreed = -1, 0
+		return
+	}
+	// Believed when clear, or when agreeN searches in a row agree.
+	if c.lastFind >= 0 && (bestLag-c.lastFind)*1000/rate <= 2 && (c.lastFind-bestLag)*1000/rate <= 2 {
+		c.agreed++
+	} else {
+		c.agreed = 1
+	}
+	c.lastFind = bestLag
+	if best < minFind && c.agreed < agreeN {
+		return
+	}
+	bestD, bestX := bestLag, math.Inf(-1)
+	for d := max(bestLag-dec, 0); d <= bestLag+dec; d++ {
+		r := c.refAt(from.Add(-time.Duration(d)*time.Second/rate), span)
+		var x, rr float64
+		for i := range micS {
+			x += float64(micS[i]) * float64(r[i])
+			rr += float64(r[i]) * float64(r[i])
+		}
+		if rr > 0 {
+			if v := x / math.Sqrt(rr); v > bestX {
+				bestX, bestD = v, d
+			}
+		}
+	}
+	c.setDelay(bestD)
+}
+
+// decimate averages each n samples (a crude low-pass, enough to find a lag).
+func decimate(s []int16, n int) []float64 {
+	out := make([]float64, len(s)/n)
+	for i := range out {
+		var sum float64
+		for _, v := range s[i*n : i*n+n] {
+			sum += float64(v)
+		}
+		out[i] = sum / float64(n)
+	}
+	return out
 }
 
 // samplesOfMic is kept by Process: the latest microphone audio.

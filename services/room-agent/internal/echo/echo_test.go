@@ -13,15 +13,20 @@ import (
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
-// speech is espeak-ng's text at rate.
+// speech is espeak-ng's text at rate, in Alicia's voice (en-us).
 func speech(tb testing.TB, text string, rate int) []int16 {
+	return voiced(tb, text, "en-us", rate)
+}
+
+// voiced is espeak-ng's text in voice at rate.
+func voiced(tb testing.TB, text, voice string, rate int) []int16 {
 	tb.Helper()
 	bin, err := exec.LookPath("espeak-ng")
 	if err != nil {
 		testkit.Missing(tb, "espeak-ng: %v", err)
 		return nil
 	}
-	out, err := exec.Command(bin, "--stdout", "-v", "en-us", text).Output()
+	out, err := exec.Command(bin, "--stdout", "-v", voice, text).Output()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -183,4 +188,29 @@ func BenchmarkCanceller(b *testing.B) {
 		audioSec += float64(len(out)) / 16000
 	}
 	b.ReportMetric(100*b.Elapsed().Seconds()/audioSec, "core-%")
+}
+
+// TestNoEchoMutesNothing: with headphones (no echo) the person's speech
+// (another voice than Alicia's) over the answer passes untouched, however
+// much quieter than the answer.
+func TestNoEchoMutesNothing(t *testing.T) {
+	answer := speech(t, "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon, and a light breeze in the evening.", 48000)
+	near := voiced(t, "Wait, what about Sunday?", "en-us+f3", 16000)
+	for i := range near {
+		near[i] /= 8 // 18 dB under the answer
+	}
+	cc, err := echo.New(48000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	through := room(t, cc, answer, 0, 200, near, 1500*time.Millisecond, true)
+	if d, ok := cc.Delay(); ok {
+		t.Fatalf("a delay (%v) found without an echo", d)
+	}
+	if m, _ := cc.Muted(); m != 0 {
+		t.Fatalf("%d frames muted without an echo", m)
+	}
+	if len(starts(t, through)) == 0 {
+		t.Fatal("the person's speech was not heard")
+	}
 }
