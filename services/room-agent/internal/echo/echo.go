@@ -4,17 +4,16 @@
 // and it would interrupt the answer it is. The agent knows what it plays
 // and when: the Canceller is given every frame written (Played) and each
 // microphone frame (Process). It finds the echo's delay by correlating the
-// two signals' energy envelopes, refines it to the sample, fits the echo's
-// gain, subtracts the echo, and mutes what is left when that is no louder
-// than the echo's residue (a frame of echo alone), so the person's own
-// speech over the answer still reaches the VAD.
+// microphone with what was played (find; then follows it on the energy
+// envelopes, estimate), and mutes the frames that are echo alone: those
+// that subtracting the fitted echo leaves far quieter, or that are no
+// louder than what was played there less the echo's measured loss. The
+// person's own speech over the answer is louder and reaches the VAD.
 //
-// Until the delay is known, frames pass as they are; while audio plays and
-// the microphone hears something, the delay is looked for every 40 ms by
-// correlating the last 160 ms of the microphone with what was played (at
-// 4 kHz over the whole 0–800 ms window, then to the sample), so an echo is
-// found within a few frames of its start. Without an echo (headphones, a
-// browser's own echo cancellation) none is found and nothing is muted.
+// Until a delay is found, in the first second of playout, a frame quieter
+// than the loudest audio played over the echo window by warmupLoss is taken
+// for the echo; without an echo (headphones, a browser's own echo
+// cancellation) none is found and nothing is muted after that.
 package echo
 
 import (
