@@ -93,6 +93,15 @@ describe('MicGate', () => {
     }
   })
 
+  it('keeps the whole pre-roll when the labels come late', () => {
+    const r = new Run(true, { ...O, preRollChunks: 6, leadGuard: 6 })
+    for (let i = 0; i < 30; i++) r.step()
+    // Chunks 0..29 captured; the labels of 0..20 come now, 20 the onset.
+    for (let k = 0; k <= 20; k++) r.gate.label(k, k === 20 ? 0.9 : 0.1, k === 20)
+    r.step()
+    expect(r.sent.slice(0, 4)).toEqual(samplesOf(14))
+  })
+
   it('never drops a chunk whose neighbours are not labelled yet', () => {
     const r = new Run()
     for (let i = 0; i < 4; i++) r.gate.label(r.step(), 0.1, false)

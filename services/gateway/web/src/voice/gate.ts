@@ -29,6 +29,10 @@
 //     (its non-speech dropped), then silence again.
 //
 // Off (enabled false), the output is the input, sample for sample.
+// How many chunks the VAD's labels may lag behind the microphone without
+// the pre-roll losing its start (about a second).
+const LATE_CHUNKS = 32
+
 export interface GateOptions {
   chunk: number // samples per chunk (one VAD frame at the context's rate)
   preRollChunks: number
@@ -95,8 +99,9 @@ export class MicGate {
     const c: Chunk = { index: this.next++, data: new Float32Array(this.o.chunk), filled: 0, read: 0 }
     this.current = c
     this.history.set(c.index, c)
-    // Enough for the pre-roll and the guards of what is still queued.
-    const keep = this.o.preRollChunks + this.o.guardBefore + 2
+    // Enough for the pre-roll and the guards of what is still queued, with
+    // labels up to a second late (a busy machine: the worker waits for a CPU).
+    const keep = this.o.preRollChunks + this.o.guardBefore + LATE_CHUNKS
     const oldest = this.queue[0]?.index ?? c.index
     for (const k of this.history.keys()) if (k < Math.min(c.index - keep, oldest - this.o.guardBefore)) this.history.delete(k)
     if (this.open && c.index <= this.closeAfter) this.queue.push(c)
