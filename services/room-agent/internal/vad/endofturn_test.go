@@ -237,6 +237,7 @@ func runTurn(tb testing.TB, st spokenTurn, cfg vad.Config, rule vad.EndOfTurn, a
 	if err != nil {
 		tb.Fatal(err)
 	}
+	defer d.Close()
 	type transcript struct {
 		at, utt, heard int
 		text           string
@@ -383,6 +384,27 @@ func BenchmarkEndOfTurn(b *testing.B) {
 					res = res[:0]
 					for _, st := range turns {
 						res = append(res, runTurn(b, st, cfg, c.rule, c.asr))
+					}
+				}
+				reportEndOfTurn(b, res)
+			})
+		}
+		// The neural VAD (the room-agent's default) on the same turns.
+		neural := vad.Config{EndSilence: 500 * time.Millisecond, Model: silero(b)}
+		for _, c := range []struct {
+			name string
+			rule vad.EndOfTurn
+			asr  asrModel
+		}{
+			{"neural/fixed-500ms", vad.EndOfTurn{Off: true}, asrModel{}},
+			{"neural/adaptive/partials+speculative", vad.EndOfTurn{}, asrModel{atPause: true, coverage: true}},
+		} {
+			b.Run(strings.TrimSuffix(set, ".txt")+"/"+c.name, func(b *testing.B) {
+				var res []endOfTurn
+				for b.Loop() {
+					res = res[:0]
+					for _, st := range turns {
+						res = append(res, runTurn(b, st, neural, c.rule, c.asr))
 					}
 				}
 				reportEndOfTurn(b, res)
