@@ -256,7 +256,9 @@ func BenchmarkVoiceToVoiceClient(b *testing.B) {
 // speech (ALICIA_BARGE_IN_MIN, 200 ms: when the client's microphone has sent
 // that much of it, the onset being the start of its first 20 ms frame, as a
 // live microphone captures it) to the last agent audio frame the client
-// receives. The interruptions are espeak-ng phrases, most with a stop
+// receives (p50-ms: until silent, after the words confirm it), and to the
+// last frame at the answer's level (lowered-p50-ms: the barge-in lowers it
+// by ALICIA_BARGE_IN_DUCK_DB at once). The interruptions are espeak-ng phrases, most with a stop
 // consonant or a comma in their first 300 ms ("What about…": a silent
 // frame after "wha-"), taken in turn. They have words, so each is confirmed
 // and answered; the next iteration speaks over that answer. It also reports barge-in → playout
@@ -280,7 +282,7 @@ func BenchmarkBargeIn(b *testing.B) {
 
 	u.Say(voiceclient.Speech(b, "Tell me about the weather in Paris."))
 	nStops, sumStops := histogram(b, "alicia_voice_barge_in_stop_seconds")
-	var lags []time.Duration
+	var lags, lowered []time.Duration
 	since := time.Time{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -304,6 +306,23 @@ func BenchmarkBargeIn(b *testing.B) {
 		if last, ok := lastHeard(u.Heard(), onset, end.Add(300*time.Millisecond)); ok {
 			lags = append(lags, last.Sub(reached))
 		}
+		// Lowered (ALICIA_BARGE_IN_DUCK_DB): the last frame within 12 dB of
+		// the answer's loudest before the interruption.
+		peak := -120.0
+		for _, h := range u.Heard() {
+			if h.At.After(onset.Add(-2*time.Second)) && h.At.Before(onset) {
+				peak = max(peak, audio.DBFS(h.PCM))
+			}
+		}
+		var lastFull time.Time
+		for _, h := range u.Heard() {
+			if !h.At.Before(onset) && h.At.Before(end.Add(300*time.Millisecond)) && audio.DBFS(h.PCM) > peak-12 {
+				lastFull = h.At
+			}
+		}
+		if !lastFull.IsZero() {
+			lowered = append(lowered, lastFull.Sub(reached))
+		}
 		since = end
 	}
 	b.StopTimer()
@@ -315,6 +334,16 @@ func BenchmarkBargeIn(b *testing.B) {
 	q := func(p float64) float64 { return float64(lags[int(p*float64(len(lags)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
+	if len(lowered) > 0 {
+		sort.Slice(lowered, func(i, j int) bool { return lowered[i] < lowered[j] })
+		b.ReportMetric(float64(lowered[len(lowered)/2].Microseconds())/1000, "lowered-p50-ms")
+		b.ReportMetric(float64(lowered[(len(lowered)-1)*99/100].Microseconds())/1000, "lowered-p99-ms")
+	}
+	if len(lowered) > 0 {
+		sort.Slice(lowered, func(i, j int) bool { return lowered[i] < lowered[j] })
+		b.ReportMetric(float64(lowered[len(lowered)/2].Microseconds())/1000, "lowered-p50-ms")
+		b.ReportMetric(float64(lowered[(len(lowered)-1)*99/100].Microseconds())/1000, "lowered-p99-ms")
+	}
 	b.ReportMetric(float64(len(lags)), "barge-ins")
 	b.ReportMetric((sum-sumStops)/float64(n-nStops)*1000, "agent-stop-mean-ms")
 	b.ReportMetric(0, "ns/op")

@@ -10,10 +10,11 @@
 // louder than what was played there less the echo's measured loss. The
 // person's own speech over the answer is louder and reaches the VAD.
 //
-// Until a delay is found, in the first second of playout, a frame quieter
-// than the loudest audio played over the echo window by warmupLoss is taken
-// for the echo; without an echo (headphones, a browser's own echo
-// cancellation) none is found and nothing is muted after that.
+// Until a delay is found frames pass as they are: the search runs every
+// 20 ms on the last 100 ms, so an echo is found within about a tenth of a
+// second of its start, before it has lasted the minimum speech; without an
+// echo (headphones, a browser's own echo cancellation) none is found and
+// nothing is muted.
 package echo
 
 import (
@@ -49,19 +50,16 @@ const (
 	// findEvery: while the delay is unknown, the search runs this often.
 	findEvery = 20 * time.Millisecond
 	// findOver: the microphone audio the first search correlates.
-	findOver = 160 * time.Millisecond
+	findOver = 100 * time.Millisecond
 	// minFind is the normalised correlation that makes a first delay
 	// believed at once; agreeN searches in a row finding the same lag with
 	// at least agreeFind do too (codecs blur the waveform).
 	minFind   = 0.75
 	agreeFind = 0.6
-	agreeN    = 3
-	// warmup: for this long after playout starts, until an echo is found,
-	// a microphone frame warmupLoss quieter than the loudest audio played
-	// over the echo window is taken for the echo (the person speaking over
-	// the start of an answer speaks up, or waits that long).
-	warmup     = time.Second
-	warmupLoss = 3.0
+	agreeN    = 2
+	// maxLossSpread: an echo's loss varies by less than this (dB, standard
+	// deviation over 10 ms blocks) while it is found.
+	maxLossSpread = 4.0
 	// residueDB: after subtraction, a frame whose residue is this much
 	// quieter than the echo removed is echo alone (muted).
 	residueDB = 10.0
@@ -97,16 +95,14 @@ type Canceller struct {
 	micBuf []int16
 	micEnd time.Time
 	// delay is the echo delay in samples (-1: not known), gain its gain.
-	delay      int
-	gain       float64
-	fresh      bool      // the delay was just found: the gain starts again
-	lastFind   int       // the lag the last search found (-1: none), in samples
-	agreed     int       // searches in a row that found it
-	playStart  time.Time // when playout began after a silence
-	lastPlayed time.Time // when the last frame was played
-	losses     []float64 // how much quieter than played each recent frame was (dB)
-	found      time.Time // the last first search (find)
-	estimated  time.Time
+	delay     int
+	gain      float64
+	fresh     bool      // the delay was just found: the gain starts again
+	lastFind  int       // the lag the last search found (-1: none), in samples
+	agreed    int       // searches in a row that found it
+	losses    []float64 // how much quieter than played each recent frame was (dB)
+	found     time.Time // the last first search (find)
+	estimated time.Time
 	// Stats.
 	muted, frames int
 }
@@ -127,10 +123,6 @@ func (c *Canceller) Played(pcm []int16, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.rs.Process(nil, pcm)
-	if c.lastPlayed.IsZero() || at.Sub(c.lastPlayed) > 300*time.Millisecond {
-		c.playStart = at // playout begins after a silence
-	}
-	c.lastPlayed = at
 	if c.refEnd.IsZero() || at.Sub(c.refEnd) > 40*time.Millisecond {
 		// Silence since the last frame played (or none yet): start the
 		// timeline again at `at`, with the history's silence.
@@ -227,13 +219,6 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 			c.find(at)
 		}
 		if c.delay < 0 {
-			// While an echo may be coming but none was found yet (the
-			// first second of playout), a frame quieter than what was
-			// played by warmupLoss is taken for it.
-			if at.Sub(c.playStart) < warmup && level < loudest-warmupLoss {
-				c.muted++
-				return make([]int16, len(mic))
-			}
 			return mic
 		}
 	}
@@ -429,7 +414,7 @@ func (c *Canceller) find(now time.Time) {
 			best, bestLag = v, lag*dec
 		}
 	}
-	if bestLag < 0 || best < agreeFind {
+	if bestLag < 0 || best < agreeFind || !c.steadyLoss(now, bestLag) {
 		c.lastFind, c.agreed = -1, 0
 		return
 	}
@@ -458,6 +443,35 @@ func (c *Canceller) find(now time.Time) {
 		}
 	}
 	c.setDelay(bestD)
+}
+
+// steadyLoss reports whether, at lag (samples), the microphone followed
+// what was played at a steady loss over the last findOver: an echo passes
+// through a fixed path, so its level is the played level less about the
+// same dB in every 10 ms; another voice alike by chance is not.
+func (c *Canceller) steadyLoss(now time.Time, lag int) bool {
+	last := blockOf(now) - 1
+	shift := int64((lag + block/2) / block)
+	var diffs []float64
+	for b := last - int64(findOver/(10*time.Millisecond)) + 1; b <= last; b++ {
+		m, okM := c.micEnv[b]
+		r, okR := c.refEnv[b-shift]
+		if okM && okR && r > silentDB+10 {
+			diffs = append(diffs, r-m)
+		}
+	}
+	if len(diffs) < 5 {
+		return false
+	}
+	var mean, v float64
+	for _, d := range diffs {
+		mean += d
+	}
+	mean /= float64(len(diffs))
+	for _, d := range diffs {
+		v += (d - mean) * (d - mean)
+	}
+	return math.Sqrt(v/float64(len(diffs))) < maxLossSpread
 }
 
 // decimate averages each n samples (a crude low-pass, enough to find a lag).

@@ -171,6 +171,8 @@ type Detector struct {
 	cfg           Config
 	neural        *SileroStream // with cfg.Model
 	prob          float32       // the model's last probability
+	rise          time.Duration // windows in a row whose probability is rising (≥ riseThreshold), before speech
+	credit        time.Duration // rising windows to count as speech with the voiced window that follows them
 	err           error         // the model failed (the energy decides from then on)
 	frameN        int
 	pending       []int16 // samples of an incomplete frame
@@ -289,7 +291,8 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 			if d.voiced > 0 {
 				d.voiced += d.gap // a short gap inside the run is speech
 			}
-			d.voiced, d.gap = d.voiced+f, 0
+			d.voiced, d.gap = d.voiced+f+d.credit, 0
+			d.credit = 0
 		case d.voiced > 0:
 			d.gap += f
 			if d.gap > d.cfg.OnsetHangover {
@@ -308,6 +311,10 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 	}
 	if voiced && d.silence > 0 && d.silence <= d.cfg.OnsetHangover {
 		d.bridged += d.silence
+	}
+	if voiced && d.credit > 0 {
+		d.bridged += d.credit // speech that was rising before the model was sure
+		d.credit = 0
 	}
 	d.utt = appendPCM(d.utt, frame)
 	d.sincePartial += f
@@ -357,7 +364,20 @@ func (d *Detector) voicedFrame(frame []int16) bool {
 			if d.speaking {
 				return float64(p) >= d.cfg.NegThreshold
 			}
-			return float64(p) >= d.cfg.Threshold
+			if float64(p) >= d.cfg.Threshold {
+				// The model is sure a window or two after speech began;
+				// the windows where its probability was already rising
+				// were speech (credited to the count, at most riseMax).
+				d.credit = min(d.rise, riseMax)
+				d.rise = 0
+				return true
+			}
+			if float64(p) >= riseThreshold {
+				d.rise += d.cfg.Frame
+			} else {
+				d.rise = 0
+			}
+			return false
 		}
 		d.err = err
 	}
@@ -397,6 +417,14 @@ func (d *Detector) adaptFloor(level float64) {
 		d.floor = min(d.floor, b)
 	}
 }
+
+// The neural VAD's onset: the windows just before the one it is sure of,
+// whose probability was at least riseThreshold, count as speech (at most
+// riseMax): the model is sure a window or two after speech begins.
+const (
+	riseThreshold = 0.15
+	riseMax       = 96 * time.Millisecond
+)
 
 // The floor window: floorBlocks blocks of floorBlockFrames frames (3 s at 20 ms frames).
 const (
