@@ -76,6 +76,23 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 // (deploy/Dockerfile, target room-agent).
 const VADImageDir = vad.ImageDir
 
+// DescribeVAD says which VAD cfg will listen with, and why (the banner of
+// alicia up): the neural one where its runtime is found, else the energy
+// one with what is missing.
+func DescribeVAD(cfg Config) string {
+	if cfg.VAD == VADEnergy {
+		return "energy (ALICIA_VAD=energy): noise and the answer's echo can start turns and interrupt"
+	}
+	rt, err := vad.FindRuntime(cfg.ONNXRuntimeLib, cfg.VADModel)
+	if err != nil {
+		if cfg.VAD == VADNeural {
+			return "neural (ALICIA_VAD=neural), but " + err.Error() + ": the room-agent will not start"
+		}
+		return "energy, the fallback: " + err.Error()
+	}
+	return "neural (Silero VAD, " + rt.Model + ")"
+}
+
 // LoadVAD loads the neural VAD as cfg.VAD says and returns it (nil: the
 // energy VAD) with the kind that listens, "neural" or "energy". With
 // "auto", a missing runtime is a warning and the energy VAD listens; with

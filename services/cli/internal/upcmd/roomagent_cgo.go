@@ -21,5 +21,6 @@ func roomAgentFrom(src config.Source, natsURL func() (string, error)) (roomAgent
 	if cfg.NATSURL, err = natsURL(); err != nil {
 		return roomAgent{}, err
 	}
-	return roomAgent{run: func(ctx context.Context, log zerolog.Logger) error { return roomagent.Run(ctx, cfg, log) }}, nil
+	return roomAgent{run: func(ctx context.Context, log zerolog.Logger) error { return roomagent.Run(ctx, cfg, log) },
+		vad: roomagent.DescribeVAD(cfg)}, nil
 }

@@ -260,6 +260,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		if voice.agent.missing != "" {
 			fmt.Fprintf(stdout, "  Room agent: %s\n", voice.agent.missing)
 		}
+		if voice.agent.vad != "" {
+			fmt.Fprintf(stdout, "  VAD:      %s\n", voice.agent.vad)
+		}
 		printModels(gctx, stdout, models)
 		fmt.Fprintln(stdout, "Ctrl-C stops.")
 	case <-gctx.Done():

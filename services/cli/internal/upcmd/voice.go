@@ -58,6 +58,8 @@ type service struct {
 type roomAgent struct {
 	run     func(context.Context, zerolog.Logger) error
 	missing string
+	// vad says which VAD it listens with (roomagent.DescribeVAD).
+	vad string
 }
 
 // voiceServices are the voice pipeline up runs beside the text services:
