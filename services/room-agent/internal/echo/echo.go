@@ -348,21 +348,27 @@ func (c *Canceller) estimate(now time.Time) {
 		}
 		return
 	}
-	bestD, bestX := coarse, math.Inf(-1)
-	for d := max(coarse-window, 0); d <= coarse+window; d++ {
-		ref := c.refAt(from.Add(-time.Duration(d)*time.Second/rate), span)
+	c.setDelay(c.bestLag(micS, from, coarse-window, coarse+window))
+}
+
+// bestLag is the lag in [lo, hi] (samples) at which what was played best
+// matches mic, which starts at from.
+func (c *Canceller) bestLag(mic []int16, from time.Time, lo, hi int) int {
+	best, bestX := max(lo, 0), math.Inf(-1)
+	for d := max(lo, 0); d <= hi; d++ {
+		ref := c.refAt(from.Add(-time.Duration(d)*time.Second/rate), len(mic))
 		var x, rr float64
-		for i := range micS {
-			x += float64(micS[i]) * float64(ref[i])
+		for i := range mic {
+			x += float64(mic[i]) * float64(ref[i])
 			rr += float64(ref[i]) * float64(ref[i])
 		}
 		if rr > 0 {
 			if v := x / math.Sqrt(rr); v > bestX {
-				bestX, bestD = v, d
+				bestX, best = v, d
 			}
 		}
 	}
-	c.setDelay(bestD)
+	return best
 }
 
 func (c *Canceller) setDelay(d int) {
@@ -428,21 +434,7 @@ func (c *Canceller) find(now time.Time) {
 	if best < minFind && c.agreed < agreeN {
 		return
 	}
-	bestD, bestX := bestLag, math.Inf(-1)
-	for d := max(bestLag-dec, 0); d <= bestLag+dec; d++ {
-		r := c.refAt(from.Add(-time.Duration(d)*time.Second/rate), span)
-		var x, rr float64
-		for i := range micS {
-			x += float64(micS[i]) * float64(r[i])
-			rr += float64(r[i]) * float64(r[i])
-		}
-		if rr > 0 {
-			if v := x / math.Sqrt(rr); v > bestX {
-				bestX, bestD = v, d
-			}
-		}
-	}
-	c.setDelay(bestD)
+	c.setDelay(c.bestLag(micS, from, bestLag-dec, bestLag+dec))
 }
 
 // steadyLoss reports whether, at lag (samples), the microphone followed
