@@ -22,7 +22,10 @@ import (
 // question spoken in the same noise, a little more noise, then silence (so
 // that the turn ends on a server that hears the noise too).
 const (
-	vadNoiseLead  = 6 * time.Second
+	// The lead is long enough for the page's VAD to be ready (and caught
+	// up) before the speech on a loaded machine: its wasm and model load
+	// in 2–4 s idle, several times that under a full test run.
+	vadNoiseLead  = 15 * time.Second
 	vadNoiseAfter = 2 * time.Second
 	vadTail       = 30 * time.Second
 	// The noise: sox's pink noise at this gain (about -31 dBFS RMS), its

@@ -302,15 +302,16 @@ func (p *Player) Run(ctx context.Context) {
 			case <-timer.C:
 			}
 		}
-		if p.write(f, gen) {
+		if p.write(f, gen, next) {
 			next = next.Add(frameDur)
 		}
 	}
 }
 
 // write puts f on the track unless a Pause or Stop came since it was taken
-// (gen), and accounts it.
-func (p *Player) write(f frame, gen uint64) bool {
+// (gen), and accounts it; due is when it was due (the tap's timeline: the
+// schedule's, not a late wake-up's).
+func (p *Player) write(f frame, gen uint64, due time.Time) bool {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	p.mu.Lock()
@@ -332,7 +333,7 @@ func (p *Player) write(f frame, gen uint64) bool {
 	}
 	_ = p.enc.WriteSample(pcm)
 	if p.tap != nil {
-		p.tap(pcm, time.Now())
+		p.tap(pcm, due)
 	}
 	p.played1(f)
 	return true

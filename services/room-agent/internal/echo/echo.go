@@ -65,6 +65,9 @@ const (
 	residueDB = 10.0
 	// minCorr is the envelope correlation that makes a delay believed.
 	minCorr = 0.6
+	// maxDrift: the microphone's clock is anchored again to the frames'
+	// arrival when they drift this far apart.
+	maxDrift = 150 * time.Millisecond
 	// silentDB: below this the reference is silence (no echo to expect).
 	silentDB = -55.0
 	// tail and slack widen the played audio a frame's echo is compared
@@ -91,6 +94,10 @@ type Canceller struct {
 	// refEnv and micEnv are 10 ms block energies (dBFS) by block number
 	// (unix time / 10 ms).
 	refEnv, micEnv map[int64]float64
+	// micT0 and micN: the microphone's clock (its first sample's time, the
+	// samples since).
+	micT0 time.Time
+	micN  int
 	// micBuf is the latest microphone audio, ending at micEnd.
 	micBuf []int16
 	micEnd time.Time
@@ -184,6 +191,15 @@ func (c *Canceller) refAt(from time.Time, n int) []int16 {
 func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The microphone's own clock: its samples are continuous, while the
+	// frames' arrival jitters (a busy machine, a jitter buffer releasing
+	// several at once). It follows the arrival times, anchored again when
+	// they drift apart by more than maxDrift (the track stopped a while).
+	if c.micT0.IsZero() || at.Sub(c.micT0.Add(time.Duration(c.micN+len(mic))*time.Second/rate)).Abs() > maxDrift {
+		c.micT0, c.micN = at.Add(-time.Duration(len(mic))*time.Second/rate), 0
+	}
+	c.micN += len(mic)
+	at = c.micT0.Add(time.Duration(c.micN) * time.Second / rate)
 	start := at.Add(-time.Duration(len(mic)) * time.Second / rate)
 	envelope(c.micEnv, mic, start)
 	c.trim(c.micEnv, at)
