@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -155,22 +156,48 @@ func (h *Handler) Serve(c echo.Context) error {
 		OnConfigured: func(cid string, _ *protocol.Configuration) { tracked.Bind(cid) }})
 	runErr := make(chan error, 1)
 	go func() { runErr <- s.Run(ctx) }()
-	go h.keepAlive(ctx, cancel, conn, log)
+	// The reader's own context: cancelling a read drops the connection
+	// without a close frame, so a revocation, which cancels the session
+	// first, must not cancel the read; the close ends it. A peer that no
+	// longer answers pings is dropped at once: both end.
+	readCtx, cancelRead := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRead()
+	go h.keepAlive(ctx, func() { cancelRead(); cancel() }, conn, log)
 	// On Shutdown or a revocation the client is told first (a cancelled
 	// read would drop the connection without a close frame), then the
 	// session ends.
+	// The close the session ends with: one, whoever decides it. A
+	// revocation records its code before it cancels the session, so the
+	// end of the session (below) closes with it, not with a normal close.
+	var (
+		closeOnce   sync.Once
+		closeMu     sync.Mutex
+		decidedCode websocket.StatusCode
+		decidedWhy  string
+	)
+	closeWith := func(code websocket.StatusCode, why string) {
+		closeOnce.Do(func() { conn.Close(code, why) })
+	}
+	decided := func() (websocket.StatusCode, string, bool) {
+		closeMu.Lock()
+		defer closeMu.Unlock()
+		return decidedCode, decidedWhy, decidedCode != 0
+	}
 	go func() {
 		select {
 		case <-h.conns.Stopping():
-			conn.Close(websocket.StatusServiceRestart, "server restarting; reconnect")
+			closeWith(websocket.StatusServiceRestart, "server restarting; reconnect")
 			cancel()
 		case <-tracked.Ended():
 			r := tracked.Reason()
 			log.Info().Str("conversation_id", s.ConversationID()).Stringer("reason", r).Msg("connection revoked")
+			closeMu.Lock()
+			decidedCode, decidedWhy = closeCode(r), r.String()
+			closeMu.Unlock()
 			// Cancelled first: nothing more is forwarded while the client
 			// takes its time to answer the close.
 			cancel()
-			conn.Close(closeCode(r), r.String())
+			closeWith(closeCode(r), r.String())
 		case <-ctx.Done():
 		}
 	}()
@@ -184,7 +211,7 @@ func (h *Handler) Serve(c echo.Context) error {
 			if err := s.Pace(ctx); err != nil {
 				return
 			}
-			typ, frame, err := conn.Read(ctx)
+			typ, frame, err := conn.Read(readCtx)
 			if err != nil {
 				return
 			}
@@ -196,16 +223,19 @@ func (h *Handler) Serve(c echo.Context) error {
 		}
 	}()
 	err = <-runErr
+	if code, why, ok := decided(); ok {
+		closeWith(code, why) // revoked: the session ended because of it
+	}
 	switch {
 	case errors.Is(err, edge.ErrSlowClient):
-		conn.Close(websocket.StatusTryAgainLater, "client too slow")
+		closeWith(websocket.StatusTryAgainLater, "client too slow")
 	case errors.Is(err, edge.ErrFlooding):
-		conn.Close(websocket.StatusPolicyViolation, "too many envelopes")
+		closeWith(websocket.StatusPolicyViolation, "too many envelopes")
 	case err != nil:
 		log.Warn().Err(err).Msg("session ended")
-		conn.Close(websocket.StatusInternalError, "session ended")
+		closeWith(websocket.StatusInternalError, "session ended")
 	default:
-		conn.Close(websocket.StatusNormalClosure, "")
+		closeWith(websocket.StatusNormalClosure, "")
 	}
 	// The reader may be handling a frame still (a Configuration, say): the
 	// session is only over once it has returned.
