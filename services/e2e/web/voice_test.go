@@ -66,7 +66,9 @@ type voiceScript struct {
 
 const (
 	voiceLead  = 4 * time.Second
-	voicePause = 3500 * time.Millisecond
+	// The pause gives the answer time to start and be seen playing before
+	// the interruption, on a loaded machine too (3.5 s was not always).
+	voicePause = 6 * time.Second
 	voiceTail  = 40 * time.Second
 	wavRate    = 48000
 )
