@@ -65,7 +65,7 @@ type voiceScript struct {
 }
 
 const (
-	voiceLead  = 4 * time.Second
+	voiceLead = 4 * time.Second
 	// The pause gives the answer time to start and be seen playing before
 	// the interruption, on a loaded machine too (3.5 s was not always).
 	voicePause = 6 * time.Second
