@@ -48,7 +48,7 @@ const (
 	refine     = 20 * time.Millisecond
 	refineOver = 300 * time.Millisecond
 	// findEvery: while the delay is unknown, the search runs this often.
-	findEvery = 20 * time.Millisecond
+	findEvery = 60 * time.Millisecond
 	// findOver: the microphone audio the first search correlates.
 	findOver = 100 * time.Millisecond
 	// minFind is the normalised correlation that makes a first delay
@@ -407,7 +407,7 @@ func (c *Canceller) find(now time.Time) {
 	if micS == nil {
 		return
 	}
-	const dec = 4
+	const dec = 8
 	m := decimate(micS, dec)
 	maxLag := int(maxDelay * rate / time.Second)
 	// What was played from maxDelay before the window to its end.
