@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/voiceclient"
@@ -18,12 +17,7 @@ import (
 // -benchtime=10x.
 func BenchmarkBackchannel(b *testing.B) {
 	s := newStack(b, options{answer: longAnswer})
-	s.speech.SetTranscriber(fakeopenai.NoWordsInNoise(func(r fakeopenai.TranscriptionRequest) fakeopenai.Transcript {
-		if r.Duration < 1500*time.Millisecond {
-			return fakeopenai.Transcript{Text: "Mm-hmm."}
-		}
-		return fakeopenai.Transcript{Text: "Tell me about the weather in Paris."}
-	}))
+	s.speech.SetTranscriber(backchannelOrQuestion)
 	cid := s.conversation()
 	u := voiceclient.Join(b, s.lk.URL, s.token(cid), true)
 	u.Configure(voiceConfig(cid), cid)

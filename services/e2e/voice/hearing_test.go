@@ -126,14 +126,7 @@ func TestNoiseDuringAnAnswer(t *testing.T) {
 // says what was said; no ControlStop, and no user message of it.
 func TestBackchannelDuringAnAnswer(t *testing.T) {
 	s := newStack(t, options{answer: longAnswer})
-	// The question is long, the backchannel short: the fake ASR tells them
-	// apart by length.
-	s.speech.SetTranscriber(fakeopenai.NoWordsInNoise(func(r fakeopenai.TranscriptionRequest) fakeopenai.Transcript {
-		if r.Duration < 1500*time.Millisecond {
-			return fakeopenai.Transcript{Text: "Mm-hmm."}
-		}
-		return fakeopenai.Transcript{Text: "Tell me about the weather in Paris."}
-	}))
+	s.speech.SetTranscriber(backchannelOrQuestion)
 	cid := s.conversation()
 	u := voiceclient.Join(t, s.lk.URL, s.token(cid), true)
 	u.Configure(voiceConfig(cid), cid)
@@ -163,6 +156,15 @@ func TestBackchannelDuringAnAnswer(t *testing.T) {
 		t.Fatalf("%d user messages, want the question only", users)
 	}
 }
+
+// backchannelOrQuestion hears the weather question in long audio and
+// "Mm-hmm." in short audio (the fake ASR tells them apart by length).
+var backchannelOrQuestion = fakeopenai.NoWordsInNoise(func(r fakeopenai.TranscriptionRequest) fakeopenai.Transcript {
+	if r.Duration < 1500*time.Millisecond {
+		return fakeopenai.Transcript{Text: "Mm-hmm."}
+	}
+	return fakeopenai.Transcript{Text: "Tell me about the weather in Paris."}
+})
 
 // TestEchoDuringAnAnswer: the person's speakers play the answer into their
 // microphone (150 ms later, 10 dB down): it does not interrupt it.
