@@ -365,46 +365,30 @@ func TestEndOfTurnSpoken(t *testing.T) {
 // does by default), and with partials whose coverage is not known.
 func BenchmarkEndOfTurn(b *testing.B) {
 	cfg := vad.Config{EndSilence: 500 * time.Millisecond}
+	// The neural VAD (the room-agent's default) on the same turns.
+	neural := vad.Config{EndSilence: 500 * time.Millisecond, Model: silero(b)}
 	for _, set := range []string{"turns.txt", "turns-heldout.txt"} {
 		turns := spoken(b, set)
 		for _, c := range []struct {
 			name string
+			cfg  vad.Config
 			rule vad.EndOfTurn
 			asr  asrModel
 		}{
-			{"fixed-500ms", vad.EndOfTurn{Off: true}, asrModel{}},
-			{"fixed-500ms/speculative", vad.EndOfTurn{Off: true}, asrModel{atPause: true, coverage: true}},
-			{"adaptive/partials", vad.EndOfTurn{}, asrModel{coverage: true}},
-			{"adaptive/partials+speculative", vad.EndOfTurn{}, asrModel{atPause: true, coverage: true}},
-			{"adaptive/partials-without-coverage", vad.EndOfTurn{}, asrModel{}},
+			{"fixed-500ms", cfg, vad.EndOfTurn{Off: true}, asrModel{}},
+			{"fixed-500ms/speculative", cfg, vad.EndOfTurn{Off: true}, asrModel{atPause: true, coverage: true}},
+			{"adaptive/partials", cfg, vad.EndOfTurn{}, asrModel{coverage: true}},
+			{"adaptive/partials+speculative", cfg, vad.EndOfTurn{}, asrModel{atPause: true, coverage: true}},
+			{"adaptive/partials-without-coverage", cfg, vad.EndOfTurn{}, asrModel{}},
+			{"neural/fixed-500ms", neural, vad.EndOfTurn{Off: true}, asrModel{}},
+			{"neural/adaptive/partials+speculative", neural, vad.EndOfTurn{}, asrModel{atPause: true, coverage: true}},
 		} {
 			b.Run(strings.TrimSuffix(set, ".txt")+"/"+c.name, func(b *testing.B) {
 				var res []endOfTurn
 				for b.Loop() {
 					res = res[:0]
 					for _, st := range turns {
-						res = append(res, runTurn(b, st, cfg, c.rule, c.asr))
-					}
-				}
-				reportEndOfTurn(b, res)
-			})
-		}
-		// The neural VAD (the room-agent's default) on the same turns.
-		neural := vad.Config{EndSilence: 500 * time.Millisecond, Model: silero(b)}
-		for _, c := range []struct {
-			name string
-			rule vad.EndOfTurn
-			asr  asrModel
-		}{
-			{"neural/fixed-500ms", vad.EndOfTurn{Off: true}, asrModel{}},
-			{"neural/adaptive/partials+speculative", vad.EndOfTurn{}, asrModel{atPause: true, coverage: true}},
-		} {
-			b.Run(strings.TrimSuffix(set, ".txt")+"/"+c.name, func(b *testing.B) {
-				var res []endOfTurn
-				for b.Loop() {
-					res = res[:0]
-					for _, st := range turns {
-						res = append(res, runTurn(b, st, neural, c.rule, c.asr))
+						res = append(res, runTurn(b, st, c.cfg, c.rule, c.asr))
 					}
 				}
 				reportEndOfTurn(b, res)
