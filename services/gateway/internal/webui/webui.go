@@ -1,6 +1,6 @@
 // Package webui serves the web client's build (the embedded web.Dist) at
 // every path the API and the probes do not own: each file with its MIME
-// type, gzipped once and kept in memory, with a strong ETag; Vite's
+// type, gzipped once per process and kept in memory, with a strong ETag; Vite's
 // content-hashed assets cached for a year, everything else revalidated;
 // index.html for client routes (history-API fallback), with a
 // Content-Security-Policy.
@@ -8,6 +8,7 @@ package webui
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
@@ -15,6 +16,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -87,7 +89,68 @@ func New(fsys fs.FS, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
+	go h.warm()
 	return h, nil
+}
+
+// warm loads the large files (and their gzip) in the background, largest
+// first, so the first browser that needs one (the VAD's WebAssembly, 14 MB)
+// does not wait for its compression. The gzip is kept per process (gzips),
+// so this is done once however many handlers serve the same build.
+func (h *Handler) warm() {
+	var big []*file
+	sizes := map[*file]int64{}
+	for _, f := range h.files {
+		if info, err := fs.Stat(h.fsys, f.name); err == nil && info.Size() >= warmFrom {
+			big = append(big, f)
+			sizes[f] = info.Size()
+		}
+	}
+	slices.SortFunc(big, func(a, b *file) int { return cmp.Compare(sizes[b], sizes[a]) })
+	for _, f := range big {
+		_ = f.load(h.fsys)
+	}
+}
+
+// warmFrom: files from this size are loaded at start (warm); fastFrom:
+// from this size they are gzipped at the fastest level (a tenth of the
+// best level's time for a fifth more bytes, once per release in a
+// browser's cache).
+const (
+	warmFrom = 256 << 10
+	fastFrom = 1 << 20
+)
+
+// gzips are the gzip of each file's bytes by their ETag: every handler of
+// the process compresses a file once.
+var gzips sync.Map // etag → *gzipped
+
+type gzipped struct {
+	once sync.Once
+	gz   []byte // nil when gzip does not make it smaller
+}
+
+func gzipOf(tag string, data []byte) []byte {
+	v, _ := gzips.LoadOrStore(tag, &gzipped{})
+	g := v.(*gzipped)
+	g.once.Do(func() {
+		level := gzip.BestCompression
+		if len(data) >= fastFrom {
+			level = gzip.BestSpeed
+		}
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, level) // a valid level: no error
+		if _, err := zw.Write(data); err != nil {
+			return
+		}
+		if err := zw.Close(); err != nil {
+			return
+		}
+		if b.Len() < len(data) {
+			g.gz = b.Bytes()
+		}
+	})
+	return g.gz
 }
 
 // Serve is the echo handler for GET and HEAD of every path not reserved.
@@ -164,17 +227,9 @@ func (f *file) load(fsys fs.FS) error {
 		if !f.compressible {
 			return
 		}
-		var b bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // a valid level: no error
-		if _, err := zw.Write(f.data); err != nil {
-			return
-		}
-		if err := zw.Close(); err != nil {
-			return
-		}
-		if b.Len() < len(f.data) {
+		if gz := gzipOf(tag, f.data); gz != nil {
 			// A strong ETag names the bytes: the gzip has its own.
-			f.gz, f.gzETag = b.Bytes(), `"`+tag+`-gz"`
+			f.gz, f.gzETag = gz, `"`+tag+`-gz"`
 		}
 	})
 	return f.err

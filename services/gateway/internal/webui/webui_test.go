@@ -22,6 +22,8 @@ var (
 	appJS     = "console.log('alicia');" + strings.Repeat("export const x = 1;\n", 200)
 	swJS      = "self.addEventListener('fetch', () => {});" + strings.Repeat("// cache\n", 100)
 	pngBytes  = "\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 500)
+	// bigWasm is past the size loaded at start and gzipped at the fast level.
+	bigWasm = "\x00asm\x01\x00\x00\x00" + strings.Repeat("\x20\x00\x41\x01\x6a\x0b", 400_000)
 )
 
 func build() fstest.MapFS {
@@ -35,6 +37,7 @@ func build() fstest.MapFS {
 		"assets/index-def456.css": {Data: []byte("body{margin:0}" + strings.Repeat(".a{color:red}", 100))},
 		"assets/vad-0a1b2c.wasm":  {Data: []byte("\x00asm\x01\x00\x00\x00" + strings.Repeat("\x00\x01", 300))},
 		"assets/inter-9f8e.woff2": {Data: []byte("wOF2" + strings.Repeat("\xff", 100))},
+		"assets/ort-77aa.wasm":    {Data: []byte(bigWasm)},
 	}
 }
 
@@ -164,6 +167,7 @@ func TestGzip(t *testing.T) {
 		{"/", indexHTML, true},
 		{"/c/ac_1", indexHTML, true},
 		{"/assets/vad-0a1b2c.wasm", "", true},
+		{"/assets/ort-77aa.wasm", bigWasm, true},
 		{"/icon-192.png", pngBytes, false},                                   // images are compressed already
 		{"/favicon.svg", `<svg xmlns="http://www.w3.org/2000/svg"/>`, false}, // not smaller gzipped
 	} {

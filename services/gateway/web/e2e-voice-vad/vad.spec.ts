@@ -92,13 +92,20 @@ async function startVoice(page: Page) {
   await expect(page.getByTestId('voice-state')).toHaveAttribute('data-phase', 'listening', { timeout: 30_000 })
 }
 
-// userSpans: the intervals the panel said "You are speaking", in ms from
+// userSpans: the intervals the panel said "You are speaking" that began once
+// the VAD ran (before its model is ready the panel follows the level), in ms from
 // the microphone's opening (the recording's time).
 async function userSpans(page: Page): Promise<{ from: number; to: number }[]> {
-  const p = await page.evaluate(() => ({ micAt: window.__probe.micAt ?? 0, phases: window.__probe.phases, now: performance.now() }))
+  const p = await page.evaluate(() => ({
+    micAt: window.__probe.micAt ?? 0,
+    readyAt: window.__probe.voice.find((e) => e.kind === 'vad-ready')?.at ?? Infinity,
+    phases: window.__probe.phases,
+    now: performance.now(),
+  }))
   const spans: { from: number; to: number }[] = []
   p.phases.forEach((x, i) => {
-    if (x.phase === 'user') spans.push({ from: x.at - p.micAt, to: (p.phases[i + 1]?.at ?? p.now) - p.micAt })
+    const to = p.phases[i + 1]?.at ?? p.now
+    if (x.phase === 'user' && x.at >= p.readyAt) spans.push({ from: x.at - p.micAt, to: to - p.micAt })
   })
   return spans
 }

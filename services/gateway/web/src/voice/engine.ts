@@ -241,6 +241,7 @@ export class VoiceEngine {
       useVoice.setState({ listeningAt: at, needsClick: !room.canPlaybackAudio })
       emit({ kind: 'listening', at })
       void this.listDevices()
+      this.startVadWorker()
       this.timer = setInterval(() => this.tick(), TICK_MS)
       this.applyGain()
     } catch (e) {
@@ -263,7 +264,7 @@ export class VoiceEngine {
       this.ctx = new AudioContext({ latencyHint: 'interactive' })
       this.gain = this.ctx.createGain()
       const an = this.ctx.createAnalyser()
-      this.gate = await this.startVad(this.ctx)
+      this.gate = await this.startGate(this.ctx)
       if (this.gate) {
         this.gain.connect(this.gate)
         this.gate.connect(an)
@@ -278,11 +279,13 @@ export class VoiceEngine {
     this.source.connect(this.gain!)
   }
 
-  // startVad loads the gate's worklet and starts the VAD's worker, the two
-  // joined by a MessagePort (audio never passes the main thread). The
-  // worker loads its model meanwhile; until it is ready (or if it fails)
-  // the panel follows the level and the gate lets everything through.
-  private async startVad(ctx: AudioContext): Promise<AudioWorkletNode | null> {
+  // startGate loads the gate's worklet (small; on the audio thread). The
+  // VAD's worker starts once the call is up (startVadWorker): compiling its
+  // WebAssembly and loading the model take the machine for a while, and
+  // nothing of it must delay the microphone or the answer's first sound.
+  // Until the model is ready (or if it fails) the panel follows the level
+  // and the gate lets everything through.
+  private async startGate(ctx: AudioContext): Promise<AudioWorkletNode | null> {
     if (!ctx.audioWorklet || typeof Worker === 'undefined') {
       useVoice.setState({ vad: 'failed' })
       return null
@@ -295,17 +298,27 @@ export class VoiceEngine {
         report(e.data)
         if (e.data.open !== useVoice.getState().gateOpen) useVoice.setState({ gateOpen: e.data.open })
       }
+      return node
+    } catch {
+      useVoice.setState({ vad: 'failed' })
+      return null
+    }
+  }
+
+  // startVadWorker starts the VAD in its worker and joins it to the gate by
+  // a MessagePort (audio never passes the main thread).
+  private startVadWorker() {
+    if (!this.gate || this.vad) return
+    try {
       const vad = new Worker(new URL('./vad.worker.ts', import.meta.url), { type: 'module', name: 'alicia-vad' })
       this.vad = vad
       vad.onmessage = (e: MessageEvent<FromVad>) => this.onVad(e.data)
       vad.onerror = () => this.onVad({ type: 'error', message: 'the VAD worker failed' })
       const ch = new MessageChannel()
-      node.port.postMessage({ type: 'vad', port: ch.port1 } satisfies ToGate, [ch.port1])
+      this.gate.port.postMessage({ type: 'vad', port: ch.port1 } satisfies ToGate, [ch.port1])
       vad.postMessage({ port: ch.port2 }, [ch.port2])
-      return node
     } catch {
       useVoice.setState({ vad: 'failed' })
-      return null
     }
   }
 
@@ -399,9 +412,9 @@ export class VoiceEngine {
     const a = this.agent?.tick(now, ctx.sampleRate)
     if (a) emit({ kind: a.edge === 'start' ? 'agent-audio-start' : 'agent-audio-end', at: a.at })
     const v = useVoice.getState()
-    // The VAD's verdict; the level only where the VAD cannot run (while its
-    // model loads, noise must not show as speech either).
-    const userSpeaking = v.vad === 'failed' ? this.mic.speaking : this.vadSpeaking
+    // The VAD's verdict once its model runs; the level before (it loads
+    // after the call is up) and where it cannot run.
+    const userSpeaking = v.vad === 'ready' ? this.vadSpeaking : this.mic.speaking
     const phase = phaseOf({ connected: this.connected, muted: v.muted, userSpeaking,
       agentSpeaking: this.agent?.speaking ?? false, awaiting: awaitingAnswer() })
     const level = Math.round(this.mic.level * 20) / 20

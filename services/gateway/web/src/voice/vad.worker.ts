@@ -63,11 +63,21 @@ async function run(model: SileroFrames, c: VadChunk, port: MessagePort) {
   }
 }
 
+let loaded: SileroFrames | null = null
+void ready.then((m) => (loaded = m), () => {})
+
 self.onmessage = (e: MessageEvent<{ port: MessagePort }>) => {
   const port = e.data.port
-  // One frame at a time, in order: the model's state carries over.
+  // One frame at a time, in order: the model's state carries over. Frames
+  // that come while the model loads are labelled silence unheard (the gate
+  // is open until the model is ready): no backlog to catch up on.
   let queue: Promise<void> = Promise.resolve()
   port.onmessage = (m: MessageEvent<VadChunk>) => {
-    queue = queue.then(async () => run(await ready, m.data, port)).catch(() => {})
+    const model = loaded
+    if (!model) {
+      port.postMessage({ index: m.data.index, prob: 0, speaking: false } satisfies VadLabel)
+      return
+    }
+    queue = queue.then(async () => run(model, m.data, port)).catch(() => {})
   }
 }
