@@ -179,6 +179,8 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, subjects.GatewayRevocations)
 		p.Subscribe = []string{subjects.GatewayRevocations}
 		p.Publish = append(p.Publish, readBacklog()...)
+		// server-info asks the room-agents what they listen with.
+		p.Publish = append(p.Publish, rpc.VoiceAgentInfoSubject)
 	case RoomAgent:
 		// The LiveKit edge: client envelopes from the data channel and on
 		// the user's behalf (ControlStop, AudioChunk, Configuration),
@@ -186,6 +188,9 @@ func For(service string) Permissions {
 		p.Publish = []string{clientAll, serverAll, agent(protocol.TypeSentencePlayout), agent(protocol.TypeTurnEvent), subjects.AllASRJobs}
 		// Speculative transcripts from the asr (core NATS).
 		p.Subscribe = []string{subjects.AllAudioOut, subjects.AllSpecTranscripts}
+		// Its micro service (rpc.VoiceAgentService) answers server-info.
+		p.Subscribe = append(p.Subscribe, "$SRV.>")
+		p.Responses = true
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
 		p.Publish = append(p.Publish, consume(bus.StreamDispatch)...)
 		p.Publish = append(p.Publish, readBacklog()...)

@@ -8,6 +8,24 @@ import (
 	"time"
 )
 
+// Defines values for VoiceAgentVad.
+const (
+	VADEnergy VoiceAgentVad = "energy"
+	VADNeural VoiceAgentVad = "neural"
+)
+
+// Valid indicates whether the value is a known member of the VoiceAgentVad enum.
+func (e VoiceAgentVad) Valid() bool {
+	switch e {
+	case VADEnergy:
+		return true
+	case VADNeural:
+		return true
+	default:
+		return false
+	}
+}
+
 // Connection defines model for Connection.
 type Connection struct {
 	// Status connected, degraded or disconnected
@@ -350,6 +368,9 @@ type ServerInfo struct {
 	// Models llm, asr, tts and embeddings
 	Models     map[string]EngineInfo `json:"models"`
 	MCPServers []MCPServerStatus     `json:"mcpServers"`
+
+	// VoiceAgents the room-agents answering now, each with the voice activity detector it listens with
+	VoiceAgents []VoiceAgent `json:"voiceAgents"`
 }
 
 // Session defines model for Session.
@@ -485,6 +506,21 @@ type ToolUse struct {
 	// Votes The votes of everyone on a target and the caller's own.
 	Votes Votes `json:"votes"`
 }
+
+// VoiceAgent defines model for VoiceAgent.
+type VoiceAgent struct {
+	// ID the instance (NATS micro service id)
+	ID string `json:"id"`
+
+	// Vad neural: Silero VAD; energy: the fallback, where the neural runtime is missing or ALICIA_VAD=energy
+	Vad VoiceAgentVad `json:"vad"`
+
+	// Detail administrators only: the model file, or why the fallback listens
+	Detail string `json:"detail,omitempty"`
+}
+
+// VoiceAgentVad neural: Silero VAD; energy: the fallback, where the neural runtime is missing or ALICIA_VAD=energy
+type VoiceAgentVad string
 
 // VoteRequest defines model for VoteRequest.
 type VoteRequest struct {

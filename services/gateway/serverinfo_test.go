@@ -11,6 +11,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/services/gateway"
 )
 
@@ -32,6 +33,11 @@ type serverInfoJSON struct {
 		Name   string `json:"name"`
 		Status string `json:"status"`
 	} `json:"mcpServers"`
+	VoiceAgents []struct {
+		ID     string `json:"id"`
+		VAD    string `json:"vad"`
+		Detail string `json:"detail"`
+	} `json:"voiceAgents"`
 }
 
 // fakeEspeak is a stand-in espeak-ng that runs with the voice en-us only.
@@ -90,7 +96,43 @@ func TestServerInfo(t *testing.T) {
 	if info.MCPServers == nil || len(info.MCPServers) != 0 {
 		t.Fatalf("mcpServers %+v", info.MCPServers)
 	}
+	if info.VoiceAgents == nil || len(info.VoiceAgents) != 0 {
+		t.Fatalf("voiceAgents %+v with no room-agent running", info.VoiceAgents)
+	}
 	s.call(t, "", "GET", "/v1/server-info", nil).wantError(http.StatusUnauthorized)
+
+	// Each room-agent running is listed with the VAD it listens with; the
+	// detail (a model's path, why the fallback listens) is an
+	// administrator's; one stopped is no longer listed.
+	stopNeural, err := rpc.AddVoiceAgent(s.nc, "0.1.0", "neural", "neural (Silero VAD, /opt/vad/silero_vad_v5.onnx)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopEnergy, err := rpc.AddVoiceAgent(s.nc, "0.1.0", "energy", "energy, the fallback: libonnxruntime.so.1 not found")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopEnergy()
+	s.call(t, adminKey, "GET", "/v1/server-info", nil).want(http.StatusOK, &info)
+	vads := map[string]string{}
+	for _, a := range info.VoiceAgents {
+		if a.ID == "" {
+			t.Fatalf("a voice agent without id: %+v", info.VoiceAgents)
+		}
+		vads[a.VAD] = a.Detail
+	}
+	if len(info.VoiceAgents) != 2 || !strings.HasPrefix(vads["neural"], "neural (Silero") || !strings.Contains(vads["energy"], "fallback") {
+		t.Fatalf("an administrator's voiceAgents %+v", info.VoiceAgents)
+	}
+	r := s.call(t, aliceKey, "GET", "/v1/server-info", nil).want(http.StatusOK, &info)
+	if len(info.VoiceAgents) != 2 || strings.Contains(string(r.body), "onnx") || strings.Contains(string(r.body), `"detail"`) {
+		t.Fatalf("a user's voiceAgents: %s", r.body)
+	}
+	stopNeural()
+	s.call(t, adminKey, "GET", "/v1/server-info", nil).want(http.StatusOK, &info)
+	if len(info.VoiceAgents) != 1 || info.VoiceAgents[0].VAD != "energy" {
+		t.Fatalf("after one stopped: %+v", info.VoiceAgents)
+	}
 
 	// The WebSocket's first frame carries the same.
 	alice := s.dial(t, aliceKey)

@@ -11,6 +11,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
@@ -67,6 +68,12 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	ac.VAD.Model = model
 	agent.DefaultMetrics().VADKind(kind)
+	// server-info lists the instances and what each listens with.
+	unregister, err := rpc.AddVoiceAgent(nc, "0.1.0", kind, DescribeVAD(cfg))
+	if err != nil {
+		return fmt.Errorf("room-agent: %w", err)
+	}
+	defer unregister()
 	a := agent.New(ac, agent.Deps{NC: nc, JS: js, Log: log, Backlog: streamBacklog})
 	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Str("vad", kind).Msg("room-agent running")
 	return a.Run(ctx, svcmain.WorkContext(ctx))

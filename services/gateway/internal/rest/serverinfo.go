@@ -1,8 +1,6 @@
 package rest
 
 import (
-	"github.com/alicia-voice/alicia/pkg/restapi"
-
 	"context"
 	"math"
 	"net/http"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/restapi"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 )
 
@@ -20,6 +20,10 @@ import (
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// voiceAgentsWait is how long server-info gathers the room-agents' answers
+// (each answers within a round trip; the probes of the models take longer).
+const voiceAgentsWait = 300 * time.Millisecond
 
 // serverInfo is GET /v1/server-info.
 func (a *API) serverInfo(c echo.Context) error {
@@ -63,11 +67,25 @@ func (a *API) info(ctx context.Context, admin bool) (restapi.ServerInfo, error) 
 		wg     sync.WaitGroup
 		models map[string]engines.Status
 		conn   restapi.Connection
+		agents []rpc.VoiceAgent
 	)
 	wg.Go(func() { models = a.Probe.Check(ctx) })
 	wg.Go(func() { conn = a.connection(ctx) })
+	wg.Go(func() {
+		if a.NC.IsConnected() {
+			agents, _ = rpc.VoiceAgents(ctx, a.NC, voiceAgentsWait)
+		}
+	})
 	wg.Wait()
-	info := restapi.ServerInfo{Connection: conn, Models: make(map[string]restapi.EngineInfo, len(models)), MCPServers: []restapi.MCPServerStatus{}}
+	info := restapi.ServerInfo{Connection: conn, Models: make(map[string]restapi.EngineInfo, len(models)),
+		MCPServers: []restapi.MCPServerStatus{}, VoiceAgents: make([]restapi.VoiceAgent, 0, len(agents))}
+	for _, va := range agents {
+		v := restapi.VoiceAgent{ID: va.ID, Vad: restapi.VoiceAgentVad(va.VAD)}
+		if admin {
+			v.Detail = va.VADDetail
+		}
+		info.VoiceAgents = append(info.VoiceAgents, v)
+	}
 	for name, st := range models {
 		m := restapi.EngineInfo{Name: st.Name, Engine: st.Kind, Model: st.Model, Voice: st.Voice, Reachable: st.Reachable}
 		if admin {

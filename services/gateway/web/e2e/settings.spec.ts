@@ -10,6 +10,8 @@ test('the backends, whether each answers, and the models', async ({ page }) => {
   await expect(backends.getByTestId('server-connection')).toContainText('Connection: connected')
   await expect(backends.getByTestId('engine-llm')).toContainText('fake-chat')
   await expect(backends.getByTestId('engine-llm')).toContainText('answers')
+  // No room-agent runs in this stack: the page says voice cannot start.
+  await expect(backends.getByTestId('voice-agents')).toContainText('none running')
   await expect(backends.getByTestId('engine-embeddings')).toContainText('fake-embedding')
   await expect(backends.getByTestId('engine-embeddings')).toContainText('answers')
   await expect(backends.getByTestId('engine-tts')).toContainText('fake-tts')

@@ -546,6 +546,24 @@ export interface ServerInfo {
     [k: string]: EngineInfo
   }
   mcpServers: MCPServerStatus[]
+  /**
+   * the room-agents answering now, each with the voice activity detector it listens with
+   */
+  voiceAgents: VoiceAgent[]
+}
+export interface VoiceAgent {
+  /**
+   * the instance (NATS micro service id)
+   */
+  id: string
+  /**
+   * neural: Silero VAD; energy: the fallback, where the neural runtime is missing or ALICIA_VAD=energy
+   */
+  vad: 'neural' | 'energy'
+  /**
+   * administrators only: the model file, or why the fallback listens
+   */
+  detail?: string
 }
 export interface Session {
   user: string

@@ -63,6 +63,18 @@ export function Settings() {
                 </li>
               )
             })}
+            <li className="flex flex-wrap items-center gap-2" data-testid="voice-agents">
+              <Dot ok={info.voiceAgents.length > 0} /> Voice agents:
+              {info.voiceAgents.length === 0 ? (
+                <span className="text-red-700 dark:text-red-400">none running (voice calls cannot start)</span>
+              ) : (
+                <span>
+                  {info.voiceAgents.length} running, hearing speech with{' '}
+                  {[...new Set(info.voiceAgents.map((a) => a.vad))].map((v) => (v === 'neural' ? 'the neural VAD (Silero)' : 'the energy VAD (fallback: noise can start turns)')).join(' and ')}
+                </span>
+              )}
+              {info.voiceAgents.map((a) => a.detail && <span key={a.id} className="text-xs text-slate-500">{a.detail}</span>)}
+            </li>
           </ul>
         ) : (
           <p className="text-sm text-slate-500">Loading…</p>
