@@ -50,7 +50,9 @@ func playedWhole(t *testing.T, s *stack, id string, sentences int) {
 			return err
 		}
 		if all != sentences || played != sentences {
-			return errorf("%d sentences, %d played", all, played)
+			var st string
+			_ = s.pool.QueryRow(context.Background(), `SELECT string_agg(coalesce(playout_status::text,'-'), ',' ORDER BY sentence_sequence_number) FROM alicia_sentences WHERE message_id = $1`, id).Scan(&st)
+			return errorf("%d sentences, %d played (%s)", all, played, st)
 		}
 		return nil
 	}, "the answer was not played to its end")

@@ -48,7 +48,7 @@ const (
 	refine     = 20 * time.Millisecond
 	refineOver = 300 * time.Millisecond
 	// findEvery: while the delay is unknown, the search runs this often.
-	findEvery = 60 * time.Millisecond
+	findEvery = 20 * time.Millisecond
 	// findOver: the microphone audio the first search correlates.
 	findOver = 100 * time.Millisecond
 	// minFind is the normalised correlation that makes a first delay
@@ -398,7 +398,7 @@ func (c *Canceller) setDelay(d int) {
 }
 
 // find looks for a first delay: the lag (0–maxDelay) at which what was
-// played best matches the last findOver of the microphone, at 4 kHz, then
+// played best matches the last findOver of the microphone, at 2 kHz, then
 // to the sample around it.
 func (c *Canceller) find(now time.Time) {
 	span := int(findOver * rate / time.Second)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -272,6 +273,45 @@ func TestNeuralDetector(t *testing.T) {
 			}
 			if det.Prob() > 0.2 {
 				t.Fatalf("probability %.2f after a second of silence", det.Prob())
+			}
+		})
+	}
+}
+
+// TestNeuralBargeInCountsFromTheWord: with the model, the speech barge-in
+// counts (SpeechBridged) runs from the word's start, to the 20 ms frame,
+// as the energy detector's does, although the model decides per 32 ms
+// window and is sure only a window or two after the word began.
+func TestNeuralBargeInCountsFromTheWord(t *testing.T) {
+	m := silero(t)
+	for _, text := range []string{"What about tomorrow?", "But what about the weekend?", "Actually, stop there.", "Okay, stop, stop."} {
+		t.Run(text, func(t *testing.T) {
+			speech, err := say(espeakPath(t), text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			det, err := vad.New(vad.Config{Model: m, PartialEvery: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer det.Close()
+			pcm := append(silence(1), speech...)
+			onset, reached := -1, -1
+			for i := 0; (i+1)*320 <= len(pcm); i++ {
+				chunk := pcm[i*320 : (i+1)*320]
+				if onset < 0 && audio.DBFS(chunk) > -50 {
+					onset = i
+				}
+				det.Push(chunk, func(vad.Event) {})
+				if reached < 0 && det.SpeechBridged() >= 200*time.Millisecond {
+					reached = i
+				}
+			}
+			// 200 ms counted with the frame that ends 200 ms after the
+			// word's first frame began (the energy detector's timing).
+			got := time.Duration(reached+1-onset) * 20 * time.Millisecond
+			if onset < 0 || reached < 0 || got != 200*time.Millisecond {
+				t.Fatalf("200 ms of speech counted %v after the word began (frames: onset %d, reached %d)", got, onset, reached)
 			}
 		})
 	}

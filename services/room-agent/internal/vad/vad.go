@@ -173,6 +173,8 @@ type Detector struct {
 	prob          float32       // the model's last probability
 	rise          time.Duration // windows in a row whose probability is rising (≥ riseThreshold), before speech
 	credit        time.Duration // rising windows to count as speech with the voiced window that follows them
+	energyRun     time.Duration // frames in a row above the noise floor's margin (the energy's verdict, whichever decides)
+	lead          time.Duration // the energy's onset before the model's first voiced window of the run (less the credit; SpeechBridged)
 	err           error         // the model failed (the energy decides from then on)
 	frameN        int
 	pending       []int16 // samples of an incomplete frame
@@ -245,12 +247,31 @@ func (d *Detector) Speech() time.Duration {
 
 // SpeechBridged is Speech with the gaps of at most OnsetHangover between
 // its speech frames counted as speech: how long the user has been talking,
-// the count barge-in waits for.
+// the count barge-in waits for. With the model it counts from where the
+// level rose, when that was at most leadMax before the model's first speech
+// window of the utterance: the model is sure 60–100 ms after a word begins,
+// and barge-in is timed from the word's start (the model still decides that
+// it is speech: noise that raises the level starts nothing).
 func (d *Detector) SpeechBridged() time.Duration {
 	if !d.inSpeech {
 		return 0
 	}
-	return d.voiced + d.bridged
+	return d.voiced + d.bridged + d.lead + d.pendingSpeech()
+}
+
+// pendingSpeech is the part of the model's next window already received
+// (it decides per 32 ms; the microphone sends 20 ms frames) while the
+// person speaks: counted when the model's last window was speech and the
+// samples are as loud as speech, so barge-in is timed to the frame as the
+// energy detector's is.
+func (d *Detector) pendingSpeech() time.Duration {
+	if !d.Neural() || !d.speaking || len(d.pending) == 0 {
+		return 0
+	}
+	if audio.DBFS(d.pending) <= max(d.floor+d.cfg.MarginDB, d.cfg.MinLevelDB)-3 {
+		return 0
+	}
+	return audio.FramesDuration(len(d.pending), d.cfg.SampleRate)
 }
 
 // Push analyses samples and calls emit for each decision, in order.
@@ -290,13 +311,21 @@ func (d *Detector) frame(frame []int16, emit func(Event)) {
 		case voiced:
 			if d.voiced > 0 {
 				d.voiced += d.gap // a short gap inside the run is speech
+			} else if d.Neural() {
+				// The run's first speech window: the level rose this much
+				// before it (the windows credited already aside).
+				before := d.energyRun
+				if d.energyRun > 0 {
+					before -= f // this window is counted as speech
+				}
+				d.lead = max(0, min(before, leadMax)-d.credit)
 			}
 			d.voiced, d.gap = d.voiced+f+d.credit, 0
 			d.credit = 0
 		case d.voiced > 0:
 			d.gap += f
 			if d.gap > d.cfg.OnsetHangover {
-				d.voiced, d.gap = 0, 0
+				d.voiced, d.gap, d.lead = 0, 0, 0
 			}
 		}
 		if d.voiced >= d.cfg.MinSpeech {
@@ -353,6 +382,11 @@ func (d *Detector) voicedFrame(frame []int16) bool {
 		d.floor, d.primed = min(level, -30), true
 	}
 	threshold := max(d.floor+d.cfg.MarginDB, d.cfg.MinLevelDB)
+	if level > threshold {
+		d.energyRun += d.cfg.Frame
+	} else {
+		d.energyRun = 0
+	}
 	if d.speaking {
 		threshold -= 3 // hysteresis: stay voiced through small dips
 	}
@@ -389,7 +423,7 @@ func (d *Detector) end(emit func(Event), forced bool) {
 	keep := min(len(d.utt), d.lastVoicedEnd+2*(d.cfg.SampleRate/5))
 	utt := d.utt[:keep]
 	speech := d.voiced
-	d.inSpeech, d.utt, d.voiced, d.silence, d.paused = false, nil, 0, 0, false
+	d.inSpeech, d.utt, d.voiced, d.silence, d.paused, d.lead = false, nil, 0, 0, false, 0
 	d.endSilence, d.endHeard = 0, 0
 	emit(Event{Kind: End, Audio: utt, Speech: speech, Forced: forced})
 }
@@ -424,6 +458,9 @@ func (d *Detector) adaptFloor(level float64) {
 const (
 	riseThreshold = 0.15
 	riseMax       = 96 * time.Millisecond
+	// leadMax bounds how long before the model's first speech window the
+	// level's rise counts for barge-in (SpeechBridged).
+	leadMax = 160 * time.Millisecond
 )
 
 // The floor window: floorBlocks blocks of floorBlockFrames frames (3 s at 20 ms frames).
