@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -310,4 +311,66 @@ func (dimModel) Evaluate(_ context.Context, batch []question, _ gepa.Candidate, 
 
 func (dimModel) MakeReflectiveDataset(gepa.Candidate, gepa.EvalBatch, []string) map[string][]gepa.ReflectiveRecord {
 	return nil
+}
+
+// On the task with conflicting instructions the lines diverge; merges are
+// tried after accepted mutations and a kept merge takes every component
+// from one of its two parents. Every run reaches the best achievable mean.
+func TestOptimizeMergesDivergentLines(t *testing.T) {
+	best, _ := bestAchievable(taskVal)
+	merged := 0
+	for s := uint64(1); s <= 8; s++ {
+		cfg := gepa.Config[question]{
+			Seed: taskSeed, Train: taskTrain, Val: taskVal, Adapter: &taskModel{}, Reflector: taskReflector{},
+			MaxMetricCalls: 1500, MaxMerges: 5, Rand: rand.New(rand.NewPCG(s, 99)),
+		}
+		res, err := gepa.Optimize(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Pool[res.Best].Mean; got != best {
+			t.Errorf("seed %d: best mean %.3f, want the best achievable %.3f", s, got, best)
+		}
+		for _, mem := range res.Pool {
+			if mem.Origin != "merge" {
+				continue
+			}
+			merged++
+			if len(mem.Parents) != 2 {
+				t.Fatalf("merge with parents %v", mem.Parents)
+			}
+			p0, p1 := res.Pool[mem.Parents[0]].Candidate, res.Pool[mem.Parents[1]].Candidate
+			for comp, text := range mem.Candidate {
+				if text != p0[comp] && text != p1[comp] {
+					t.Errorf("merge %v has %s from neither parent", mem.Candidate, comp)
+				}
+			}
+		}
+	}
+	if merged == 0 {
+		t.Error("no merge kept over 8 seeds")
+	}
+}
+
+// The same Rand gives the same run.
+func TestDeterministicGivenRand(t *testing.T) {
+	run := func() gepa.Result {
+		res, err := gepa.Optimize(context.Background(), gepa.Config[question]{
+			Seed: taskSeed, Train: taskTrain, Val: taskVal, Adapter: &taskModel{}, Reflector: taskReflector{},
+			MaxMetricCalls: 600, MaxMerges: 3, Rand: rand.New(rand.NewPCG(5, 5)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(), run()
+	if len(a.Pool) != len(b.Pool) || a.MetricCalls != b.MetricCalls || a.Iterations != b.Iterations {
+		t.Fatalf("runs differ: pool %d/%d calls %d/%d", len(a.Pool), len(b.Pool), a.MetricCalls, b.MetricCalls)
+	}
+	for k := range a.Pool {
+		if !reflect.DeepEqual(a.Pool[k], b.Pool[k]) {
+			t.Fatalf("member %d differs", k)
+		}
+	}
 }
