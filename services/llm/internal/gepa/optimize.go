@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 )
 
@@ -36,60 +35,6 @@ func Optimize[E any](ctx context.Context, cfg Config[E]) (Result, error) {
 		}
 		r.report(p)
 	}
-}
-
-func (c *Config[E]) validate() error {
-	var errs []error
-	if len(c.Seed) == 0 {
-		errs = append(errs, errors.New("Seed has no component: give at least one named text"))
-	}
-	for _, comp := range c.Components {
-		if _, ok := c.Seed[comp]; !ok {
-			errs = append(errs, fmt.Errorf("component %q is not in Seed: optimise only components the seed has", comp))
-		}
-	}
-	if len(c.Train) == 0 {
-		errs = append(errs, errors.New("Train is empty: reflection needs training examples"))
-	}
-	if len(c.Val) == 0 {
-		errs = append(errs, errors.New("Val is empty: candidates are scored on validation examples"))
-	}
-	if c.Adapter == nil {
-		errs = append(errs, errors.New("Adapter is nil"))
-	}
-	if c.Reflector == nil {
-		errs = append(errs, errors.New("Reflector is nil"))
-	}
-	if c.MaxMetricCalls < len(c.Val) {
-		errs = append(errs, fmt.Errorf("MaxMetricCalls %d cannot even score the seed on %d validation examples: raise it", c.MaxMetricCalls, len(c.Val)))
-	}
-	if c.MinibatchSize < 0 || c.MaxMerges < 0 || c.MergeSubsample < 0 {
-		errs = append(errs, errors.New("MinibatchSize, MaxMerges and MergeSubsample must not be negative"))
-	}
-	switch c.ComponentSelector {
-	case "", ComponentsRoundRobin, ComponentsAll:
-	default:
-		errs = append(errs, fmt.Errorf("ComponentSelector %q: use %q or %q", c.ComponentSelector, ComponentsRoundRobin, ComponentsAll))
-	}
-	switch c.CandidateSelector {
-	case "", SelectPareto, SelectCurrentBest:
-	default:
-		errs = append(errs, fmt.Errorf("CandidateSelector %q: use %q or %q", c.CandidateSelector, SelectPareto, SelectCurrentBest))
-	}
-	total := 0.0
-	for d, w := range c.Weights {
-		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-			errs = append(errs, fmt.Errorf("weight of %q is %v: weights must be finite and not negative", d, w))
-		}
-		total += w
-	}
-	if len(c.Weights) > 0 && total <= 0 {
-		errs = append(errs, errors.New("Weights sum to 0: give at least one dimension a positive weight"))
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 }
 
 type run[E any] struct {
@@ -426,36 +371,4 @@ func (r *run[E]) finish(ctx context.Context, err error) (Result, error) {
 		r.stop = StopError
 		return r.result(), err
 	}
-}
-
-// minibatches deals training indices in epochs: every example once per
-// epoch, in a fresh random order, without a repeat inside a minibatch.
-type minibatches struct {
-	n, size int
-	rng     *rand.Rand
-	queue   []int
-}
-
-func newMinibatches(n, size int, rng *rand.Rand) *minibatches {
-	return &minibatches{n: n, size: size, rng: rng}
-}
-
-func (m *minibatches) next() []int {
-	if len(m.queue) < m.size {
-		in := make([]bool, m.n)
-		for _, i := range m.queue {
-			in[i] = true
-		}
-		var rest []int
-		for i := 0; i < m.n; i++ {
-			if !in[i] {
-				rest = append(rest, i)
-			}
-		}
-		m.rng.Shuffle(len(rest), func(a, b int) { rest[a], rest[b] = rest[b], rest[a] })
-		m.queue = append(m.queue, rest...)
-	}
-	b := append([]int(nil), m.queue[:m.size]...)
-	m.queue = m.queue[m.size:]
-	return b
 }
