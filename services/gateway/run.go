@@ -196,9 +196,15 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		go func() { defer close(reloaded); reloader.run(reloadCtx) }()
 		defer func() { stopReload(); <-reloaded }()
 	}
-	if err := serveWebClient(e, cfg); err != nil {
+	ui, err := serveWebClient(e, cfg)
+	if err != nil {
 		return err
 	}
+	// The large files' gzip is made in the background from the start.
+	warmCtx, stopWarm := context.WithCancel(ctx)
+	warmed := make(chan struct{})
+	go func() { defer close(warmed); ui.Warm(warmCtx) }()
+	defer func() { stopWarm(); <-warmed }()
 	if routes, ok := ctx.Value(routesKey{}).(func([]*echo.Route)); ok {
 		routes(e.Routes())
 	}
@@ -307,10 +313,10 @@ func RegisterMetrics() { session.RegisterMetrics() }
 // serveWebClient serves the embedded build of the web client on GET and
 // HEAD of every path the API, the probes and the metrics do not own; an
 // unknown /v1 route keeps its JSON 404.
-func serveWebClient(e *echo.Echo, cfg Config) error {
+func serveWebClient(e *echo.Echo, cfg Config) (*webui.Handler, error) {
 	dist, err := fs.Sub(web.Dist, "dist")
 	if err != nil {
-		return fmt.Errorf("gateway: web client: %w", err)
+		return nil, fmt.Errorf("gateway: web client: %w", err)
 	}
 	opts := webui.Options{Reserved: append([]string{"/v1", "/healthz", "/livez", "/readyz", "/metrics", livekitSignalPath}, capage.Paths...)}
 	if cfg.LiveKit.Enabled() && !cfg.LiveKit.SameOrigin {
@@ -318,9 +324,9 @@ func serveWebClient(e *echo.Echo, cfg Config) error {
 	}
 	ui, err := webui.New(dist, opts)
 	if err != nil {
-		return fmt.Errorf("gateway: web client: %w", err)
+		return nil, fmt.Errorf("gateway: web client: %w", err)
 	}
 	e.GET("/*", ui.Serve)
 	e.HEAD("/*", ui.Serve)
-	return nil
+	return ui, nil
 }

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -56,20 +57,19 @@ type Handler struct {
 	reserved []string
 }
 
-// file is one file of the build; its bytes and gzip are loaded on the
-// first request and kept (the file system never changes).
+// file is one file of the build; its bytes are loaded on the first request
+// and kept (the file system never changes), its gzip too (gzipOf).
 type file struct {
 	name         string
 	contentType  string
 	cacheControl string
 	compressible bool
 
-	once   sync.Once
-	err    error
-	data   []byte
-	etag   string
-	gz     []byte // nil when gzip does not make it smaller
-	gzETag string
+	once sync.Once
+	err  error
+	data []byte
+	tag  string // of the bytes
+	etag string
 }
 
 // New indexes fsys (the root of the build, where index.html is).
@@ -89,15 +89,16 @@ func New(fsys fs.FS, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
-	go h.warm()
 	return h, nil
 }
 
-// warm loads the large files (and their gzip) in the background, largest
-// first, so the first browser that needs one (the VAD's WebAssembly, 14 MB)
-// does not wait for its compression. The gzip is kept per process (gzips),
-// so this is done once however many handlers serve the same build.
-func (h *Handler) warm() {
+// Warm loads the large files and their gzip, largest first, until ctx ends
+// (the server runs it in the background from its start), so the first
+// browser that needs one (the VAD's WebAssembly, 14 MB) does not wait for
+// its compression. The gzip is kept per process (gzips): done once however
+// many handlers serve the same build. Cancelled, it stops within a chunk
+// and keeps nothing half-done.
+func (h *Handler) Warm(ctx context.Context) {
 	var big []*file
 	sizes := map[*file]int64{}
 	for _, f := range h.files {
@@ -108,7 +109,12 @@ func (h *Handler) warm() {
 	}
 	slices.SortFunc(big, func(a, b *file) int { return cmp.Compare(sizes[b], sizes[a]) })
 	for _, f := range big {
-		_ = f.load(h.fsys)
+		if ctx.Err() != nil {
+			return
+		}
+		if f.load(h.fsys) == nil {
+			f.gzip(ctx)
+		}
 	}
 }
 
@@ -126,30 +132,47 @@ const (
 var gzips sync.Map // etag → *gzipped
 
 type gzipped struct {
-	once sync.Once
+	mu   sync.Mutex
+	done bool
 	gz   []byte // nil when gzip does not make it smaller
 }
 
-func gzipOf(tag string, data []byte) []byte {
+// gzipChunk is how much is compressed between looks at the context.
+const gzipChunk = 256 << 10
+
+// gzipOf is data's gzip (nil when it is not smaller), compressed once per
+// process; nil and nothing kept when ctx ends first.
+func gzipOf(ctx context.Context, tag string, data []byte) []byte {
 	v, _ := gzips.LoadOrStore(tag, &gzipped{})
 	g := v.(*gzipped)
-	g.once.Do(func() {
-		level := gzip.BestCompression
-		if len(data) >= fastFrom {
-			level = gzip.BestSpeed
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return g.gz
+	}
+	level := gzip.BestCompression
+	if len(data) >= fastFrom {
+		level = gzip.BestSpeed
+	}
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, level) // a valid level: no error
+	for rest := data; len(rest) > 0; {
+		if ctx.Err() != nil {
+			return nil
 		}
-		var b bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&b, level) // a valid level: no error
-		if _, err := zw.Write(data); err != nil {
-			return
+		n := min(len(rest), gzipChunk)
+		if _, err := zw.Write(rest[:n]); err != nil {
+			return nil
 		}
-		if err := zw.Close(); err != nil {
-			return
-		}
-		if b.Len() < len(data) {
-			g.gz = b.Bytes()
-		}
-	})
+		rest = rest[n:]
+	}
+	if err := zw.Close(); err != nil {
+		return nil
+	}
+	g.done = true
+	if b.Len() < len(data) {
+		g.gz = b.Bytes()
+	}
 	return g.gz
 }
 
@@ -198,9 +221,12 @@ func (h *Handler) serveFile(c echo.Context, f *file) error {
 	if f.compressible {
 		hdr.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
 		// A range is of the bytes sent: keep ranges on the plain file.
-		if f.gz != nil && r.Header.Get("Range") == "" && acceptsGzip(r.Header.Get(echo.HeaderAcceptEncoding)) {
-			body, etag = f.gz, f.gzETag
-			hdr.Set(echo.HeaderContentEncoding, "gzip")
+		if r.Header.Get("Range") == "" && acceptsGzip(r.Header.Get(echo.HeaderAcceptEncoding)) {
+			if gz := f.gzip(r.Context()); gz != nil {
+				// A strong ETag names the bytes: the gzip has its own.
+				body, etag = gz, `"`+f.tag+`-gz"`
+				hdr.Set(echo.HeaderContentEncoding, "gzip")
+			}
 		}
 	}
 	hdr.Set(echo.HeaderContentType, f.contentType)
@@ -214,7 +240,7 @@ func (h *Handler) serveFile(c echo.Context, f *file) error {
 	return nil
 }
 
-// load reads the file, its ETag and its gzip once.
+// load reads the file and its ETag once.
 func (f *file) load(fsys fs.FS) error {
 	f.once.Do(func() {
 		f.data, f.err = fs.ReadFile(fsys, f.name)
@@ -222,17 +248,19 @@ func (f *file) load(fsys fs.FS) error {
 			return
 		}
 		sum := sha256.Sum256(f.data)
-		tag := base64.RawURLEncoding.EncodeToString(sum[:18])
-		f.etag = `"` + tag + `"`
-		if !f.compressible {
-			return
-		}
-		if gz := gzipOf(tag, f.data); gz != nil {
-			// A strong ETag names the bytes: the gzip has its own.
-			f.gz, f.gzETag = gz, `"`+tag+`-gz"`
-		}
+		f.tag = base64.RawURLEncoding.EncodeToString(sum[:18])
+		f.etag = `"` + f.tag + `"`
 	})
 	return f.err
+}
+
+// gzip is the loaded file's gzip (nil: not compressible, not smaller, or
+// ctx ended first).
+func (f *file) gzip(ctx context.Context) []byte {
+	if !f.compressible {
+		return nil
+	}
+	return gzipOf(ctx, f.tag, f.data)
 }
 
 // acceptsGzip reads Accept-Encoding: gzip (or *) with a non-zero q.

@@ -3,6 +3,7 @@ package webui_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"io/fs"
 	"net/http"
@@ -307,4 +308,26 @@ func TestEmbeddedDist(t *testing.T) {
 	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
 		t.Fatalf("GET / = %d %s", rec.Code, rec.Header().Get("Content-Type"))
 	}
+}
+
+// TestWarm: warming gzips the large files in the background; warming
+// cancelled keeps nothing half-done, and the file is still served whole
+// and gzipped (the request compresses it).
+func TestWarm(t *testing.T) {
+	h := newHandler(t, webui.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	h.Warm(ctx)
+	rec := serve(t, h, "GET", "/assets/ort-77aa.wasm", map[string]string{"Accept-Encoding": "gzip"})
+	if rec.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("not gzipped after a cancelled warm: %q", rec.Header().Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, err := io.ReadAll(zr); err != nil || string(plain) != bigWasm {
+		t.Fatalf("decoded %d bytes (err %v), not the file", len(plain), err)
+	}
+	h.Warm(t.Context()) // done already: returns at once
 }
