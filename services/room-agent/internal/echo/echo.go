@@ -10,11 +10,15 @@
 // louder than what was played there less the echo's measured loss. The
 // person's own speech over the answer is louder and reaches the VAD.
 //
-// Until a delay is found frames pass as they are: the search runs every
-// 20 ms on the last 100 ms, so an echo is found within about a tenth of a
-// second of its start, before it has lasted the minimum speech; without an
-// echo (headphones, a browser's own echo cancellation) none is found and
-// nothing is muted.
+// Until a delay is found the search runs every 20 ms on the last 100 ms, so
+// an echo is found within about a tenth of a second of its start; for the
+// first half second of sound that began in the microphone within the echo's
+// longest delay of an answer's start, the frames no louder than what was
+// played are muted meanwhile (provisional),
+// so an echo found late never lasts the minimum interruption speech. Without
+// an echo (headphones, a browser's own echo cancellation) none is found and
+// nothing is muted after that half second; the person's speech louder than
+// the answer passes throughout.
 package echo
 
 import (
@@ -49,6 +53,11 @@ const (
 	refineOver = 300 * time.Millisecond
 	// findEvery: while the delay is unknown, the search runs this often.
 	findEvery = 20 * time.Millisecond
+	// provisional: from the microphone's first sound while an answer
+	// plays, this long a frame no louder than what was played is taken for
+	// its echo while its delay is searched (found within about a tenth of
+	// a second, later on a loaded machine).
+	provisional = 500 * time.Millisecond
 	// findOver: the microphone audio the first search correlates.
 	findOver = 100 * time.Millisecond
 	// minFind is the normalised correlation that makes a first delay
@@ -110,6 +119,10 @@ type Canceller struct {
 	losses    []float64 // how much quieter than played each recent frame was (dB)
 	found     time.Time // the last first search (find)
 	estimated time.Time
+	// playStart is when the agent began playing after a silence (an
+	// answer); searchFrom when the microphone first had sound since, the
+	// delay unknown: the search's first moments (provisional).
+	playStart, searchFrom time.Time
 	// Stats.
 	muted, frames int
 }
@@ -130,6 +143,9 @@ func (c *Canceller) Played(pcm []int16, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.rs.Process(nil, pcm)
+	if c.refEnd.IsZero() || at.Sub(c.refEnd) > maxDelay {
+		c.playStart = at
+	}
 	if c.refEnd.IsZero() || at.Sub(c.refEnd) > 40*time.Millisecond {
 		// Silence since the last frame played (or none yet): start the
 		// timeline again at `at`, with the history's silence.
@@ -235,6 +251,17 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 			c.find(at)
 		}
 		if c.delay < 0 {
+			// Sound that began within maxDelay of the answer's start may be
+			// its echo: while the search has had less than provisional of
+			// it, a frame no louder than what was played (+ margin) is
+			// muted. After that, without an echo found, nothing is.
+			if c.searchFrom.Before(c.playStart) {
+				c.searchFrom = at
+			}
+			if c.searchFrom.Sub(c.playStart) <= maxDelay && at.Sub(c.searchFrom) < provisional && level < loudest+margin {
+				c.muted++
+				return make([]int16, len(mic))
+			}
 			return mic
 		}
 	}

@@ -214,3 +214,55 @@ func TestNoEchoMutesNothing(t *testing.T) {
 		t.Fatal("the person's speech was not heard")
 	}
 }
+
+// TestProvisionalMuting: sound that begins in the microphone just after an
+// answer starts may be its echo before its delay is found: for its first
+// half second, frames no louder than what is played are muted; after that,
+// with no echo found, they pass. Sound that begins later than any echo's
+// delay is never muted so, nor sound louder than the answer.
+func TestProvisionalMuting(t *testing.T) {
+	answer := speech(t, "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon.", 48000)
+	for i := range answer {
+		answer[i] /= 10 // played at -20 dB: the loud sound is louder than it
+	}
+	hum := func(i int) int16 { return int16(400 * math.Sin(float64(i)*2*math.Pi*97/16000)) } // quiet, unlike the answer
+	for _, c := range []struct {
+		name                  string
+		soundAt               time.Duration
+		gain                  float64
+		wantMutedMin, wantMax int
+	}{
+		{"quiet sound at once: its first half second muted", 100 * time.Millisecond, 1, 20, 26},
+		{"quiet sound a second later: nothing muted", time.Second, 1, 0, 0},
+		{"loud sound at once: nothing muted", 100 * time.Millisecond, 40, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cc, err := echo.New(48000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Unix(1_800_000_000, 0)
+			muted := 0
+			for k := 0; (k+1)*960 <= len(answer) && k < 100; k++ { // 2 s of 20 ms frames
+				at := t0.Add(time.Duration(k) * 20 * time.Millisecond)
+				cc.Played(answer[k*960:(k+1)*960], at)
+				mic := make([]int16, 320)
+				if d := time.Duration(k) * 20 * time.Millisecond; d >= c.soundAt {
+					for i := range mic {
+						mic[i] = int16(max(-32768, min(32767, c.gain*float64(hum(k*320+i)))))
+					}
+				}
+				out := cc.Process(mic, at.Add(20*time.Millisecond))
+				if slices.Max(mic) > 0 && slices.Max(out) == 0 {
+					muted++
+				}
+			}
+			if _, ok := cc.Delay(); ok {
+				t.Fatal("a delay found in sound unlike the answer")
+			}
+			if muted < c.wantMutedMin || muted > c.wantMax {
+				t.Fatalf("%d frames muted, want %d-%d", muted, c.wantMutedMin, c.wantMax)
+			}
+		})
+	}
+}
