@@ -62,13 +62,7 @@ func (m *fakeModel) Evaluate(ctx context.Context, batch []question, c gepa.Candi
 }
 
 func (m *fakeModel) MakeReflectiveDataset(c gepa.Candidate, eb gepa.EvalBatch, components []string) map[string][]gepa.ReflectiveRecord {
-	out := map[string][]gepa.ReflectiveRecord{}
-	for _, comp := range components {
-		for _, o := range eb.Outcomes {
-			out[comp] = append(out[comp], gepa.ReflectiveRecord{Inputs: o.Trace, Output: o.Output, Feedback: o.Feedback, Score: o.Score})
-		}
-	}
-	return out
+	return everyOutcome(eb, components)
 }
 
 // fakeReflector reads the feedback of the failed examples and appends the
@@ -125,3 +119,15 @@ func questions(prefix string, kinds map[string]int) []question {
 }
 
 var seed = gepa.Candidate{"system": "You are Alicia.", "voice_style": "Be warm."}
+
+// everyOutcome is the reflective dataset of both fake models: every
+// outcome of the batch, for each component.
+func everyOutcome(eb gepa.EvalBatch, components []string) map[string][]gepa.ReflectiveRecord {
+	out := map[string][]gepa.ReflectiveRecord{}
+	for _, comp := range components {
+		for _, o := range eb.Outcomes {
+			out[comp] = append(out[comp], gepa.ReflectiveRecord{Inputs: o.Trace, Output: o.Output, Feedback: o.Feedback, Score: o.Score})
+		}
+	}
+	return out
+}

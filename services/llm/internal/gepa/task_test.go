@@ -81,13 +81,7 @@ func (m *taskModel) Evaluate(_ context.Context, batch []question, c gepa.Candida
 }
 
 func (m *taskModel) MakeReflectiveDataset(_ gepa.Candidate, eb gepa.EvalBatch, components []string) map[string][]gepa.ReflectiveRecord {
-	out := map[string][]gepa.ReflectiveRecord{}
-	for _, comp := range components {
-		for _, o := range eb.Outcomes {
-			out[comp] = append(out[comp], gepa.ReflectiveRecord{Inputs: o.Trace, Output: o.Output, Feedback: o.Feedback, Score: o.Score})
-		}
-	}
-	return out
+	return everyOutcome(eb, components)
 }
 
 // taskReflector appends the instruction answering the most frequent
