@@ -58,6 +58,10 @@ const (
 	// its echo while its delay is searched (found within about a tenth of
 	// a second, later on a loaded machine).
 	provisional = 500 * time.Millisecond
+	// provisionalCorr: the search's correlation from which the microphone
+	// resembles what was played (an echo through codecs finds 0.6–0.8;
+	// the person's own words far less).
+	provisionalCorr = 0.45
 	// findOver: the microphone audio the first search correlates.
 	findOver = 100 * time.Millisecond
 	// minFind is the normalised correlation that makes a first delay
@@ -123,6 +127,9 @@ type Canceller struct {
 	// answer); searchFrom when the microphone first had sound since, the
 	// delay unknown: the search's first moments (provisional).
 	playStart, searchFrom time.Time
+	// resembles: the last search found the microphone like what was
+	// played at some delay (provisionalCorr), not yet sure enough.
+	resembles bool
 	// Stats.
 	muted, frames int
 }
@@ -251,14 +258,15 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 			c.find(at)
 		}
 		if c.delay < 0 {
-			// Sound that began within maxDelay of the answer's start may be
-			// its echo: while the search has had less than provisional of
-			// it, a frame no louder than what was played (+ margin) is
-			// muted. After that, without an echo found, nothing is.
+			// Sound that began within maxDelay of the answer's start and
+			// that the search finds like what was played may be its echo:
+			// while the search has had less than provisional of it, a
+			// frame no louder than what was played (+ margin) is muted.
+			// After that, without an echo found, nothing is.
 			if c.searchFrom.Before(c.playStart) {
 				c.searchFrom = at
 			}
-			if c.searchFrom.Sub(c.playStart) <= maxDelay && at.Sub(c.searchFrom) < provisional && level < loudest+margin {
+			if c.resembles && c.searchFrom.Sub(c.playStart) <= maxDelay && at.Sub(c.searchFrom) < provisional && level < loudest+margin {
 				c.muted++
 				return make([]int16, len(mic))
 			}
@@ -428,6 +436,7 @@ func (c *Canceller) setDelay(d int) {
 // played best matches the last findOver of the microphone, at 2 kHz, then
 // to the sample around it.
 func (c *Canceller) find(now time.Time) {
+	c.resembles = false
 	span := int(findOver * rate / time.Second)
 	from := now.Add(-findOver)
 	micS := c.samplesOfMic(from, span)
@@ -463,6 +472,7 @@ func (c *Canceller) find(now time.Time) {
 			best, bestLag = v, lag*dec
 		}
 	}
+	c.resembles = best >= provisionalCorr
 	if bestLag < 0 || best < agreeFind || !c.steadyLoss(now, bestLag) {
 		c.lastFind, c.agreed = -1, 0
 		return
