@@ -11,14 +11,13 @@
 // person's own speech over the answer is louder and reaches the VAD.
 //
 // Until a delay is found the search runs every 20 ms on the last 100 ms, so
-// an echo is found within about a tenth of a second of its start; for the
-// first half second of sound that began in the microphone within the echo's
-// longest delay of an answer's start, the frames no louder than what was
-// played are muted meanwhile (provisional),
-// so an echo found late never lasts the minimum interruption speech. Without
-// an echo (headphones, a browser's own echo cancellation) none is found and
-// nothing is muted after that half second; the person's speech louder than
-// the answer passes throughout.
+// an echo is found within about a tenth of a second of its start. Meanwhile,
+// for the first half second of sound that began in the microphone within the
+// echo's longest delay of an answer's start and that the search finds like
+// what was played, the frames no louder than it are muted (provisional), so
+// an echo found late never lasts the minimum interruption speech. Without an
+// echo (headphones, a browser's own echo cancellation) none is found and
+// nothing is muted; the person's own words, unlike the answer, pass.
 package echo
 
 import (
