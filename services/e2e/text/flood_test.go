@@ -103,11 +103,14 @@ func TestFloodIsThrottledOthersUnaffected(t *testing.T) {
 	t.Logf("bob's turn: idle %s before and %s after, during alice's flood %s; alice sent %d envelopes in %s: %d refused, disconnected %d times",
 		idle, after, during, sent.Load(), flooded.Round(time.Millisecond), refused.Load(), dropped.Load())
 	idle = max(idle, after)
-	// Twice idle, and beyond the scheduling noise of a loaded two-core
-	// machine (a turn of ~17 ms idle measured 60 ms once in CI with the
-	// flood held back and nothing refused).
-	if during > 2*idle && during-idle > 50*time.Millisecond {
-		t.Errorf("bob's turn took %s during the flood, more than twice idle (%s)", during, idle)
+	// Not starved: a turn held behind alice's envelopes would wait seconds
+	// (her queue) or time out. How close to idle it stays is a speed figure,
+	// measured by BenchmarkAbuse (services/e2e/voice: p99 of other users'
+	// turns during floods against idle, in the same run); on a loaded
+	// two-core CI machine the median here moved from 58 to 131 ms with the
+	// flood held back and nothing refused, scheduling noise, not the gateway.
+	if during > idle+500*time.Millisecond {
+		t.Errorf("bob's turn took %s during the flood, against %s idle: held behind alice's flood", during, idle)
 	}
 	st, err := s.js.Stream(context.Background(), bus.StreamConversations)
 	if err != nil {
