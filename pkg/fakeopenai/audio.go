@@ -16,6 +16,8 @@ type audioState struct {
 	speech     SpeechConfig
 	spRequests []SpeechRequest
 	spFault    endpointFault
+	// spoken are the latest texts spoken, as HearsItsOwnSpeech knows them.
+	spoken []spokenText
 }
 
 // endpointFault is a Fault and a FailNext counter for one endpoint. While

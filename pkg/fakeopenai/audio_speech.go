@@ -138,6 +138,7 @@ func (h *Handler) speak(w http.ResponseWriter, r *http.Request) {
 		speed = 1
 	}
 	total := int(cfg.Duration(req.Input, speed) * time.Duration(rate) / time.Second)
+	h.spoke(spokenText{input: req.Input, duration: cfg.Duration(req.Input, speed)})
 	syn := newSynth(req.Input, total, rate)
 	chunk := max(1, int(cfg.Chunk*time.Duration(rate)/time.Second))
 	samples := func(n int) time.Duration { return time.Duration(n) * time.Second / time.Duration(rate) }

@@ -26,6 +26,13 @@ type ASRJob struct {
 	// Duration of data in milliseconds.
 	DurationMs int32 `json:"durationMs"`
 
+	// Final jobs: the room-agent heard this utterance over an answer and its words
+	// are the answer's own, come back through the person's microphone (speakers
+	// without echo cancellation, an echo the room-agent's canceller missed): the asr
+	// publishes the final Transcription but makes no user message of it, and the
+	// answer goes on (TurnEvent false_interruption, reason echo).
+	Echo *bool `json:"echo,omitempty,omitzero"`
+
 	// End of the user's turn: the transcription becomes the user message.
 	Final bool `json:"final"`
 
@@ -1014,16 +1021,16 @@ type TurnEvent struct {
 
 	// preempt_cancelled: the answer started on a speculative transcript was thrown
 	// away; false_interruption: the answer was lowered (or paused) for speech without
-	// words and resumed; backchannel: the answer was lowered for speech whose words
-	// were only a backchannel (mm-hmm, yeah, right, okay…) and went on; the utterance
-	// became no user message.
+	// words, or whose words were the answer's own echo, and resumed; backchannel: the
+	// answer was lowered for speech whose words were only a backchannel (mm-hmm,
+	// yeah, right, okay…) and went on; the utterance became no user message.
 	Kind TurnEventKind `json:"kind"`
 
 	// false_interruption, backchannel: the assistant message that went on.
 	MessageID *string `json:"messageId,omitempty,omitzero"`
 
-	// Why, e.g. speech_resumed (preempt_cancelled), no_words (false_interruption) or
-	// backchannel.
+	// Why, e.g. speech_resumed (preempt_cancelled), no_words or echo
+	// (false_interruption) or backchannel.
 	Reason *string `json:"reason,omitempty,omitzero"`
 
 	// false_interruption, backchannel: the sentence that was playing (a paused answer
@@ -1034,7 +1041,8 @@ type TurnEvent struct {
 	Timestamp int64 `json:"timestamp"`
 
 	// preempt_cancelled: the speculative transcript the answer was started on;
-	// backchannel: what the person said.
+	// backchannel: what the person said; false_interruption with reason echo: what
+	// was heard (the answer's own words).
 	Transcript *string `json:"transcript,omitempty,omitzero"`
 
 	// The utterance the event is about (am_…): the one speculated on, or the one that

@@ -126,7 +126,7 @@ func TestResentFinalOneUserMessage(t *testing.T) {
 }
 
 // A final transcript below the confidence floor, or empty, or heard by the
-// room-agent as a backchannel over an answer, is shown to the client as the
+// room-agent as a backchannel over an answer or as the answer's echo, is shown to the client as the
 // final transcription but is not the user's message.
 func TestConfidenceFloor(t *testing.T) {
 	low := fakeopenai.Transcript{Segments: []fakeopenai.Segment{
@@ -152,6 +152,8 @@ func TestConfidenceFloor(t *testing.T) {
 		{"nothing said", 0.3, fakeopenai.Transcript{}, true, "", -1, false},
 		// The room-agent heard it over an answer as a backchannel.
 		{"backchannel", 0.3, fakeopenai.Transcript{Text: "Mm-hmm."}, false, "Mm-hmm.", 0.763, false},
+		// The room-agent heard it over an answer as the answer's own echo.
+		{"echo", 0.3, fakeopenai.Transcript{Text: "The weather in Paris is mild."}, false, "The weather in Paris is mild.", 0.763, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -166,8 +168,11 @@ func TestConfidenceFloor(t *testing.T) {
 			if tc.silence {
 				j.Data = make([]byte, len(j.Data))
 			}
-			if tc.name == "backchannel" {
+			switch tc.name {
+			case "backchannel":
 				j.Backchannel = protocol.Ptr(true)
+			case "echo":
+				j.Echo = protocol.Ptr(true)
 			}
 			h.publish(j)
 			testkit.Eventually(t, 5*time.Second, func() bool { return rec.final() != nil && h.queued() == 0 }, "final transcription")

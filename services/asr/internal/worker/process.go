@@ -28,6 +28,7 @@ const (
 	outEmpty         = "empty"          // nothing was said
 	outLowConfidence = "low_confidence" // a final below the confidence floor
 	outBackchannel   = "backchannel"    // a final the room-agent heard as a backchannel over an answer
+	outEcho          = "echo"           // a final the room-agent heard as the answer's own echo
 	outDuplicate     = "duplicate"      // an earlier try of this job did it all
 	outUnavailable   = "unavailable"
 	outRejected      = "rejected"
@@ -150,7 +151,7 @@ func (w *Worker) partial(ctx context.Context, j *job, tr *protocol.Transcription
 
 // final publishes the final Transcription (always: the client learns how
 // the utterance ended), then — when something was said with enough
-// confidence, and it was no backchannel over an answer — the UserMessage
+// confidence, and it was no backchannel over an answer nor its echo — the UserMessage
 // the llm answers.
 func (w *Worker) final(ctx context.Context, j *job, tr *protocol.Transcription, reused bool, span trace.Span, log zerolog.Logger, outcome *string) error {
 	if !reused {
@@ -175,6 +176,12 @@ func (w *Worker) final(ctx context.Context, j *job, tr *protocol.Transcription, 
 		// on (the room-agent records the backchannel); nothing to answer.
 		*outcome = outBackchannel
 		log.Info().Str("text", tr.Text).Msg("backchannel over an answer: no user message")
+		return nil
+	case j.body.Echo != nil && *j.body.Echo:
+		// The answer's own words, come back through the microphone: the
+		// answer goes on (the room-agent records it); nothing to answer.
+		*outcome = outEcho
+		log.Info().Str("text", tr.Text).Msg("the answer's own echo: no user message")
 		return nil
 	case tr.Confidence != nil && *tr.Confidence < w.s.MinConfidence:
 		*outcome = outLowConfidence

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,14 @@ import (
 // it: false_interruption, or backchannel with what was said. A backchannel
 // becomes no user message (its final ASR job says so) and the answer
 // started speculatively on it is cancelled.
+//
+// Words that are the answer's own (echo.go: an echo the canceller missed —
+// a delay beyond its search, a speaker that distorts, a machine too busy to
+// keep the two clocks together) are treated alike: the answer goes back to
+// its level, a TurnEvent false_interruption with reason echo records what
+// was heard, and the utterance becomes no user message (ASRJob.echo). This
+// holds for any utterance said while the answer plays, not only one that
+// barged in: the answer's own words are never answered.
 
 // pauseCap bounds a pause whose utterance never ends (its track went away).
 const pauseCap = 30 * time.Second
@@ -46,8 +56,9 @@ type interruption struct {
 	first string // the utterance that paused playout
 	// ducked: playout was lowered (not paused).
 	ducked bool
-	// back holds the utterances heard as backchannels, with their words.
-	back map[string]string
+	// back holds the utterances heard as backchannels, with their words;
+	// echo those heard as the answer's own words.
+	back, echo map[string]string
 	// span is the voice.barge_in span: the ControlStop or TurnEvent that
 	// settles the interruption carries it.
 	span trace.SpanContext
@@ -118,7 +129,7 @@ func (t *tracker) bargeIn(utterance string, onset time.Time) {
 		return
 	}
 	p := &interruption{turn: turnID, cut: cut, at: stopped, onset: onset, first: utterance, span: span.SpanContext(),
-		utts: map[string]time.Time{utterance: {}}, empty: map[string]bool{}, back: map[string]string{}, ducked: ducked}
+		utts: map[string]time.Time{utterance: {}}, empty: map[string]bool{}, back: map[string]string{}, echo: map[string]string{}, ducked: ducked}
 	t.mu.Lock()
 	t.paused = p
 	t.mu.Unlock()
@@ -145,7 +156,14 @@ func (t *tracker) heard(b *protocol.Transcription) {
 		// "mm-hmm", "yeah": the answer goes on, once the utterance ends
 		// without more (a later transcript with other words confirms).
 		p.back[b.ID] = strings.TrimSpace(b.Text)
-		t.noteBackLocked(b.ID)
+		t.noteBackLocked(b.ID, heardBackchannel)
+	case t.echoLocked(p.turn, b.Text):
+		// The answer's own words: no interruption, whichever utterance
+		// they come from.
+		if interrupting {
+			p.echo[b.ID] = strings.TrimSpace(b.Text)
+		}
+		t.noteBackLocked(b.ID, heardEcho)
 	case strings.TrimSpace(b.Text) != "":
 		delete(t.backs, b.ID)
 		t.paused = nil
@@ -159,47 +177,113 @@ func (t *tracker) heard(b *protocol.Transcription) {
 	t.settle(p, false)
 }
 
-// Backchannel reports whether text, the transcript of utterance, is a
-// backchannel over the answer being decided: its final job then makes no
-// user message. It settles the interruption if nothing else is pending.
-func (t *tracker) Backchannel(utterance, text string) bool {
+// overheard is what words said over an answer were, for the final job of
+// their utterance.
+type overheard int
+
+const (
+	notOverheard     overheard = iota
+	heardBackchannel           // only a backchannel, said over the answer being decided
+	heardEcho                  // the answer's own words
+)
+
+// Overheard tells what text, the transcript of utterance said while an
+// answer played, is: a backchannel over the answer being decided (barged:
+// the utterance barged in), the answer's own echo, or neither. Its final
+// job then makes no user message. It settles the interruption if nothing
+// else is pending.
+func (t *tracker) Overheard(utterance, text string, barged bool) overheard {
 	t.mu.Lock()
-	heard := t.backs[utterance] // heard as one already (its speculative transcript)
+	heard := t.backs[utterance] // known already (its speculative transcript)
 	delete(t.backs, utterance)
-	if !t.r.cfg.Backchannels.Is(text, t.r.cfg.Language) {
-		t.mu.Unlock()
-		return false
-	}
-	if heard {
-		t.mu.Unlock()
-		return true
-	}
 	p := t.paused
-	if p == nil {
-		t.mu.Unlock()
-		return false
+	turn := t.current
+	if p != nil {
+		turn = p.turn
 	}
-	if _, ok := p.utts[utterance]; !ok {
-		t.mu.Unlock()
-		return false
+	kind := notOverheard
+	switch {
+	case barged && t.r.cfg.Backchannels.Is(text, t.r.cfg.Language):
+		kind = heardBackchannel
+	case t.echoLocked(turn, text):
+		kind = heardEcho
 	}
-	p.back[utterance] = strings.TrimSpace(text)
+	if kind == notOverheard || heard == kind {
+		t.mu.Unlock()
+		return kind
+	}
+	interrupting := false
+	if p != nil {
+		_, interrupting = p.utts[utterance]
+	}
+	switch {
+	case kind == heardBackchannel && !interrupting:
+		t.mu.Unlock()
+		return notOverheard // nothing being decided: words to be answered
+	case kind == heardBackchannel:
+		p.back[utterance] = strings.TrimSpace(text)
+	case interrupting:
+		p.echo[utterance] = strings.TrimSpace(text)
+	}
 	t.mu.Unlock()
-	t.settle(p, false)
-	return true
+	if interrupting {
+		t.settle(p, false)
+	}
+	return kind
+}
+
+// echoLocked reports whether text is turn's own words come back: at least
+// two of them in a run of two or more of the answer's words in its order,
+// and at most a third (at least one) not (a transcript of an echo starts
+// and ends mid-word). The person quoting the answer in a sentence of their
+// own ("no, the weather in Paris tomorrow") has more words of their own.
+func (t *tracker) echoLocked(turn, text string) bool {
+	tu := t.turns[turn]
+	if tu == nil || !tu.voiced {
+		return false
+	}
+	var answer []string
+	for _, seq := range slices.Sorted(maps.Keys(tu.sentences)) {
+		answer = append(answer, words(tu.sentences[seq].text)...)
+	}
+	return isEcho(words(text), answer)
+}
+
+// isEcho: see echoLocked.
+func isEcho(heard, answer []string) bool {
+	if len(heard) < 2 || len(answer) < 2 {
+		return false
+	}
+	pairs := map[[2]string]bool{}
+	for i := 0; i+1 < len(answer); i++ {
+		pairs[[2]string{answer[i], answer[i+1]}] = true
+	}
+	covered := make([]bool, len(heard))
+	for i := 0; i+1 < len(heard); i++ {
+		if pairs[[2]string{heard[i], heard[i+1]}] {
+			covered[i], covered[i+1] = true, true
+		}
+	}
+	own := 0
+	for _, c := range covered {
+		if !c {
+			own++
+		}
+	}
+	return len(heard)-own >= 2 && own <= max(1, len(heard)/3)
 }
 
 // maxBacks bounds tracker.backs (utterances whose final job never came).
 const maxBacks = 32
 
-func (t *tracker) noteBackLocked(utterance string) {
+func (t *tracker) noteBackLocked(utterance string, kind overheard) {
 	if len(t.backs) >= maxBacks {
 		for k := range t.backs {
 			delete(t.backs, k)
 			break
 		}
 	}
-	t.backs[utterance] = true
+	t.backs[utterance] = kind
 }
 
 // onSpecTranscript: a speculative transcript (core NATS, sent when the
@@ -228,7 +312,9 @@ func (t *tracker) interrupterEndedLocked(utterance string, at time.Time) {
 		return
 	}
 	p.utts[utterance] = at
-	if _, back := p.back[utterance]; back {
+	_, back := p.back[utterance]
+	_, echo := p.echo[utterance]
+	if back || echo {
 		go t.settle(p, false) // its words are known: no need to wait for more
 	}
 	time.AfterFunc(t.r.cfg.BargeInWordsWait, func() { t.settle(p, false) })
@@ -249,7 +335,8 @@ func (t *tracker) settle(p *interruption, force bool) {
 			break
 		}
 		_, back := p.back[id]
-		if ended.IsZero() || !p.empty[id] && !back && now.Sub(ended) < t.r.cfg.BargeInWordsWait {
+		_, echo := p.echo[id]
+		if ended.IsZero() || !p.empty[id] && !back && !echo && now.Sub(ended) < t.r.cfg.BargeInWordsWait {
 			t.mu.Unlock()
 			return // still speaking, or its words may yet come
 		}
@@ -290,6 +377,21 @@ func (t *tracker) resume(p *interruption, now time.Time) {
 		t.m.backchannel(held)
 		t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).Str("said", *ev.Transcript).
 			Msg("backchannel: the answer goes on")
+	} else if len(p.echo) > 0 {
+		said := []string{}
+		if w, ok := p.echo[p.first]; ok {
+			said = append(said, w)
+		}
+		for id, w := range p.echo {
+			if id != p.first {
+				said = append(said, w)
+			}
+		}
+		ev.Reason, ev.Transcript = protocol.Ptr("echo"), protocol.Ptr(strings.Join(said, " "))
+		t.m.falseInterruption()
+		t.m.echo(held)
+		t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).Str("heard", *ev.Transcript).
+			Msg("the answer's own echo: the answer goes on")
 	} else {
 		t.m.falseInterruption()
 		t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).

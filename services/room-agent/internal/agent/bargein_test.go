@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func newAnswering(t *testing.T, opts ...func(*Config)) *answering {
 	r.turns.startAnswer(&protocol.StartAnswer{ID: testTurn, PreviousID: "am_q", ConversationID: r.cid})
 	for seq := int32(1); seq <= 2; seq++ {
 		r.turns.sentence(&protocol.AssistantSentence{ID: protocol.Ptr(testTurn + "_s" + string(rune('0'+seq))), PreviousID: testTurn,
-			Sequence: seq, IsFinal: protocol.Ptr(seq == 2), ConversationID: r.cid})
+			Sequence: seq, IsFinal: protocol.Ptr(seq == 2), ConversationID: r.cid, Text: testSentences[seq-1]})
 		r.turns.sentenceAudio(testTurn+"_s"+string(rune('0'+seq)), testSpans.sentence[seq])
 	}
 	for c := int32(0); c < 10; c++ {
@@ -287,7 +288,7 @@ func TestBackchannelKeepsTheAnswer(t *testing.T) {
 				a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "Mm-hmm."})
 			}
 			a.r.turns.speechEnded("am_u", time.Now(), trace.SpanContext{})
-			if !a.r.turns.Backchannel("am_u", "Mm-hmm.") {
+			if a.r.turns.Overheard("am_u", "Mm-hmm.", true) != heardBackchannel {
 				t.Fatal("the final job was not told it is a backchannel")
 			}
 			envs := a.waitFor(t, "no TurnEvent", has(protocol.TypeTurnEvent))
@@ -313,6 +314,93 @@ func TestBackchannelKeepsTheAnswer(t *testing.T) {
 	}
 }
 
+// testSentences are the test answer's two sentences.
+var testSentences = []string{"The weather in Paris is mild this week.", "Expect rain on Sunday afternoon."}
+
+// The answer's own words, come back through the microphone, over it: it is
+// lowered while they are decided, then goes on at its level; a TurnEvent
+// false_interruption (reason echo) records what was heard; no ControlStop;
+// the final job is told (Echo) so the utterance becomes no user message.
+func TestEchoKeepsTheAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		spec bool // decided by the speculative transcript, else by the final job's
+	}{{"speculative transcript", true}, {"final job", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAnswering(t)
+			a.r.turns.bargeIn("am_u", time.Now())
+			heard := "in Paris is mild this"
+			if c.spec {
+				a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: heard})
+			}
+			a.r.turns.speechEnded("am_u", time.Now(), trace.SpanContext{})
+			if got := a.r.turns.Overheard("am_u", heard, true); got != heardEcho {
+				t.Fatalf("the final job was told %v, want echo", got)
+			}
+			envs := a.waitFor(t, "no TurnEvent", has(protocol.TypeTurnEvent))
+			ev := envs[0].Body.(*protocol.TurnEvent)
+			if ev.Kind != protocol.TurnEventKindFalseInterruption || *ev.Reason != "echo" || *ev.Transcript != heard || *ev.MessageID != testTurn || ev.HeldMs == nil {
+				t.Fatalf("TurnEvent %+v", ev)
+			}
+			envs = a.waitFor(t, "the answer did not play to its end", recorded(2))
+			if got := playouts(envs); got[1] != protocol.SentencePlayoutStatusPlayed || got[2] != protocol.SentencePlayoutStatusPlayed {
+				t.Fatalf("playout %v", got)
+			}
+			if n := count(envs, protocol.TypeControlStop); n != 0 {
+				t.Fatalf("%d ControlStops", n)
+			}
+		})
+	}
+}
+
+// Speech over the answer that quotes it among words of its own is an
+// interruption; the answer's own words said by an utterance that never
+// barged in (too short, or muted in part) are no user message either.
+func TestEchoOrWords(t *testing.T) {
+	a := newAnswering(t)
+	if got := a.r.turns.Overheard("am_e", "rain on Sunday afternoon", false); got != heardEcho {
+		t.Fatalf("the answer's words told %v, want echo", got)
+	}
+	if got := a.r.turns.Overheard("am_w", "no, what about Sunday afternoon then", false); got != notOverheard {
+		t.Fatalf("a question quoting the answer told %v", got)
+	}
+	if got := a.r.turns.Overheard("am_b", "Mm-hmm.", false); got != notOverheard {
+		t.Fatalf("a backchannel that never barged in told %v", got)
+	}
+	a.r.turns.bargeIn("am_u", time.Now())
+	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "weather in Paris"})
+	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "weather in Paris? No, tell me about London"})
+	envs := a.waitFor(t, "no ControlStop", has(protocol.TypeControlStop))
+	if n := count(envs, protocol.TypeTurnEvent); n != 0 {
+		t.Fatalf("%d TurnEvents", n)
+	}
+}
+
+func TestIsEcho(t *testing.T) {
+	answer := words(strings.Join(testSentences, " "))
+	for _, c := range []struct {
+		heard string
+		want  bool
+	}{
+		{"The weather in Paris is mild this week.", true},
+		{"weather in Paris", true},
+		{"ther in Paris is mild", true},          // begins mid-word
+		{"Paris is mild this week expect", true}, // across sentences
+		{"Paris, is mild.", true},
+		{"in Paris", true},
+		{"Paris", false}, // one word proves nothing
+		{"Sunday", false},
+		{"What about Sunday afternoon then?", false},
+		{"No, the weather in Paris tomorrow please", false},
+		{"Paris mild", false}, // not in the answer's order
+		{"", false},
+	} {
+		if got := isEcho(words(c.heard), answer); got != c.want {
+			t.Errorf("isEcho(%q) = %v, want %v", c.heard, got, c.want)
+		}
+	}
+}
+
 // "Okay" then more words: the answer stops.
 func TestBackchannelThenWordsStop(t *testing.T) {
 	a := newAnswering(t)
@@ -323,7 +411,7 @@ func TestBackchannelThenWordsStop(t *testing.T) {
 	if n := count(envs, protocol.TypeTurnEvent); n != 0 {
 		t.Fatalf("%d TurnEvents", n)
 	}
-	if a.r.turns.Backchannel("am_u", "Okay, stop there") {
+	if a.r.turns.Overheard("am_u", "Okay, stop there", true) != notOverheard {
 		t.Fatal("a real interruption called a backchannel")
 	}
 }

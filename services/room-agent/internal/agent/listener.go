@@ -26,6 +26,10 @@ import (
 // asrRate is the sample rate of ASR jobs.
 const asrRate = 16000
 
+// echoTail: speech that begins this long after the agent's audio ended may
+// still be its echo (a late path, a room's reverberation).
+const echoTail = 2 * time.Second
+
 // listener turns one user microphone track (decoded to 16 kHz mono) into
 // ASR jobs, and tells the room when the user barges in.
 type listener struct {
@@ -42,9 +46,11 @@ type listener struct {
 	utt    string // current utterance id
 	seq    int32
 	barged bool
-	onset  time.Time
-	closed bool
-	spec   *speculation // the open utterance's speculative job (speculate.go)
+	// overAnswer: the utterance began while an answer was spoken.
+	overAnswer bool
+	onset      time.Time
+	closed     bool
+	spec       *speculation // the open utterance's speculative job (speculate.go)
 	// partials: what each partial job of the open utterance carried (endofturn.go)
 	partials partialJobs
 }
@@ -139,10 +145,13 @@ func (l *listener) onEvent(ev vad.Event) {
 	switch ev.Kind {
 	case vad.Start:
 		l.utt, l.seq, l.barged = protocol.NewID("am"), 0, false
+		// Its words may be the answer's echo: while it is spoken, and for
+		// echoTail after (the echo of its last words).
+		l.overAnswer = l.r.turns.speaking() || now.Sub(l.echo.LastPlayed()) < echoTail
 		l.onset = now.Add(-ev.Speech)
 	case vad.Partial:
 		if l.spec == nil { // a speculative job covers the speech so far
-			l.job(ev.Audio, false, now, nil, false)
+			l.job(ev.Audio, false, now, nil, false, false)
 		}
 	case vad.Pause:
 		l.speculate(ev.Audio, ev.Voiced, now)
@@ -152,7 +161,7 @@ func (l *listener) onEvent(ev vad.Event) {
 		if l.utt == "" {
 			return
 		}
-		l.job(ev.Audio, true, now, l.confirm(), l.barged) // notes the end of speech (speechEnded)
+		l.job(ev.Audio, true, now, l.confirm(), l.barged, l.barged || l.overAnswer) // notes the end of speech (speechEnded)
 		l.record(ev.Audio)
 		l.utt = ""
 	}
@@ -161,9 +170,10 @@ func (l *listener) onEvent(ev vad.Event) {
 // job publishes an ASR job with the utterance so far; a final job carries
 // when speech ended, for voice-to-voice timing, and the transcript of its
 // speculative job (spec) when that covered all of its speech. A final job
-// of an utterance that barged into an answer (overAnswer) whose transcript
-// is a backchannel says so: it becomes no user message.
-func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation, overAnswer bool) {
+// of an utterance said over an answer (overAnswer) whose transcript is the
+// answer's own echo, or, when it barged in, a backchannel, says so: it
+// becomes no user message.
+func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation, barged, overAnswer bool) {
 	l.seq++
 	cid := l.r.cid
 	j := &protocol.ASRJob{ID: protocol.NewID("aj"), UtteranceID: l.utt, ConversationID: cid, Sequence: l.seq, Final: final,
@@ -204,9 +214,15 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation,
 			if spec != nil {
 				if text, conf, ok := l.r.finalTranscript(spec); ok {
 					j.Transcript, j.TranscriptConfidence = &text, conf
-					if overAnswer && l.r.turns.Backchannel(j.UtteranceID, text) {
-						j.Backchannel = protocol.Ptr(true)
-						l.r.cancelPreempt(spec, "backchannel", time.Now())
+					if overAnswer {
+						switch l.r.turns.Overheard(j.UtteranceID, text, barged) {
+						case heardBackchannel:
+							j.Backchannel = protocol.Ptr(true)
+							l.r.cancelPreempt(spec, "backchannel", time.Now())
+						case heardEcho:
+							j.Echo = protocol.Ptr(true)
+							l.r.cancelPreempt(spec, "echo", time.Now())
+						}
 					}
 				}
 			}

@@ -26,6 +26,8 @@ type Metrics struct {
 	FalseInterruptions prometheus.Counter
 	// BackchannelHeld: a barge-in heard as a backchannel: how long the answer was lowered.
 	BackchannelHeld prometheus.Histogram
+	// EchoHeld: a barge-in whose words were the answer's own (its echo): how long it was lowered.
+	EchoHeld prometheus.Histogram
 	// VAD is 1 for the kind of VAD that listens (neural, energy).
 	VAD *prometheus.GaugeVec
 }
@@ -60,11 +62,12 @@ func DefaultMetrics() *Metrics {
 			FalseInterruptions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "voice", Name: "false_interruptions_total",
 				Help: "Barge-ins whose speech had no words: playout resumed."}),
 			BackchannelHeld: h("backchannel_held_seconds", "A barge-in whose words were only a backchannel (mm-hmm, yeah): how long the answer was lowered before it went on at its level."),
+			EchoHeld:        h("echo_held_seconds", "A barge-in whose words were the answer's own, come back through the microphone (an echo the canceller missed): how long the answer was lowered before it went on at its level."),
 			VAD: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "voice", Name: "vad_info",
 				Help: "1 for the kind of VAD that listens: neural (Silero) or energy (the fallback)."}, []string{"kind"}),
 		}
 		prometheus.DefaultRegisterer.MustRegister(metricsDef.VoiceToVoice, metricsDef.SpeechEndToTranscript, metricsDef.BargeInStop,
-			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns, metricsDef.BargeInConfirm, metricsDef.FalseInterruptions, metricsDef.BackchannelHeld, metricsDef.VAD)
+			metricsDef.ASRJobs, metricsDef.Rooms, metricsDef.BargeIns, metricsDef.BargeInConfirm, metricsDef.FalseInterruptions, metricsDef.BackchannelHeld, metricsDef.EchoHeld, metricsDef.VAD)
 		speculationOutcomes()
 	})
 	return metricsDef

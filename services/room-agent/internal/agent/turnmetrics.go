@@ -13,13 +13,15 @@ type turnMetrics struct {
 	bargeIns, falseInterruptions                      prometheus.Counter
 	// backchannelHeld: how long the answer was lowered for a backchannel.
 	backchannelHeld prometheus.Observer
+	// echoHeld: how long the answer was lowered for its own echo.
+	echoHeld prometheus.Observer
 	// onVoiceToVoice is Config.OnVoiceToVoice (nil: none).
 	onVoiceToVoice func(time.Duration)
 }
 
 func newTurnMetrics(m *Metrics, onVoiceToVoice func(time.Duration)) turnMetrics {
 	return turnMetrics{v2v: m.VoiceToVoice, endToTranscript: m.SpeechEndToTranscript, bargeInStop: m.BargeInStop,
-		bargeInConfirm: m.BargeInConfirm, bargeIns: m.BargeIns, falseInterruptions: m.FalseInterruptions, backchannelHeld: m.BackchannelHeld,
+		bargeInConfirm: m.BargeInConfirm, bargeIns: m.BargeIns, falseInterruptions: m.FalseInterruptions, backchannelHeld: m.BackchannelHeld, echoHeld: m.EchoHeld,
 		onVoiceToVoice: onVoiceToVoice}
 }
 
@@ -49,3 +51,7 @@ func (m turnMetrics) falseInterruption() { m.falseInterruptions.Inc() }
 // backchannel records a barge-in whose words were a backchannel: the
 // answer went on after being lowered for d.
 func (m turnMetrics) backchannel(d time.Duration) { m.backchannelHeld.Observe(d.Seconds()) }
+
+// echo records a barge-in whose words were the answer's own: it went on
+// after being lowered for d.
+func (m turnMetrics) echo(d time.Duration) { m.echoHeld.Observe(d.Seconds()) }

@@ -20,6 +20,7 @@ type sentence struct {
 	seq      int32
 	final    bool
 	recorded bool // a SentencePlayout was published
+	text     string
 }
 
 type turn struct {
@@ -73,16 +74,16 @@ type tracker struct {
 	marks chan []byte
 	// paused is the barge-in waiting for words, if any (bargein.go).
 	paused *interruption
-	// backs are the utterances heard as backchannels over an answer, kept
-	// until their final job asks (Backchannel), at most maxBacks.
-	backs map[string]bool
+	// backs are the utterances heard over an answer as backchannels or as
+	// its echo, kept until their final job asks (Overheard), at most maxBacks.
+	backs map[string]overheard
 	// barging makes one barge-in decision at a time (two users may barge in at once).
 	barging sync.Mutex
 }
 
 func newTracker(r *Room, m turnMetrics) *tracker {
 	return &tracker{r: r, m: m, turns: map[string]*turn{}, speechEnds: map[string]speechEnd{}, transcribedIn: map[string]time.Duration{},
-		audioSpans: map[string]trace.SpanContext{}, backs: map[string]bool{}, records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
+		audioSpans: map[string]trace.SpanContext{}, backs: map[string]overheard{}, records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
 }
 
 // follow reads the conversation's StartAnswer, AssistantSentence and
@@ -158,6 +159,7 @@ func (t *tracker) sentence(b *protocol.AssistantSentence) {
 		s = &sentence{id: *b.ID, seq: b.Sequence}
 		tu.sentences[b.Sequence] = s
 	}
+	s.text = b.Text
 	s.final = b.IsFinal != nil && *b.IsFinal // its audio may have played before the sentence was read here
 	unplayed := tu.stopped && !s.recorded
 	if unplayed {

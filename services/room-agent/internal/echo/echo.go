@@ -576,6 +576,14 @@ func (c *Canceller) Delay() (time.Duration, bool) {
 	return time.Duration(c.delay) * time.Second / rate, true
 }
 
+// LastPlayed is when the last frame of the agent's audio played (zero:
+// none yet).
+func (c *Canceller) LastPlayed() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refEnd
+}
+
 // Muted reports the frames muted as echo alone, of those processed while
 // the agent's audio was recent.
 func (c *Canceller) Muted() (muted, frames int) {

@@ -516,6 +516,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       createdAt: { t: 'integer', min: 0, max: 9007199254740991 },
       data: { t: 'bytes' },
       durationMs: { t: 'integer', min: 0, max: 2147483647 },
+      echo: { t: 'boolean' },
       final: { t: 'boolean' },
       format: { t: 'string' },
       id: { t: 'string' },

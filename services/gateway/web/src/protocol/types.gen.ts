@@ -873,6 +873,10 @@ export interface ASRJob {
    */
   backchannel?: boolean
   /**
+   * Final jobs: the room-agent heard this utterance over an answer and its words are the answer's own, come back through the person's microphone (speakers without echo cancellation, an echo the room-agent's canceller missed): the asr publishes the final Transcription but makes no user message of it, and the answer goes on (TurnEvent false_interruption, reason echo).
+   */
+  echo?: boolean
+  /**
    * When the job was made, ms since the Unix epoch.
    */
   createdAt: number
@@ -1032,7 +1036,7 @@ export interface TurnEvent {
    */
   conversationId: string
   /**
-   * preempt_cancelled: the answer started on a speculative transcript was thrown away; false_interruption: the answer was lowered (or paused) for speech without words and resumed; backchannel: the answer was lowered for speech whose words were only a backchannel (mm-hmm, yeah, right, okay…) and went on; the utterance became no user message.
+   * preempt_cancelled: the answer started on a speculative transcript was thrown away; false_interruption: the answer was lowered (or paused) for speech without words, or whose words were the answer's own echo, and resumed; backchannel: the answer was lowered for speech whose words were only a backchannel (mm-hmm, yeah, right, okay…) and went on; the utterance became no user message.
    */
   kind: 'preempt_cancelled' | 'false_interruption' | 'backchannel'
   /**
@@ -1048,11 +1052,11 @@ export interface TurnEvent {
    */
   sentenceId?: string
   /**
-   * preempt_cancelled: the speculative transcript the answer was started on; backchannel: what the person said.
+   * preempt_cancelled: the speculative transcript the answer was started on; backchannel: what the person said; false_interruption with reason echo: what was heard (the answer's own words).
    */
   transcript?: string
   /**
-   * Why, e.g. speech_resumed (preempt_cancelled), no_words (false_interruption) or backchannel.
+   * Why, e.g. speech_resumed (preempt_cancelled), no_words or echo (false_interruption) or backchannel.
    */
   reason?: string
   /**
