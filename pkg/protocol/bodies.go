@@ -115,3 +115,9 @@ func (*AgentDispatch) MessageType() MessageType { return TypeAgentDispatch }
 
 // MessageType returns TypeTurnEvent.
 func (*TurnEvent) MessageType() MessageType { return TypeTurnEvent }
+
+// MessageType returns TypeTurnJudgement.
+func (*TurnJudgement) MessageType() MessageType { return TypeTurnJudgement }
+
+// MessageType returns TypePromptVersion.
+func (*PromptVersion) MessageType() MessageType { return TypePromptVersion }

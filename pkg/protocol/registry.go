@@ -37,7 +37,7 @@ const (
 	TypeConversationUpdate   MessageType = 28
 	TypeBranchUpdate         MessageType = 50
 
-	// Internal types (60-69): between services, never from or to clients.
+	// Internal types (60-79): between services, never from or to clients.
 	TypeToolRegistration MessageType = 60
 	TypeToolSetting      MessageType = 61
 	TypeMCPServerConfig  MessageType = 62
@@ -48,6 +48,8 @@ const (
 	TypeSentencePlayout  MessageType = 67
 	TypeAgentDispatch    MessageType = 68
 	TypeTurnEvent        MessageType = 69
+	TypeTurnJudgement    MessageType = 70
+	TypePromptVersion    MessageType = 71
 )
 
 // Body is implemented by every generated body type (as a pointer).
@@ -100,6 +102,8 @@ var registry = map[MessageType]typeInfo{
 	TypeSentencePlayout:      {"SentencePlayout", "sentence_playout", func() Body { return new(SentencePlayout) }},
 	TypeAgentDispatch:        {"AgentDispatch", "agent_dispatch", func() Body { return new(AgentDispatch) }},
 	TypeTurnEvent:            {"TurnEvent", "turn_event", func() Body { return new(TurnEvent) }},
+	TypeTurnJudgement:        {"TurnJudgement", "turn_judgement", func() Body { return new(TurnJudgement) }},
+	TypePromptVersion:        {"PromptVersion", "prompt_version", func() Body { return new(PromptVersion) }},
 }
 
 var byToken = func() map[string]MessageType {
@@ -128,8 +132,8 @@ func (t MessageType) Token() string {
 }
 
 // Internal reports whether t is one of the types services exchange among
-// themselves (60-69); clients may neither send nor receive them.
-func (t MessageType) Internal() bool { return t >= 60 && t < 70 }
+// themselves (60-79); clients may neither send nor receive them.
+func (t MessageType) Internal() bool { return t >= 60 && t < 80 }
 
 // Known reports whether t is a message type of the protocol.
 func (t MessageType) Known() bool {

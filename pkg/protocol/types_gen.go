@@ -612,6 +612,55 @@ type NoteConfirmation struct {
 	Success bool `json:"success"`
 }
 
+// A version of a named prompt component that shapes answers
+// (alicia.sys.prompt_version): the system prompt, the voice style instructions, a
+// tool's description, the memory-extraction prompt, the demonstrations'
+// instructions. Versions are immutable; a later PromptVersion with the same id
+// changes only its status or rollout share (promotion, rollout, rollback). Stored
+// by persistence; never sent to a client. Message type 71, internal.
+type PromptVersion struct {
+	// The component: system, voice_style, memory_extraction, demonstrations, or
+	// tool:<name>.
+	Component string `json:"component"`
+
+	// When it was made, ms since the Unix epoch.
+	CreatedAt int64 `json:"createdAt"`
+
+	// Who made it: seed (the built-in text), run:<id> (an optimisation run), or
+	// user:<id>.
+	CreatedBy string `json:"createdBy"`
+
+	// Version id (pv_…).
+	ID string `json:"id"`
+
+	// The version this one was derived from (pv_…).
+	ParentID *string `json:"parentId,omitempty,omitzero"`
+
+	// active: the share of new conversations it serves, 0-1 (absent: 1); the rest
+	// keep the version it replaces.
+	RolloutShare *float64 `json:"rolloutShare,omitempty,omitzero"`
+
+	// candidate: proposed, not serving; active: serving (its rolloutShare of new
+	// conversations while rolling out, all of them at 1); retired: served before, no
+	// longer.
+	Status PromptVersionStatus `json:"status"`
+
+	// The component's text.
+	Text string `json:"text"`
+
+	// The person whose answers this version shapes; absent: installation-wide.
+	UserID *string `json:"userId,omitempty,omitzero"`
+
+	// The component's version number within its scope, from 1.
+	Version int32 `json:"version"`
+}
+
+type PromptVersionStatus string
+
+const PromptVersionStatusActive PromptVersionStatus = "active"
+const PromptVersionStatusCandidate PromptVersionStatus = "candidate"
+const PromptVersionStatusRetired PromptVersionStatus = "retired"
+
 // One reasoning step of an answer. Message type 5, S→C.
 type ReasoningStep struct {
 	// Reasoning text.
@@ -804,6 +853,10 @@ type StartAnswer struct {
 
 	// The user message being answered.
 	PreviousID string `json:"previousId"`
+
+	// The prompt component versions (pv_…) that shape this answer, so every score of
+	// it traces back to a version.
+	PromptVersions []string `json:"promptVersions,omitempty,omitzero"`
 }
 
 type StartAnswerAnswerType string
@@ -1055,6 +1108,39 @@ type TurnEventKind string
 const TurnEventKindBackchannel TurnEventKind = "backchannel"
 const TurnEventKindFalseInterruption TurnEventKind = "false_interruption"
 const TurnEventKindPreemptCancelled TurnEventKind = "preempt_cancelled"
+
+// A judge model's scores of one assistant answer
+// (alicia.conv.{cid}.agent.turn_judgement), made after the answer, off the
+// critical path, for a sampled share of answers: correctness, faithfulness to the
+// tool results and memories it used, and relevancy to what was asked, each in [0,
+// 1], with a one-sentence rationale. Stored per message (and aggregated per
+// conversation) by persistence; never sent to a client. Message type 70, internal.
+type TurnJudgement struct {
+	// Conversation id (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// Whether what the answer states is right, 0-1.
+	Correctness float64 `json:"correctness"`
+
+	// When the judgement was made, ms since the Unix epoch.
+	CreatedAt int64 `json:"createdAt"`
+
+	// Whether the answer keeps to the tool results and memories it used (1 when it
+	// used none and claims nothing beyond the conversation), 0-1.
+	Faithfulness float64 `json:"faithfulness"`
+
+	// The model that judged.
+	JudgeModel string `json:"judgeModel"`
+
+	// The assistant message judged (am_…).
+	MessageID string `json:"messageId"`
+
+	// The judge's one-sentence reason.
+	Rationale string `json:"rationale"`
+
+	// Whether the answer addresses what the person asked, 0-1.
+	Relevancy float64 `json:"relevancy"`
+}
 
 // A message typed by the user. Message type 2, C→S.
 type UserMessage struct {

@@ -165,6 +165,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       id: { t: 'string' },
       plannedSentenceCount: { t: 'integer', min: 0, max: 2147483647 },
       previousId: { t: 'string' },
+      promptVersions: { t: 'array', items: { t: 'string' } },
     },
   },
   // MemoryTrace
@@ -603,6 +604,38 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
       transcript: { t: 'string' },
       utteranceId: { t: 'string' },
+    },
+  },
+  // TurnJudgement
+  70: {
+    t: 'object',
+    required: ['conversationId', 'correctness', 'createdAt', 'faithfulness', 'judgeModel', 'messageId', 'rationale', 'relevancy'],
+    props: {
+      conversationId: { t: 'string' },
+      correctness: { t: 'number', min: 0, max: 1 },
+      createdAt: { t: 'integer', min: 0, max: 9007199254740991 },
+      faithfulness: { t: 'number', min: 0, max: 1 },
+      judgeModel: { t: 'string' },
+      messageId: { t: 'string' },
+      rationale: { t: 'string' },
+      relevancy: { t: 'number', min: 0, max: 1 },
+    },
+  },
+  // PromptVersion
+  71: {
+    t: 'object',
+    required: ['component', 'createdAt', 'createdBy', 'id', 'status', 'text', 'version'],
+    props: {
+      component: { t: 'string' },
+      createdAt: { t: 'integer', min: 0, max: 9007199254740991 },
+      createdBy: { t: 'string' },
+      id: { t: 'string' },
+      parentId: { t: 'string' },
+      rolloutShare: { t: 'number', min: 0, max: 1 },
+      status: { t: 'string', enum: ['candidate', 'active', 'retired'] },
+      text: { t: 'string' },
+      userId: { t: 'string' },
+      version: { t: 'integer', min: 1, max: 2147483647 },
     },
   },
 }

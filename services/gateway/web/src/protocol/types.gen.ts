@@ -376,6 +376,10 @@ export interface StartAnswer {
    * Planned number of sentences.
    */
   plannedSentenceCount?: number
+  /**
+   * The prompt component versions (pv_…) that shape this answer, so every score of it traces back to a version.
+   */
+  promptVersions?: string[]
 }
 
 // 14: memory_trace.json
@@ -1069,6 +1073,92 @@ export interface TurnEvent {
   timestamp: number
 }
 
+// 70: turn_judgement.json
+/**
+ * A judge model's scores of one assistant answer (alicia.conv.{cid}.agent.turn_judgement), made after the answer, off the critical path, for a sampled share of answers: correctness, faithfulness to the tool results and memories it used, and relevancy to what was asked, each in [0, 1], with a one-sentence rationale. Stored per message (and aggregated per conversation) by persistence; never sent to a client. Message type 70, internal.
+ */
+export interface TurnJudgement {
+  /**
+   * Conversation id (ac_…).
+   */
+  conversationId: string
+  /**
+   * The assistant message judged (am_…).
+   */
+  messageId: string
+  /**
+   * Whether what the answer states is right, 0-1.
+   */
+  correctness: number
+  /**
+   * Whether the answer keeps to the tool results and memories it used (1 when it used none and claims nothing beyond the conversation), 0-1.
+   */
+  faithfulness: number
+  /**
+   * Whether the answer addresses what the person asked, 0-1.
+   */
+  relevancy: number
+  /**
+   * The judge's one-sentence reason.
+   */
+  rationale: string
+  /**
+   * The model that judged.
+   */
+  judgeModel: string
+  /**
+   * When the judgement was made, ms since the Unix epoch.
+   */
+  createdAt: number
+}
+
+// 71: prompt_version.json
+/**
+ * A version of a named prompt component that shapes answers (alicia.sys.prompt_version): the system prompt, the voice style instructions, a tool's description, the memory-extraction prompt, the demonstrations' instructions. Versions are immutable; a later PromptVersion with the same id changes only its status or rollout share (promotion, rollout, rollback). Stored by persistence; never sent to a client. Message type 71, internal.
+ */
+export interface PromptVersion {
+  /**
+   * Version id (pv_…).
+   */
+  id: string
+  /**
+   * The component: system, voice_style, memory_extraction, demonstrations, or tool:<name>.
+   */
+  component: string
+  /**
+   * The component's version number within its scope, from 1.
+   */
+  version: number
+  /**
+   * The component's text.
+   */
+  text: string
+  /**
+   * The version this one was derived from (pv_…).
+   */
+  parentId?: string
+  /**
+   * The person whose answers this version shapes; absent: installation-wide.
+   */
+  userId?: string
+  /**
+   * candidate: proposed, not serving; active: serving (its rolloutShare of new conversations while rolling out, all of them at 1); retired: served before, no longer.
+   */
+  status: 'candidate' | 'active' | 'retired'
+  /**
+   * active: the share of new conversations it serves, 0-1 (absent: 1); the rest keep the version it replaces.
+   */
+  rolloutShare?: number
+  /**
+   * Who made it: seed (the built-in text), run:<id> (an optimisation run), or user:<id>.
+   */
+  createdBy: string
+  /**
+   * When it was made, ms since the Unix epoch.
+   */
+  createdAt: number
+}
+
 // Message type numbers (x-alicia-type); reserved types are left out.
 export const MessageType = {
   ErrorMessage: 1,
@@ -1109,6 +1199,8 @@ export const MessageType = {
   SentencePlayout: 67,
   AgentDispatch: 68,
   TurnEvent: 69,
+  TurnJudgement: 70,
+  PromptVersion: 71,
 } as const
 
 export type MessageTypeName = keyof typeof MessageType
@@ -1154,6 +1246,8 @@ export interface BodyByType {
   67: SentencePlayout
   68: AgentDispatch
   69: TurnEvent
+  70: TurnJudgement
+  71: PromptVersion
 }
 
 // The body interface of each message type name.
@@ -1196,6 +1290,8 @@ export interface BodyByName {
   SentencePlayout: SentencePlayout
   AgentDispatch: AgentDispatch
   TurnEvent: TurnEvent
+  TurnJudgement: TurnJudgement
+  PromptVersion: PromptVersion
 }
 
 // Message types a client may send (x-alicia-senders has 'client'); the edges refuse others with 203.
@@ -1255,4 +1351,6 @@ export const MESSAGE_TOKENS: Readonly<Record<MessageTypeNumber, string>> = {
   67: 'sentence_playout',
   68: 'agent_dispatch',
   69: 'turn_event',
+  70: 'turn_judgement',
+  71: 'prompt_version',
 }
