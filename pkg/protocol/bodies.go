@@ -121,3 +121,12 @@ func (*TurnJudgement) MessageType() MessageType { return TypeTurnJudgement }
 
 // MessageType returns TypePromptVersion.
 func (*PromptVersion) MessageType() MessageType { return TypePromptVersion }
+
+// MessageType returns TypeDimensionPreference.
+func (*DimensionPreference) MessageType() MessageType { return TypeDimensionPreference }
+
+// MessageType returns TypeEliteOptions.
+func (*EliteOptions) MessageType() MessageType { return TypeEliteOptions }
+
+// MessageType returns TypeEliteSelect.
+func (*EliteSelect) MessageType() MessageType { return TypeEliteSelect }

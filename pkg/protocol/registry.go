@@ -5,7 +5,7 @@ import "strconv"
 // MessageType is the envelope's type field (uint16 on the wire).
 type MessageType uint16
 
-// Message types (proto-schemas/PROTOCOL.md). 19 and 32-49 are unassigned; 29-31 are reserved
+// Message types (proto-schemas/PROTOCOL.md). 19 and 32-49 are unassigned
 // for DimensionPreference, EliteSelect and EliteOptions and are not types.
 const (
 	TypeErrorMessage         MessageType = 1
@@ -35,6 +35,9 @@ const (
 	TypeServerInfo           MessageType = 26
 	TypeSessionStats         MessageType = 27
 	TypeConversationUpdate   MessageType = 28
+	TypeDimensionPreference  MessageType = 29
+	TypeEliteOptions         MessageType = 30
+	TypeEliteSelect          MessageType = 31
 	TypeBranchUpdate         MessageType = 50
 
 	// Internal types (60-79): between services, never from or to clients.
@@ -91,6 +94,9 @@ var registry = map[MessageType]typeInfo{
 	TypeServerInfo:           {"ServerInfo", "server_info", func() Body { return new(ServerInfo) }},
 	TypeSessionStats:         {"SessionStats", "session_stats", func() Body { return new(SessionStats) }},
 	TypeConversationUpdate:   {"ConversationUpdate", "conversation_update", func() Body { return new(ConversationUpdate) }},
+	TypeDimensionPreference:  {"DimensionPreference", "dimension_preference", func() Body { return new(DimensionPreference) }},
+	TypeEliteOptions:         {"EliteOptions", "elite_options", func() Body { return new(EliteOptions) }},
+	TypeEliteSelect:          {"EliteSelect", "elite_select", func() Body { return new(EliteSelect) }},
 	TypeBranchUpdate:         {"BranchUpdate", "branch_update", func() Body { return new(BranchUpdate) }},
 	TypeToolRegistration:     {"ToolRegistration", "tool_registration", func() Body { return new(ToolRegistration) }},
 	TypeToolSetting:          {"ToolSetting", "tool_setting", func() Body { return new(ToolSetting) }},

@@ -56,9 +56,9 @@ func TestRegistryMatchesSchemas(t *testing.T) {
 			t.Errorf("%s has no schema file", mt)
 		}
 	}
-	// proto-schemas/PROTOCOL.md lists 28; 60-71 are the internal ones (proto-schemas/README.md).
-	if len(protocol.Types()) != 40 {
-		t.Errorf("%d types, want 28 of PROTOCOL.md + 12 internal", len(protocol.Types()))
+	// proto-schemas/PROTOCOL.md lists 31; 60-71 are the internal ones (proto-schemas/README.md).
+	if len(protocol.Types()) != 43 {
+		t.Errorf("%d types, want 31 of PROTOCOL.md + 12 internal", len(protocol.Types()))
 	}
 }
 
@@ -72,7 +72,7 @@ func TestMessageTypeNames(t *testing.T) {
 		{protocol.TypeAssistantSentence, "AssistantSentence", "assistant_sentence", true},
 		{protocol.TypeBranchUpdate, "BranchUpdate", "branch_update", true},
 		{19, "MessageType(19)", "type_19", false},
-		{29, "MessageType(29)", "type_29", false},
+		{45, "MessageType(45)", "type_45", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.token, func(t *testing.T) {

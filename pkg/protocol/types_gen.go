@@ -318,6 +318,113 @@ type ConversationUpdate struct {
 	UpdatedAt int64 `json:"updatedAt"`
 }
 
+// A person's weights over the dimensions an answer is judged on, used by the
+// prompt optimiser to score candidates and pick elites. The latest one of a scope
+// holds. Message type 29, C→S.
+type DimensionPreference struct {
+	// Preference id (dp_…).
+	ID string `json:"id"`
+
+	// user: the sender's own runs; installation: installation-wide runs (an
+	// administrator only).
+	Scope DimensionPreferenceScope `json:"scope"`
+
+	// When it was set, ms since the Unix epoch.
+	Timestamp int64 `json:"timestamp"`
+
+	// Weight of each dimension, 0-1 each (absent: 0); the optimiser normalises them.
+	Weights Weights `json:"weights"`
+}
+
+type DimensionPreferenceScope string
+
+const DimensionPreferenceScopeInstallation DimensionPreferenceScope = "installation"
+const DimensionPreferenceScopeUser DimensionPreferenceScope = "user"
+
+type Elite struct {
+	// Validation examples on which it is best.
+	BestOn *int32 `json:"bestOn,omitempty,omitzero"`
+
+	// The candidate (pc_…).
+	CandidateID string `json:"candidateId"`
+
+	// The texts it changes, by component name.
+	Components EliteComponents `json:"components"`
+
+	// Example answers: the candidate's beside today's.
+	Examples []Example `json:"examples,omitempty,omitzero"`
+
+	// Mean validation score per dimension (correctness, faithfulness, relevancy,
+	// userFeedback, brevity, latency), 0-1.
+	Scores EliteScores `json:"scores"`
+
+	// The weighted score by the run's dimension preference, 0-1.
+	Weighted *float64 `json:"weighted,omitempty,omitzero"`
+}
+
+// The texts it changes, by component name.
+type EliteComponents map[string]string
+
+// An optimisation run's progress and its elites: after each iteration, the Pareto
+// front's best candidates with their scores per dimension and example answers
+// beside today's. Message type 30, S→C.
+type EliteOptions struct {
+	// The run's budget in metric calls.
+	Budget int32 `json:"budget"`
+
+	// The front's best candidates, best first by the person's weighted score.
+	Elites []Elite `json:"elites,omitempty,omitzero"`
+
+	// failed: why.
+	Error *string `json:"error,omitempty,omitzero"`
+
+	// Candidates on the Pareto front over per-example scores.
+	FrontSize int32 `json:"frontSize"`
+
+	// Iterations so far.
+	Iteration int32 `json:"iteration"`
+
+	// Metric calls spent (one example evaluated).
+	MetricCalls int32 `json:"metricCalls"`
+
+	// The run (or_…).
+	RunID string `json:"runId"`
+
+	// running, done, failed or cancelled.
+	Status EliteOptionsStatus `json:"status"`
+}
+
+type EliteOptionsStatus string
+
+const EliteOptionsStatusCancelled EliteOptionsStatus = "cancelled"
+const EliteOptionsStatusDone EliteOptionsStatus = "done"
+const EliteOptionsStatusFailed EliteOptionsStatus = "failed"
+const EliteOptionsStatusRunning EliteOptionsStatus = "running"
+
+// Mean validation score per dimension (correctness, faithfulness, relevancy,
+// userFeedback, brevity, latency), 0-1.
+type EliteScores map[string]float64
+
+// Promote one of a run's elites: its component texts become new active versions in
+// the run's scope, serving rolloutShare of new conversations. Message type 31,
+// C→S.
+type EliteSelect struct {
+	// The elite promoted (pc_…).
+	CandidateID string `json:"candidateId"`
+
+	// Selection id (es_…).
+	ID string `json:"id"`
+
+	// The share of new conversations it serves at first, 0-1 (absent: 1).
+	RolloutShare *float64 `json:"rolloutShare,omitempty,omitzero"`
+
+	// The run (or_…).
+	RunID string `json:"runId"`
+
+	// When it was chosen, ms since the Unix epoch.
+	Timestamp int64 `json:"timestamp"`
+}
+
 // An error reported to the peer. Message type 1, S→C (C→S logged).
 type ErrorMessage struct {
 	// Protocol error code (1xx format, 2xx conversation, 3xx tools, 5xx server).
@@ -340,6 +447,20 @@ type ErrorMessage struct {
 
 	// 0 info, 1 warning, 2 error, 3 critical.
 	Severity int32 `json:"severity"`
+}
+
+type Example struct {
+	// The candidate's answer.
+	Candidate string `json:"candidate"`
+
+	// Today's answer.
+	Current string `json:"current"`
+
+	// The stored turn replayed (am_…).
+	MessageID string `json:"messageId"`
+
+	// What the person asked.
+	Question string `json:"question"`
 }
 
 // A vote on something the assistant produced. Message type 20, C→S.
@@ -1193,3 +1314,23 @@ const UserNoteCategoryContext UserNoteCategory = "context"
 const UserNoteCategoryCorrection UserNoteCategory = "correction"
 const UserNoteCategoryGeneral UserNoteCategory = "general"
 const UserNoteCategoryImprovement UserNoteCategory = "improvement"
+
+type Weights struct {
+	// Short answers when spoken.
+	Brevity *float64 `json:"brevity,omitempty,omitzero"`
+
+	// The judge's correctness.
+	Correctness *float64 `json:"correctness,omitempty,omitzero"`
+
+	// The judge's faithfulness to tool results and memories.
+	Faithfulness *float64 `json:"faithfulness,omitempty,omitzero"`
+
+	// Time to the first sentence.
+	Latency *float64 `json:"latency,omitempty,omitzero"`
+
+	// The judge's relevancy.
+	Relevancy *float64 `json:"relevancy,omitempty,omitzero"`
+
+	// The person's own votes.
+	UserFeedback *float64 `json:"userFeedback,omitempty,omitzero"`
+}

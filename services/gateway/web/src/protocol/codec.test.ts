@@ -321,7 +321,7 @@ describe('decoding', () => {
     ['stanzaId out of range', raw.encode({ type: 2, body: user, stanzaId: 2 ** 31 }), ErrorCode.Malformed],
     ['meta not a map', raw.encode({ type: 2, body: user, meta: 'x' }), ErrorCode.Malformed, 'meta must be a map'],
     ['unknown type', raw.encode({ type: 19, body: {} }), ErrorCode.UnknownType, 'unknown message type 19'],
-    ['reserved type', raw.encode({ type: 30, body: {} }), ErrorCode.UnknownType],
+    ['unassigned type', raw.encode({ type: 19, body: {} }), ErrorCode.UnknownType],
     ['missing required field', raw.encode({ type: 2, body: { id: 'i', content: 'c' } }), ErrorCode.InvalidBody, 'body: missing required property "conversationId"'],
     ['required field nil', raw.encode({ type: 2, body: { ...user, id: null } }), ErrorCode.InvalidBody, 'body/id: got null, want string'],
     ['wrong field type', raw.encode({ type: 2, body: { ...user, timestamp: 'now' } }), ErrorCode.InvalidBody, 'body/timestamp: got string, want integer'],

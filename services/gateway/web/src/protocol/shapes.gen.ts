@@ -433,6 +433,80 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       updatedAt: { t: 'integer', min: 0, max: 9007199254740991 },
     },
   },
+  // DimensionPreference
+  29: {
+    t: 'object',
+    required: ['id', 'scope', 'timestamp', 'weights'],
+    props: {
+      id: { t: 'string' },
+      scope: { t: 'string', enum: ['user', 'installation'] },
+      timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
+      weights: {
+        t: 'object',
+        props: {
+          brevity: { t: 'number', min: 0, max: 1 },
+          correctness: { t: 'number', min: 0, max: 1 },
+          faithfulness: { t: 'number', min: 0, max: 1 },
+          latency: { t: 'number', min: 0, max: 1 },
+          relevancy: { t: 'number', min: 0, max: 1 },
+          userFeedback: { t: 'number', min: 0, max: 1 },
+        },
+      },
+    },
+  },
+  // EliteOptions
+  30: {
+    t: 'object',
+    required: ['budget', 'frontSize', 'iteration', 'metricCalls', 'runId', 'status'],
+    props: {
+      budget: { t: 'integer', min: 0, max: 2147483647 },
+      elites: {
+        t: 'array',
+        items: {
+          t: 'object',
+          required: ['candidateId', 'components', 'scores'],
+          props: {
+            bestOn: { t: 'integer', min: 0, max: 2147483647 },
+            candidateId: { t: 'string' },
+            components: { t: 'object', additional: { t: 'string' } },
+            examples: {
+              t: 'array',
+              items: {
+                t: 'object',
+                required: ['candidate', 'current', 'messageId', 'question'],
+                props: {
+                  candidate: { t: 'string' },
+                  current: { t: 'string' },
+                  messageId: { t: 'string' },
+                  question: { t: 'string' },
+                },
+              },
+            },
+            scores: { t: 'object', additional: { t: 'number' } },
+            weighted: { t: 'number', min: 0, max: 1 },
+          },
+        },
+      },
+      error: { t: 'string' },
+      frontSize: { t: 'integer', min: 0, max: 2147483647 },
+      iteration: { t: 'integer', min: 0, max: 2147483647 },
+      metricCalls: { t: 'integer', min: 0, max: 2147483647 },
+      runId: { t: 'string' },
+      status: { t: 'string', enum: ['running', 'done', 'failed', 'cancelled'] },
+    },
+  },
+  // EliteSelect
+  31: {
+    t: 'object',
+    required: ['candidateId', 'id', 'runId', 'timestamp'],
+    props: {
+      candidateId: { t: 'string' },
+      id: { t: 'string' },
+      rolloutShare: { t: 'number', min: 0, max: 1 },
+      runId: { t: 'string' },
+      timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
+    },
+  },
   // BranchUpdate
   50: {
     t: 'object',

@@ -715,6 +715,169 @@ export interface ConversationUpdate {
   updatedAt: number
 }
 
+// 29: dimension_preference.json
+/**
+ * A person's weights over the dimensions an answer is judged on, used by the prompt optimiser to score candidates and pick elites. The latest one of a scope holds. Message type 29, C→S.
+ */
+export interface DimensionPreference {
+  /**
+   * Preference id (dp_…).
+   */
+  id: string
+  /**
+   * user: the sender's own runs; installation: installation-wide runs (an administrator only).
+   */
+  scope: 'user' | 'installation'
+  weights: Weights
+  /**
+   * When it was set, ms since the Unix epoch.
+   */
+  timestamp: number
+}
+/**
+ * Weight of each dimension, 0-1 each (absent: 0); the optimiser normalises them.
+ */
+export interface Weights {
+  /**
+   * The judge's correctness.
+   */
+  correctness?: number
+  /**
+   * The judge's faithfulness to tool results and memories.
+   */
+  faithfulness?: number
+  /**
+   * The judge's relevancy.
+   */
+  relevancy?: number
+  /**
+   * The person's own votes.
+   */
+  userFeedback?: number
+  /**
+   * Short answers when spoken.
+   */
+  brevity?: number
+  /**
+   * Time to the first sentence.
+   */
+  latency?: number
+}
+
+// 30: elite_options.json
+/**
+ * An optimisation run's progress and its elites: after each iteration, the Pareto front's best candidates with their scores per dimension and example answers beside today's. Message type 30, S→C.
+ */
+export interface EliteOptions {
+  /**
+   * The run (or_…).
+   */
+  runId: string
+  /**
+   * running, done, failed or cancelled.
+   */
+  status: 'running' | 'done' | 'failed' | 'cancelled'
+  /**
+   * Iterations so far.
+   */
+  iteration: number
+  /**
+   * Metric calls spent (one example evaluated).
+   */
+  metricCalls: number
+  /**
+   * The run's budget in metric calls.
+   */
+  budget: number
+  /**
+   * Candidates on the Pareto front over per-example scores.
+   */
+  frontSize: number
+  /**
+   * The front's best candidates, best first by the person's weighted score.
+   */
+  elites?: Elite[]
+  /**
+   * failed: why.
+   */
+  error?: string
+}
+export interface Elite {
+  /**
+   * The candidate (pc_…).
+   */
+  candidateId: string
+  /**
+   * The texts it changes, by component name.
+   */
+  components: {
+    [k: string]: string
+  }
+  /**
+   * Mean validation score per dimension (correctness, faithfulness, relevancy, userFeedback, brevity, latency), 0-1.
+   */
+  scores: {
+    [k: string]: number
+  }
+  /**
+   * The weighted score by the run's dimension preference, 0-1.
+   */
+  weighted?: number
+  /**
+   * Validation examples on which it is best.
+   */
+  bestOn?: number
+  /**
+   * Example answers: the candidate's beside today's.
+   */
+  examples?: Example[]
+}
+export interface Example {
+  /**
+   * The stored turn replayed (am_…).
+   */
+  messageId: string
+  /**
+   * What the person asked.
+   */
+  question: string
+  /**
+   * Today's answer.
+   */
+  current: string
+  /**
+   * The candidate's answer.
+   */
+  candidate: string
+}
+
+// 31: elite_select.json
+/**
+ * Promote one of a run's elites: its component texts become new active versions in the run's scope, serving rolloutShare of new conversations. Message type 31, C→S.
+ */
+export interface EliteSelect {
+  /**
+   * Selection id (es_…).
+   */
+  id: string
+  /**
+   * The run (or_…).
+   */
+  runId: string
+  /**
+   * The elite promoted (pc_…).
+   */
+  candidateId: string
+  /**
+   * The share of new conversations it serves at first, 0-1 (absent: 1).
+   */
+  rolloutShare?: number
+  /**
+   * When it was chosen, ms since the Unix epoch.
+   */
+  timestamp: number
+}
+
 // 50: branch_update.json
 /**
  * A new sibling branch of a message. Message type 50, S→C.
@@ -1188,6 +1351,9 @@ export const MessageType = {
   ServerInfo: 26,
   SessionStats: 27,
   ConversationUpdate: 28,
+  DimensionPreference: 29,
+  EliteOptions: 30,
+  EliteSelect: 31,
   BranchUpdate: 50,
   ToolRegistration: 60,
   ToolSetting: 61,
@@ -1235,6 +1401,9 @@ export interface BodyByType {
   26: ServerInfo
   27: SessionStats
   28: ConversationUpdate
+  29: DimensionPreference
+  30: EliteOptions
+  31: EliteSelect
   50: BranchUpdate
   60: ToolRegistration
   61: ToolSetting
@@ -1279,6 +1448,9 @@ export interface BodyByName {
   ServerInfo: ServerInfo
   SessionStats: SessionStats
   ConversationUpdate: ConversationUpdate
+  DimensionPreference: DimensionPreference
+  EliteOptions: EliteOptions
+  EliteSelect: EliteSelect
   BranchUpdate: BranchUpdate
   ToolRegistration: ToolRegistration
   ToolSetting: ToolSetting
@@ -1295,7 +1467,7 @@ export interface BodyByName {
 }
 
 // Message types a client may send (x-alicia-senders has 'client'); the edges refuse others with 203.
-export type ClientMessageType = 2 | 4 | 7 | 8 | 10 | 11 | 12 | 15 | 17 | 20 | 22 | 24
+export type ClientMessageType = 2 | 4 | 7 | 8 | 10 | 11 | 12 | 15 | 17 | 20 | 22 | 24 | 29 | 31
 export const CLIENT_TYPES: ReadonlySet<number> = new Set<number>([
   2, // UserMessage
   4, // AudioChunk
@@ -1309,6 +1481,8 @@ export const CLIENT_TYPES: ReadonlySet<number> = new Set<number>([
   20, // Feedback
   22, // UserNote
   24, // MemoryAction
+  29, // DimensionPreference
+  31, // EliteSelect
 ])
 
 // x-alicia-token of each type: the snake_case name used in NATS subjects and file names.
@@ -1340,6 +1514,9 @@ export const MESSAGE_TOKENS: Readonly<Record<MessageTypeNumber, string>> = {
   26: 'server_info',
   27: 'session_stats',
   28: 'conversation_update',
+  29: 'dimension_preference',
+  30: 'elite_options',
+  31: 'elite_select',
   50: 'branch_update',
   60: 'tool_registration',
   61: 'tool_setting',
