@@ -130,3 +130,6 @@ func (*EliteOptions) MessageType() MessageType { return TypeEliteOptions }
 
 // MessageType returns TypeEliteSelect.
 func (*EliteSelect) MessageType() MessageType { return TypeEliteSelect }
+
+// MessageType returns TypeOptimizationRun.
+func (*OptimizationRun) MessageType() MessageType { return TypeOptimizationRun }

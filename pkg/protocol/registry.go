@@ -53,6 +53,7 @@ const (
 	TypeTurnEvent        MessageType = 69
 	TypeTurnJudgement    MessageType = 70
 	TypePromptVersion    MessageType = 71
+	TypeOptimizationRun  MessageType = 72
 )
 
 // Body is implemented by every generated body type (as a pointer).
@@ -110,6 +111,7 @@ var registry = map[MessageType]typeInfo{
 	TypeTurnEvent:            {"TurnEvent", "turn_event", func() Body { return new(TurnEvent) }},
 	TypeTurnJudgement:        {"TurnJudgement", "turn_judgement", func() Body { return new(TurnJudgement) }},
 	TypePromptVersion:        {"PromptVersion", "prompt_version", func() Body { return new(PromptVersion) }},
+	TypeOptimizationRun:      {"OptimizationRun", "optimization_run", func() Body { return new(OptimizationRun) }},
 }
 
 var byToken = func() map[string]MessageType {

@@ -733,6 +733,47 @@ type NoteConfirmation struct {
 	Success bool `json:"success"`
 }
 
+// A prompt optimisation run to do (alicia.optimize.runs, work queue
+// OPTIMIZE_RUNS): which components to rewrite, over whose conversations, with what
+// budget and dimension weights. Published by the gateway on a person's or an
+// administrator's request; taken by one llm optimiser. Message type 72, internal.
+type OptimizationRun struct {
+	// Metric calls the run may spend (one stored turn replayed and judged).
+	Budget int32 `json:"budget"`
+
+	// Components to rewrite (system, voice_style, tool:<name>); absent: system and
+	// voice_style.
+	Components []string `json:"components,omitempty,omitzero"`
+
+	// When it was asked for, ms since the Unix epoch.
+	CreatedAt int64 `json:"createdAt"`
+
+	// Run id (or_…).
+	ID string `json:"id"`
+
+	// installation: the people whose conversations it learns from (the administrators
+	// and those who opted in), resolved by the gateway.
+	LearnFrom []string `json:"learnFrom,omitempty,omitzero"`
+
+	// user: learns from and changes only the asker's answers; installation: an
+	// administrator's run over learnFrom.
+	Scope OptimizationRunScope `json:"scope"`
+
+	// Who asked for it.
+	UserID string `json:"userId"`
+
+	// Dimension weights (a DimensionPreference's), absent: equal.
+	Weights OptimizationRunWeights `json:"weights,omitempty,omitzero"`
+}
+
+type OptimizationRunScope string
+
+const OptimizationRunScopeInstallation OptimizationRunScope = "installation"
+const OptimizationRunScopeUser OptimizationRunScope = "user"
+
+// Dimension weights (a DimensionPreference's), absent: equal.
+type OptimizationRunWeights map[string]float64
+
 // A version of a named prompt component that shapes answers
 // (alicia.sys.prompt_version): the system prompt, the voice style instructions, a
 // tool's description, the memory-extraction prompt, the demonstrations'

@@ -712,4 +712,19 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       version: { t: 'integer', min: 1, max: 2147483647 },
     },
   },
+  // OptimizationRun
+  72: {
+    t: 'object',
+    required: ['budget', 'createdAt', 'id', 'scope', 'userId'],
+    props: {
+      budget: { t: 'integer', min: 1, max: 100000 },
+      components: { t: 'array', items: { t: 'string' } },
+      createdAt: { t: 'integer', min: 0, max: 9007199254740991 },
+      id: { t: 'string' },
+      learnFrom: { t: 'array', items: { t: 'string' } },
+      scope: { t: 'string', enum: ['user', 'installation'] },
+      userId: { t: 'string' },
+      weights: { t: 'object', additional: { t: 'number' } },
+    },
+  },
 }

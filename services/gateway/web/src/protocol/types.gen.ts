@@ -1322,6 +1322,47 @@ export interface PromptVersion {
   createdAt: number
 }
 
+// 72: optimization_run.json
+/**
+ * A prompt optimisation run to do (alicia.optimize.runs, work queue OPTIMIZE_RUNS): which components to rewrite, over whose conversations, with what budget and dimension weights. Published by the gateway on a person's or an administrator's request; taken by one llm optimiser. Message type 72, internal.
+ */
+export interface OptimizationRun {
+  /**
+   * Run id (or_…).
+   */
+  id: string
+  /**
+   * Who asked for it.
+   */
+  userId: string
+  /**
+   * user: learns from and changes only the asker's answers; installation: an administrator's run over learnFrom.
+   */
+  scope: 'user' | 'installation'
+  /**
+   * installation: the people whose conversations it learns from (the administrators and those who opted in), resolved by the gateway.
+   */
+  learnFrom?: string[]
+  /**
+   * Components to rewrite (system, voice_style, tool:<name>); absent: system and voice_style.
+   */
+  components?: string[]
+  /**
+   * Metric calls the run may spend (one stored turn replayed and judged).
+   */
+  budget: number
+  /**
+   * Dimension weights (a DimensionPreference's), absent: equal.
+   */
+  weights?: {
+    [k: string]: number
+  }
+  /**
+   * When it was asked for, ms since the Unix epoch.
+   */
+  createdAt: number
+}
+
 // Message type numbers (x-alicia-type); reserved types are left out.
 export const MessageType = {
   ErrorMessage: 1,
@@ -1367,6 +1408,7 @@ export const MessageType = {
   TurnEvent: 69,
   TurnJudgement: 70,
   PromptVersion: 71,
+  OptimizationRun: 72,
 } as const
 
 export type MessageTypeName = keyof typeof MessageType
@@ -1417,6 +1459,7 @@ export interface BodyByType {
   69: TurnEvent
   70: TurnJudgement
   71: PromptVersion
+  72: OptimizationRun
 }
 
 // The body interface of each message type name.
@@ -1464,6 +1507,7 @@ export interface BodyByName {
   TurnEvent: TurnEvent
   TurnJudgement: TurnJudgement
   PromptVersion: PromptVersion
+  OptimizationRun: OptimizationRun
 }
 
 // Message types a client may send (x-alicia-senders has 'client'); the edges refuse others with 203.
@@ -1530,4 +1574,5 @@ export const MESSAGE_TOKENS: Readonly<Record<MessageTypeNumber, string>> = {
   69: 'turn_event',
   70: 'turn_judgement',
   71: 'prompt_version',
+  72: 'optimization_run',
 }
