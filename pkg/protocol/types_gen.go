@@ -369,6 +369,9 @@ type EliteComponents map[string]string
 // front's best candidates with their scores per dimension and example answers
 // beside today's. Message type 30, S→C.
 type EliteOptions struct {
+	// The best validation mean so far per dimension, over every candidate, 0-1.
+	BestScores EliteOptionsBestScores `json:"bestScores,omitempty,omitzero"`
+
 	// The run's budget in metric calls.
 	Budget int32 `json:"budget"`
 
@@ -393,6 +396,9 @@ type EliteOptions struct {
 	// running, done, failed or cancelled.
 	Status EliteOptionsStatus `json:"status"`
 }
+
+// The best validation mean so far per dimension, over every candidate, 0-1.
+type EliteOptionsBestScores map[string]float64
 
 type EliteOptionsStatus string
 

@@ -459,6 +459,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
     t: 'object',
     required: ['budget', 'frontSize', 'iteration', 'metricCalls', 'runId', 'status'],
     props: {
+      bestScores: { t: 'object', additional: { t: 'number' } },
       budget: { t: 'integer', min: 0, max: 2147483647 },
       elites: {
         t: 'array',

@@ -794,6 +794,12 @@ export interface EliteOptions {
    */
   frontSize: number
   /**
+   * The best validation mean so far per dimension, over every candidate, 0-1.
+   */
+  bestScores?: {
+    [k: string]: number
+  }
+  /**
    * The front's best candidates, best first by the person's weighted score.
    */
   elites?: Elite[]
