@@ -116,6 +116,8 @@ type Adapter struct {
 	Tools []ToolDef
 	// MaxToolRounds bounds the model's tool rounds per turn (default 3).
 	MaxToolRounds int
+
+	outs *outputs // while a Runner runs: every answer, for the elites' examples
 }
 
 var _ gepa.Adapter[Turn] = (*Adapter)(nil)
@@ -136,6 +138,7 @@ func (a *Adapter) Evaluate(ctx context.Context, batch []Turn, c gepa.Candidate, 
 		if err != nil {
 			return gepa.EvalBatch{}, fmt.Errorf("optimize: replay %s: %w", t.MessageID, err)
 		}
+		a.keepOutput(c, t.MessageID, answer)
 		v, err := a.Judge.Judge(ctx, t, answer, calls)
 		if err != nil {
 			return gepa.EvalBatch{}, fmt.Errorf("optimize: judge %s: %w", t.MessageID, err)

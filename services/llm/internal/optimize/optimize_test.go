@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sashabaranov/go-openai"
 	"go.uber.org/goleak"
 
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/llm/internal/gepa"
 	"github.com/alicia-voice/alicia/services/llm/internal/optimize"
 )
@@ -227,5 +231,110 @@ func TestJudgeRejectsMalformedVerdicts(t *testing.T) {
 		if n := len(s.Requests()); n != 2 {
 			t.Fatalf("%d judge requests for %q, want 2 (one retry)", n, reply)
 		}
+	}
+}
+
+// runner is a Runner over fixed turns and the fakes; it records the reports.
+func runner(t *testing.T, stored []optimize.Turn) (*optimize.Runner, *[]protocol.EliteOptions, *[]optimize.Scope) {
+	s := fakeModels(t)
+	a := adapter(s)
+	cfg := openai.DefaultConfig("")
+	cfg.BaseURL = s.URL()
+	var reports []protocol.EliteOptions
+	var scopes []optimize.Scope
+	var mu sync.Mutex
+	return &optimize.Runner{
+		Turns: func(_ context.Context, sc optimize.Scope, _ int) ([]optimize.Turn, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			scopes = append(scopes, sc)
+			return stored, nil
+		},
+		Seed: func(context.Context, optimize.Scope) (gepa.Candidate, error) {
+			return gepa.Candidate{optimize.ComponentSystem: "You are Alicia, a helpful assistant.", optimize.ComponentVoiceStyle: "Speak naturally.",
+				"tool:weather": "The weather forecast for a city."}, nil
+		},
+		Adapter: a, Reflector: optimize.ModelReflector{Chat: openai.NewClientWithConfig(cfg), Model: "fake-reflect"},
+		Publish: func(_ context.Context, o *protocol.EliteOptions) error {
+			mu.Lock()
+			defer mu.Unlock()
+			c := *o
+			reports = append(reports, c)
+			return nil
+		},
+	}, &reports, &scopes
+}
+
+// A run reports its progress after each iteration and ends with the
+// front's elites: the texts they change, their scores, and example answers
+// beside today's. It learns from the asker's turns alone and applies
+// nothing.
+func TestRunReportsElites(t *testing.T) {
+	stored := turns("s", 8)
+	for i := range stored {
+		stored[i].Answer = "Let me check the forecast for you, it is a long story."
+	}
+	rn, reports, scopes := runner(t, stored)
+	run := &protocol.OptimizationRun{ID: "or_1", UserID: "us_alice", Scope: protocol.OptimizationRunScopeUser, Budget: 80, CreatedAt: 1}
+	if err := rn.Run(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	if len(*scopes) != 1 || !slices.Equal((*scopes)[0].UserIDs, []string{"us_alice"}) {
+		t.Fatalf("learned from %v, want alice's turns alone", *scopes)
+	}
+	rs := *reports
+	if len(rs) < 2 {
+		t.Fatalf("%d reports, want progress then the end", len(rs))
+	}
+	for i, r := range rs[:len(rs)-1] {
+		if r.Status != protocol.EliteOptionsStatusRunning || (i > 0 && r.MetricCalls < rs[i-1].MetricCalls) || r.BestScores == nil {
+			t.Fatalf("progress report %d: %+v", i, r)
+		}
+	}
+	last := rs[len(rs)-1]
+	if last.Status != protocol.EliteOptionsStatusDone || last.MetricCalls > 80 || len(last.Elites) == 0 || last.FrontSize < 1 {
+		t.Fatalf("last report %+v", last)
+	}
+	best := last.Elites[0]
+	changed := strings.Join(slices.Collect(maps.Values(best.Components)), " ")
+	if !strings.Contains(changed, "one sentence") || best.Weighted == nil || *best.Weighted < 0.99 || best.Scores["brevity"] != 1 {
+		t.Fatalf("best elite %+v", best)
+	}
+	if _, ok := best.Components["tool:weather"]; ok {
+		t.Fatalf("the elite changes a component the run did not name: %v", best.Components)
+	}
+	if len(best.Examples) == 0 || best.Examples[0].Current != stored[0].Answer || !strings.HasPrefix(best.Examples[0].Candidate, "It will be") {
+		t.Fatalf("examples %+v", best.Examples)
+	}
+}
+
+// A run without enough stored turns, or asked to rewrite a component that
+// does not exist, fails with a report that says why; a cancelled run ends
+// with a cancelled report.
+func TestRunFailsAndCancels(t *testing.T) {
+	rn, reports, _ := runner(t, turns("f", 3))
+	err := rn.Run(context.Background(), &protocol.OptimizationRun{ID: "or_2", UserID: "us_a", Scope: protocol.OptimizationRunScopeUser, Budget: 50})
+	last := (*reports)[len(*reports)-1]
+	if err == nil || last.Status != protocol.EliteOptionsStatusFailed || last.Error == nil || !strings.Contains(*last.Error, "3 stored answers") {
+		t.Fatalf("err %v, report %+v", err, last)
+	}
+	rn, reports, _ = runner(t, turns("f", 6))
+	err = rn.Run(context.Background(), &protocol.OptimizationRun{ID: "or_3", UserID: "us_a", Scope: protocol.OptimizationRunScopeUser, Budget: 50, Components: []string{"tool:nope"}})
+	last = (*reports)[len(*reports)-1]
+	if err == nil || last.Status != protocol.EliteOptionsStatusFailed || !strings.Contains(*last.Error, `"tool:nope"`) {
+		t.Fatalf("err %v, report %+v", err, last)
+	}
+	err = rn.Run(context.Background(), &protocol.OptimizationRun{ID: "or_4", Scope: protocol.OptimizationRunScopeInstallation, Budget: 50})
+	if err == nil || !strings.Contains(err.Error(), "nobody to learn from") {
+		t.Fatalf("an installation run with nobody to learn from: %v", err)
+	}
+	rn, reports, _ = runner(t, turns("c", 6))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := rn.Run(ctx, &protocol.OptimizationRun{ID: "or_5", UserID: "us_a", Scope: protocol.OptimizationRunScopeUser, Budget: 50}); err != nil {
+		t.Fatalf("a cancelled run: %v", err)
+	}
+	if last = (*reports)[len(*reports)-1]; last.Status != protocol.EliteOptionsStatusCancelled {
+		t.Fatalf("report %+v", last)
 	}
 }
