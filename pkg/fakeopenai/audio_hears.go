@@ -29,11 +29,14 @@ const maxSpoken = 32
 // Matching tuning.
 const (
 	hearBlock = 10 * time.Millisecond
-	// hearMinBlocks: the sound a match needs (blocks above hearFloorDB).
-	hearMinBlocks = 20
+	// hearMinBlocks: the sound a match needs (blocks above hearFloorDB):
+	// the VAD's minimum speech is 150 ms.
+	hearMinBlocks = 10
 	hearFloorDB   = -60.0
-	// hearCorr: the envelope correlation that makes audio the fake's own.
-	hearCorr = 0.8
+	// hearCorr: the envelope correlation that makes audio the fake's own
+	// (an echo chopped by a canceller's muting still finds 0.65; another
+	// voice, espeak-ng's, about 0.4).
+	hearCorr = 0.6
 )
 
 func (h *Handler) spoke(s spokenText) {

@@ -67,6 +67,13 @@ func TestHearsItsOwnSpeech(t *testing.T) {
 			}
 		})
 	}
+	// As short as the VAD's minimum speech (160 ms): a word or two of the
+	// answer, not necessarily the right ones (its level alone is ambiguous
+	// over so short a stretch).
+	short := echo(spoken[texts[0]], 0.48, 0.52)
+	if got := hears(fakeopenai.TranscriptionRequest{Samples: short, SampleRate: 16000, LevelDBFS: audio.DBFS(short)}).Text; got == "something else" || !strings.Contains(texts[0], got) {
+		t.Fatalf("a short piece of the answer heard as %q", got)
+	}
 	// A person's speech (espeak-ng) is not the fake's own.
 	out, err := exec.Command("espeak-ng", "--stdout", "-v", "en-us", "Tell me about the weather in Paris this week.").Output()
 	if err != nil {

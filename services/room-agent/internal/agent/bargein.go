@@ -157,7 +157,7 @@ func (t *tracker) heard(b *protocol.Transcription) {
 		// without more (a later transcript with other words confirms).
 		p.back[b.ID] = strings.TrimSpace(b.Text)
 		t.noteBackLocked(b.ID, heardBackchannel)
-	case t.echoLocked(p.turn, b.Text):
+	case t.echoLocked(p.turn, b.ID, b.Text):
 		// The answer's own words: no interruption, whichever utterance
 		// they come from.
 		if interrupting {
@@ -205,9 +205,10 @@ func (t *tracker) Overheard(utterance, text string, barged bool) overheard {
 	switch {
 	case barged && t.r.cfg.Backchannels.Is(text, t.r.cfg.Language):
 		kind = heardBackchannel
-	case t.echoLocked(turn, text):
+	case t.echoLocked(turn, utterance, text):
 		kind = heardEcho
 	}
+	delete(t.echoLike, utterance)
 	if kind == notOverheard || heard == kind {
 		t.mu.Unlock()
 		return kind
@@ -232,12 +233,15 @@ func (t *tracker) Overheard(utterance, text string, barged bool) overheard {
 	return kind
 }
 
-// echoLocked reports whether text is turn's own words come back: at least
-// two of them in a run of two or more of the answer's words in its order,
-// and at most a third (at least one) not (a transcript of an echo starts
-// and ends mid-word). The person quoting the answer in a sentence of their
-// own ("no, the weather in Paris tomorrow") has more words of their own.
-func (t *tracker) echoLocked(turn, text string) bool {
+// echoLocked reports whether text, the transcript of utterance, is turn's
+// own words come back: at least two of them in a run of two or more of the
+// answer's words in its order, and at most a third (at least one) not (a
+// transcript of an echo starts and ends mid-word). The person quoting the
+// answer in a sentence of their own ("no, the weather in Paris tomorrow")
+// has more words of their own. One word is the answer's echo only when it
+// is one of the answer's and the utterance's sound was like what was
+// played (noteEchoLike): a person's own "Paris" is not.
+func (t *tracker) echoLocked(turn, utterance, text string) bool {
 	tu := t.turns[turn]
 	if tu == nil || !tu.voiced {
 		return false
@@ -246,7 +250,25 @@ func (t *tracker) echoLocked(turn, text string) bool {
 	for _, seq := range slices.Sorted(maps.Keys(tu.sentences)) {
 		answer = append(answer, words(tu.sentences[seq].text)...)
 	}
-	return isEcho(words(text), answer)
+	heard := words(text)
+	if len(heard) == 1 && t.echoLike[utterance] {
+		return slices.Contains(answer, heard[0])
+	}
+	return isEcho(heard, answer)
+}
+
+// noteEchoLike: utterance's sound was like what the agent played (the echo
+// canceller's EchoLike), at least in part.
+func (t *tracker) noteEchoLike(utterance string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.echoLike) >= maxBacks {
+		for k := range t.echoLike {
+			delete(t.echoLike, k)
+			break
+		}
+	}
+	t.echoLike[utterance] = true
 }
 
 // isEcho: see echoLocked.

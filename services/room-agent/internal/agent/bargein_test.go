@@ -367,6 +367,19 @@ func TestEchoOrWords(t *testing.T) {
 	if got := a.r.turns.Overheard("am_b", "Mm-hmm.", false); got != notOverheard {
 		t.Fatalf("a backchannel that never barged in told %v", got)
 	}
+	// One word: the answer's echo only when the utterance sounded like
+	// what was played and the word is the answer's.
+	if got := a.r.turns.Overheard("am_p", "Paris.", false); got != notOverheard {
+		t.Fatalf("a person's own one-word answer told %v", got)
+	}
+	a.r.turns.noteEchoLike("am_l")
+	a.r.turns.noteEchoLike("am_s")
+	if got := a.r.turns.Overheard("am_l", "Paris.", false); got != heardEcho {
+		t.Fatalf("one word of the answer in sound like the answer told %v, want echo", got)
+	}
+	if got := a.r.turns.Overheard("am_s", "Stop!", false); got != notOverheard {
+		t.Fatalf("a word not in the answer told %v", got)
+	}
 	a.r.turns.bargeIn("am_u", time.Now())
 	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "weather in Paris"})
 	a.r.turns.heard(&protocol.Transcription{ID: "am_u", ConversationID: a.r.cid, Text: "weather in Paris? No, tell me about London"})

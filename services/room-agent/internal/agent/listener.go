@@ -46,11 +46,12 @@ type listener struct {
 	utt    string // current utterance id
 	seq    int32
 	barged bool
-	// overAnswer: the utterance began while an answer was spoken.
-	overAnswer bool
-	onset      time.Time
-	closed     bool
-	spec       *speculation // the open utterance's speculative job (speculate.go)
+	// overAnswer: the utterance began while an answer was spoken;
+	// echoLike: some of its sound was like what was played.
+	overAnswer, echoLike bool
+	onset                time.Time
+	closed               bool
+	spec                 *speculation // the open utterance's speculative job (speculate.go)
 	// partials: what each partial job of the open utterance carried (endofturn.go)
 	partials partialJobs
 }
@@ -109,6 +110,10 @@ func (l *listener) WriteSample(s media.PCM16Sample) error {
 	}
 	// Without the answer's echo: what the person says over it stays.
 	l.det.Push(l.echo.Process(s, time.Now()), l.onEvent)
+	if l.utt != "" && !l.echoLike && l.det.InSpeech() && l.echo.EchoLike() {
+		l.echoLike = true
+		l.r.turns.noteEchoLike(l.utt)
+	}
 	// Speech with its short gaps (the onset hangover), as the minimum
 	// speech that started the utterance was counted.
 	if l.det.InSpeech() && !l.barged && l.det.SpeechBridged() >= l.r.cfg.BargeInMin {
@@ -144,7 +149,7 @@ func (l *listener) onEvent(ev vad.Event) {
 	now := time.Now()
 	switch ev.Kind {
 	case vad.Start:
-		l.utt, l.seq, l.barged = protocol.NewID("am"), 0, false
+		l.utt, l.seq, l.barged, l.echoLike = protocol.NewID("am"), 0, false, false
 		// Its words may be the answer's echo: while it is spoken, and for
 		// echoTail after (the echo of its last words).
 		l.overAnswer = l.r.turns.speaking() || now.Sub(l.echo.LastPlayed()) < echoTail

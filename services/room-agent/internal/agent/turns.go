@@ -77,13 +77,16 @@ type tracker struct {
 	// backs are the utterances heard over an answer as backchannels or as
 	// its echo, kept until their final job asks (Overheard), at most maxBacks.
 	backs map[string]overheard
+	// echoLike are the utterances whose sound was like what was played
+	// (noteEchoLike), kept until their final job asks, at most maxBacks.
+	echoLike map[string]bool
 	// barging makes one barge-in decision at a time (two users may barge in at once).
 	barging sync.Mutex
 }
 
 func newTracker(r *Room, m turnMetrics) *tracker {
 	return &tracker{r: r, m: m, turns: map[string]*turn{}, speechEnds: map[string]speechEnd{}, transcribedIn: map[string]time.Duration{},
-		audioSpans: map[string]trace.SpanContext{}, backs: map[string]overheard{}, records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
+		audioSpans: map[string]trace.SpanContext{}, backs: map[string]overheard{}, echoLike: map[string]bool{}, records: make(chan func(context.Context), 256), marks: make(chan []byte, 256)}
 }
 
 // follow reads the conversation's StartAnswer, AssistantSentence and

@@ -129,6 +129,10 @@ type Canceller struct {
 	// resembles: the last search found the microphone like what was
 	// played at some delay (provisionalCorr), not yet sure enough.
 	resembles bool
+	// like: the latest frame with sound was like what was played (the
+	// search's finding while the delay is unknown, the frame against the
+	// echo expected once it is known): EchoLike.
+	like bool
 	// Stats.
 	muted, frames int
 }
@@ -231,6 +235,7 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 		c.micBuf = append(c.micBuf[:0], c.micBuf[over:]...)
 	}
 	if c.refEnd.IsZero() || at.Sub(c.refEnd) > maxDelay+keep/3 {
+		c.like = false
 		return mic // nothing played lately
 	}
 	// The loudest audio played over the echo window before this frame.
@@ -241,6 +246,7 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 		}
 	}
 	if loudest < silentDB {
+		c.like = false
 		return mic // silence was played: no echo to expect
 	}
 	c.frames++
@@ -265,6 +271,7 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 			if c.searchFrom.Before(c.playStart) {
 				c.searchFrom = at
 			}
+			c.like = c.resembles
 			if c.resembles && c.searchFrom.Sub(c.playStart) <= maxDelay && at.Sub(c.searchFrom) < provisional && level < loudest+margin {
 				c.muted++
 				return make([]int16, len(mic))
@@ -284,6 +291,7 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 		}
 	}
 	if played < silentDB {
+		c.like = false
 		return mic // nothing was played there: no echo in this frame
 	}
 	// The echo's loss, in the level domain: a low percentile of how much
@@ -303,10 +311,14 @@ func (c *Canceller) Process(mic []int16, at time.Time) []int16 {
 	}
 	// Subtracting the echo works where the path keeps the waveform (no
 	// codec in between): a remainder far below the echo is echo alone.
-	var mr, rr float64
+	var mr, rr, mm float64
 	for i := range mic {
 		mr += float64(mic[i]) * float64(ref[i])
 		rr += float64(ref[i]) * float64(ref[i])
+		mm += float64(mic[i]) * float64(mic[i])
+	}
+	if level > silentDB {
+		c.like = rr > 0 && mm > 0 && mr/math.Sqrt(rr*mm) >= provisionalCorr
 	}
 	if rr > 0 {
 		g := min(max(mr/rr, 0), 4)
@@ -582,6 +594,17 @@ func (c *Canceller) LastPlayed() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.refEnd
+}
+
+// EchoLike reports whether the latest microphone frame with sound, while
+// the agent's audio was recent, was like what was played: the search found
+// it like the answer at some delay, or, the delay known, it followed the
+// echo expected. What it passes of such frames is an echo the canceller
+// did not take out (the words decide: the agent's barge-in).
+func (c *Canceller) EchoLike() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.like
 }
 
 // Muted reports the frames muted as echo alone, of those processed while

@@ -44,8 +44,9 @@ func voiced(tb testing.TB, text, voice string, rate int) []int16 {
 // room plays answer (48 kHz) through the canceller in 20 ms frames and
 // feeds the microphone: the answer's echo (delay, loss in dB) plus near
 // (16 kHz) from nearAt. It returns what the canceller let through; told
-// nothing played (tell false), it lets everything through.
-func room(tb testing.TB, c *echo.Canceller, answer []int16, delay time.Duration, loss float64, near []int16, nearAt time.Duration, tell bool) []int16 {
+// nothing played (tell false), it lets everything through. onFrame, when
+// given, is called after each microphone frame with the frame's number.
+func room(tb testing.TB, c *echo.Canceller, answer []int16, delay time.Duration, loss float64, near []int16, nearAt time.Duration, tell bool, onFrame ...func(k int)) []int16 {
 	tb.Helper()
 	t0 := time.Unix(1_800_000_000, 0)
 	g := math.Pow(10, -loss/20)
@@ -75,6 +76,9 @@ func room(tb testing.TB, c *echo.Canceller, answer []int16, delay time.Duration,
 			f[i] = int16(max(-32768, min(32767, mic[k*320+i])))
 		}
 		out = append(out, c.Process(f, at.Add(20*time.Millisecond))...)
+		for _, fn := range onFrame {
+			fn(k)
+		}
 	}
 	return out
 }
@@ -265,5 +269,37 @@ func TestProvisionalMuting(t *testing.T) {
 				t.Fatalf("%d frames muted, want %d-%d", muted, c.wantMutedMin, c.wantMax)
 			}
 		})
+	}
+}
+
+// TestEchoLike: the frames of an echo are like what was played, before its
+// delay is found and after; a person's own voice over the answer (no echo,
+// headphones) is not.
+func TestEchoLike(t *testing.T) {
+	answer := speech(t, "The forecast for Paris tomorrow is mostly sunny with a few clouds in the afternoon, and a light breeze in the evening.", 48000)
+	like := func(near []int16, loss float64) (float64, int) {
+		c, err := echo.New(48000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var yes, n int
+		room(t, c, answer, 250*time.Millisecond, loss, near, 0, true, func(k int) {
+			// Over the answer, once the echo (or the person) has begun.
+			if k >= 20 && (k+1)*960 <= len(answer) {
+				n++
+				if c.EchoLike() {
+					yes++
+				}
+			}
+		})
+		t.Logf("near voice %v, loss %v dB: %d of %d frames echo-like", near != nil, loss, yes, n)
+		return float64(yes) / float64(n), n
+	}
+	if r, n := like(nil, 10); r < 0.8 {
+		t.Fatalf("%.0f %% of %d echo frames like what was played, want most", 100*r, n)
+	}
+	near := voiced(t, "Wait, what about Sunday? Tell me about the weekend instead, and the week after that too.", "en-us+f3", 16000)
+	if r, n := like(near, 200); r > 0.2 { // 200 dB: no echo at all
+		t.Fatalf("%.0f %% of %d frames of a person's own voice like the answer, want few", 100*r, n)
 	}
 }

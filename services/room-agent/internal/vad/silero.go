@@ -129,7 +129,15 @@ type Silero struct {
 	session *ort.DynamicAdvancedSession
 	sr      *ort.Scalar[int64]
 	version string
+	// mu: windows run under its read lock; Close takes it, so the model is
+	// never freed under a window still running (a room's listener may
+	// outlive the process's Run by a frame).
+	mu     sync.RWMutex
+	closed bool
 }
+
+// errClosed: the model was closed under a stream.
+var errClosed = errors.New("vad: the Silero model is closed")
 
 // LoadSilero loads the model. Each window runs on the calling goroutine's
 // thread (one intra-op thread): a voice session's VAD costs one core's
@@ -167,8 +175,15 @@ func LoadSilero(rt Runtime) (*Silero, error) {
 // RuntimeVersion is the ONNX Runtime version loaded.
 func (s *Silero) RuntimeVersion() string { return s.version }
 
-// Close frees the model (after every stream is closed).
+// Close frees the model once no window runs; a stream's later windows get
+// an error (its detector falls back to the energy VAD).
 func (s *Silero) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
 	_ = s.session.Destroy()
 	_ = s.sr.Destroy()
 }
@@ -214,6 +229,11 @@ func (st *SileroStream) Prob(window []int16) (float32, error) {
 	in := st.input.GetData()
 	for i, v := range window {
 		in[sileroContext+i] = float32(v) / 32768
+	}
+	st.m.mu.RLock()
+	defer st.m.mu.RUnlock()
+	if st.m.closed {
+		return 0, errClosed
 	}
 	if err := st.m.session.Run([]ort.Value{st.input, st.state, st.m.sr}, []ort.Value{st.output, st.stateN}); err != nil {
 		return 0, fmt.Errorf("vad: Silero: %w", err)

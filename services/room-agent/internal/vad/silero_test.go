@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -315,4 +316,34 @@ func TestNeuralBargeInCountsFromTheWord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The model closed while a stream runs windows (the process stopping with
+// a room's listener still decoding a frame): the window running finishes,
+// the later ones get an error, nothing is freed under a window.
+func TestSileroClosedUnderAStream(t *testing.T) {
+	m := silero(t)
+	st, err := m.Stream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	window := make([]int16, vad.SileroWindow)
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		close(started)
+		for {
+			if _, err := st.Prob(window); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	<-started
+	m.Close()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a window after Close: %v", err)
+	}
+	m.Close() // twice is harmless (the test's cleanup closes it again)
 }
