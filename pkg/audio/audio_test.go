@@ -173,3 +173,19 @@ func BenchmarkResample48to16(b *testing.B) {
 		out = r.Process(out[:0], in)
 	}
 }
+
+func TestCorrelation(t *testing.T) {
+	x := []float64{1, 3, 2, 5, 4}
+	lin, neg, flat := make([]float64, len(x)), make([]float64, len(x)), make([]float64, len(x))
+	for i, v := range x {
+		lin[i], neg[i], flat[i] = 2*v+1, -v, 7
+	}
+	for _, c := range []struct {
+		b    []float64
+		want float64
+	}{{lin, 1}, {neg, -1}, {flat, 0}} {
+		if got := audio.Correlation(x, c.b); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Correlation(%v, %v) = %v, want %v", x, c.b, got, c.want)
+		}
+	}
+}

@@ -24,3 +24,26 @@ func DBFS(s []int16) float64 {
 	}
 	return 20 * math.Log10(r/32768)
 }
+
+// Correlation is the Pearson correlation of a and b (equal lengths): 0 when
+// either is constant.
+func Correlation(a, b []float64) float64 {
+	var ma, mb float64
+	for i := range a {
+		ma += a[i]
+		mb += b[i]
+	}
+	ma /= float64(len(a))
+	mb /= float64(len(b))
+	var ab, aa, bb float64
+	for i := range a {
+		x, y := a[i]-ma, b[i]-mb
+		ab += x * y
+		aa += x * x
+		bb += y * y
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}

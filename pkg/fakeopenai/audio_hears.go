@@ -138,7 +138,7 @@ func bestOffset(env, ref []float64) (lag int, corr float64, from, to int) {
 		if len(a) < hearMinBlocks || len(a) < (to-from+1)*6/10 {
 			continue
 		}
-		if c := pearson(a, b); c > corr {
+		if c := audio.Correlation(a, b); c > corr {
 			lag, corr = l, c
 		}
 	}
@@ -170,25 +170,3 @@ func wordsAt(s spokenText, from, to int) string {
 }
 
 func isSpace(r rune) bool { return r == ' ' || r == '\n' || r == '\t' }
-
-// pearson is the correlation of a and b.
-func pearson(a, b []float64) float64 {
-	var ma, mb float64
-	for i := range a {
-		ma += a[i]
-		mb += b[i]
-	}
-	ma /= float64(len(a))
-	mb /= float64(len(b))
-	var ab, aa, bb float64
-	for i := range a {
-		x, y := a[i]-ma, b[i]-mb
-		ab += x * y
-		aa += x * x
-		bb += y * y
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
-}

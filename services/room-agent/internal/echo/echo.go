@@ -386,7 +386,7 @@ func (c *Canceller) estimate(now time.Time) {
 			}
 			ref = append(ref, max(v, -70))
 		}
-		if r := corr(mic, ref); r > best {
+		if r := audio.Correlation(mic, ref); r > best {
 			best, bestLag = r, lag
 		}
 	}
@@ -553,28 +553,6 @@ func (c *Canceller) samplesOfMic(from time.Time, n int) []int16 {
 		return nil
 	}
 	return c.micBuf[i0 : i0+n]
-}
-
-// corr is the Pearson correlation of a and b.
-func corr(a, b []float64) float64 {
-	var ma, mb float64
-	for i := range a {
-		ma += a[i]
-		mb += b[i]
-	}
-	ma /= float64(len(a))
-	mb /= float64(len(b))
-	var ab, aa, bb float64
-	for i := range a {
-		x, y := a[i]-ma, b[i]-mb
-		ab += x * y
-		aa += x * x
-		bb += y * y
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
 }
 
 // Delay is the echo delay found (false: not yet), on the canceller's own
