@@ -96,6 +96,7 @@ var wantTables = []string{
 	"alicia_mcp_servers",
 	"alicia_memory",
 	"alicia_memory_used",
+	"alicia_message_judgements",
 	"alicia_messages",
 	"alicia_meta",
 	"alicia_notes",
@@ -284,7 +285,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 10
+const migrationCount = 11
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()

@@ -119,6 +119,7 @@ func Durables() []Durable {
 		{Persistence, bus.StreamSystem, PersistenceConsumer},
 		{Memory, bus.StreamConversations, "memory"},
 		{Memory, bus.StreamConversations, "memory-extraction"},
+		{LLM, bus.StreamConversations, llmJudge},
 		{TTS, bus.StreamConversations, "tts"},
 		{RoomAgent, bus.StreamDispatch, "room-agent"},
 		{ASR, bus.StreamASRJobs, "asr"},
@@ -133,6 +134,10 @@ const SessionsBucket = "SESSIONS"
 // llmTurns is the llm's turn queue (services/llm/internal/queue.Stream),
 // created by the llm.
 const llmTurns = "LLM_TURNS"
+
+// llmJudge is the llm's judge consumer on CONVERSATIONS
+// (services/llm/internal/judge.ConsumerName).
+const llmJudge = "llm-judge"
 
 // llmTurnLeases is the llm's bucket of turns running per user
 // (services/llm/internal/queue.LeaseBucket).
@@ -236,6 +241,11 @@ func For(service string) Permissions {
 		// Turns running per user over every replica: leases in a bucket
 		// (services/llm/internal/queue.Budget).
 		p.Publish = append(p.Publish, keyValue(llmTurnLeases)...)
+		// The judge: the ends of answers from the server envelopes (its
+		// consumer reads them all and ignores the others), its
+		// TurnJudgements on the agent subject, and its dead letters.
+		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
+		p.Publish = append(p.Publish, agent(protocol.TypeTurnJudgement), subjects.DeadLetter(llmJudge))
 	case TTS:
 		// SpeechAudio on core NATS, one SentenceAudio record per sentence;
 		// hears the turn's sentences, starts, stops and errors on core NATS.

@@ -84,6 +84,8 @@ type Config struct {
 	svcmain.Metrics
 
 	Tools tools.Config // ALICIA_TOOL_*, ALICIA_WEB_SEARCH_*, ALICIA_MCP_*
+	// Judge scores answers after they end (ALICIA_JUDGE_*; judge.go).
+	Judge JudgeConfig
 	// Toolbox, when set, replaces the tool registry (tests, embedding).
 	Toolbox Toolbox
 }
@@ -114,6 +116,7 @@ func DefaultConfig() Config {
 		MemoryTopK:        5,
 		MemoryTimeout:     500 * time.Millisecond,
 		Tools:             tools.DefaultConfig(),
+		Judge:             DefaultJudgeConfig(),
 	}
 }
 
@@ -133,6 +136,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 		c.Bus.From(src),
 		terr,
 		c.Postgres.From(src),
+		c.Judge.From(src),
 		src.Secret("ALICIA_LLM_API_KEY", &c.APIKey),
 		src.Int("ALICIA_LLM_MAX_TOKENS", &c.MaxTokens),
 		temperature(src, &c.Temperature),
@@ -176,7 +180,7 @@ func temperature(src config.Source, dst **float32) error {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	errs = append(errs, c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar))
+	errs = append(errs, c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar), c.Judge.Validate())
 	if u, err := url.Parse(c.LLMURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("ALICIA_LLM_URL %q is not an http(s) URL", c.LLMURL)
 	}

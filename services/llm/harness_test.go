@@ -76,6 +76,9 @@ func (h *harness) config(fake *fakeopenai.Server) llm.Config {
 	cfg.Timeout, cfg.RetryBackoff, cfg.BreakerCooldown = 2*time.Second, 10*time.Millisecond, 300*time.Millisecond
 	cfg.Partitions, cfg.AckWait, cfg.ShutdownGrace = 8, 2*time.Second, 0
 	cfg.Toolbox = newToolbox()
+	// No judge: its requests would take the answers scripted on the fake
+	// chat model. The judge's tests give it a judge model of its own (judged).
+	cfg.Judge.Sample = 0
 	return cfg
 }
 

@@ -105,6 +105,8 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		MemoryTopK: cfg.MemoryTopK, MemoryThreshold: cfg.MemoryThreshold, MemoryTimeout: cfg.MemoryTimeout,
 		PublishTimeout: 5 * time.Second, ToolResultMax: 16 << 10,
 	})
+	// The judge: its own consumer and worker, off the turn path.
+	defer startJudge(ctx, cfg, nc, js, pool, m, log)()
 	unsubscribe, err := engine.Listen(ctx)
 	if err != nil {
 		return err

@@ -36,6 +36,12 @@ type Metrics struct {
 	BudgetWaiting prometheus.Gauge
 	BudgetWait    prometheus.Histogram
 	TurnsParked   prometheus.Counter
+	// Judged: answers the judge ended with, by outcome (judged, unsampled,
+	// skipped, malformed, rejected, unavailable); JudgeDuration: one judge
+	// model request; JudgeTokens: its tokens by kind (prompt, completion).
+	Judged        *prometheus.CounterVec
+	JudgeDuration prometheus.Histogram
+	JudgeTokens   *prometheus.CounterVec
 }
 
 var (
@@ -72,6 +78,13 @@ func Default() *Metrics {
 		def.TurnsParked = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "turns_parked_total",
 			Help: "Turns given back to the queue to wait (their user holds its budget's worth of turns in the partition)."})
 		prometheus.DefaultRegisterer.MustRegister(def.BudgetWaiting, def.BudgetWait, def.TurnsParked)
+		def.Judged = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "judged_total",
+			Help: "Answers the judge is done with, by outcome: judged (a TurnJudgement published), unsampled (outside ALICIA_JUDGE_SAMPLE), skipped (failed, interrupted or no question), malformed (two replies not the JSON asked for), rejected (4xx), unavailable (the judge backend failed every delivery)."}, []string{"outcome"})
+		def.JudgeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "judge_request_duration_seconds",
+			Help: "Time of one judge model request.", Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}})
+		def.JudgeTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "judge_tokens_total",
+			Help: "Tokens of the judge model's requests, by kind (prompt, completion), as its backend reports them."}, []string{"kind"})
+		prometheus.DefaultRegisterer.MustRegister(def.Judged, def.JudgeDuration, def.JudgeTokens)
 		prometheus.DefaultRegisterer.MustRegister(def.TurnDuration, def.FirstToken, def.FirstSentence, def.Errors, def.ToolCalls, def.ModelAttempts, def.Breaker, def.Preempts)
 	})
 	return def

@@ -108,6 +108,8 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	case *protocol.ConversationUpdate:
 		w.conversationUpdate(cid, b, at)
 		return "", nil
+	case *protocol.TurnJudgement:
+		return w.judgement(cid, b, at), nil
 	case *protocol.SessionStats:
 		w.q(`INSERT INTO alicia_session_stats (conversation_id, message_count, tool_call_count, memories_used, session_duration_ms)
 			VALUES ($1, $2, $3, $4, $5)

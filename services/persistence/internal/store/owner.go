@@ -168,6 +168,8 @@ func refsOf(env *protocol.Envelope) []ref {
 		return []ref{{refMessage, b.MessageID}, {refSentence, b.SentenceID}}
 	case *protocol.ControlStop:
 		return []ref{{refMessage, deref(b.TargetID)}}
+	case *protocol.TurnJudgement:
+		return []ref{{refMessage, b.MessageID}}
 	case *protocol.ErrorMessage:
 		return []ref{{refMessage, deref(b.OriginatingID)}}
 	case *protocol.BranchUpdate:

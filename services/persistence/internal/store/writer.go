@@ -188,13 +188,13 @@ func (w *writer) stanza(cid string, o subjects.Origin, stanzaID int32, seq uint6
 // placed checks that an envelope of type t may be stored where it was
 // published (origin o of a conversation subject when onConversation, else a
 // system subject). Work items (64, 65, 68) travel on their own work queues
-// and core NATS, never as records; SentenceAudio, SentencePlayout and TurnEvent
-// only on a conversation's agent subjects. Anything else is dead-lettered.
+// and core NATS, never as records; SentenceAudio, SentencePlayout, TurnEvent
+// and TurnJudgement only on a conversation's agent subjects. Anything else is dead-lettered.
 func placed(t protocol.MessageType, o subjects.Origin, onConversation bool) error {
 	switch t {
 	case protocol.TypeASRJob, protocol.TypeSpeechAudio, protocol.TypeAgentDispatch:
 		return fmt.Errorf("%w: %s", errWorkItem, t)
-	case protocol.TypeSentenceAudio, protocol.TypeSentencePlayout, protocol.TypeTurnEvent:
+	case protocol.TypeSentenceAudio, protocol.TypeSentencePlayout, protocol.TypeTurnEvent, protocol.TypeTurnJudgement:
 		if !onConversation || o != subjects.OriginAgent {
 			return fmt.Errorf("%w: %s", errNotAgentSubject, t)
 		}
