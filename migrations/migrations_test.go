@@ -101,6 +101,7 @@ var wantTables = []string{
 	"alicia_meta",
 	"alicia_notes",
 	"alicia_persistence_instances",
+	"alicia_prompt_versions",
 	"alicia_reasoning_steps",
 	"alicia_sentences",
 	"alicia_session_stats",
@@ -109,6 +110,10 @@ var wantTables = []string{
 	"alicia_tools",
 	"alicia_user_conversation_commentaries",
 	"alicia_votes",
+	// The optimiser's tables keep the seeds' names (00012).
+	"prompt_candidates",
+	"prompt_evaluations",
+	"prompt_optimization_runs",
 }
 
 var wantEnums = map[string][]string{
@@ -164,7 +169,7 @@ func queryStrings(t *testing.T, db *sql.DB, query string, args ...any) []string 
 
 func aliciaTables(t *testing.T, db *sql.DB) []string {
 	return queryStrings(t, db, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = current_schema() AND table_name LIKE 'alicia\_%' ORDER BY table_name COLLATE "C"`)
+		WHERE table_schema = current_schema() AND (table_name LIKE 'alicia\_%' OR table_name LIKE 'prompt\_%') ORDER BY table_name COLLATE "C"`)
 }
 
 func enumValues(t *testing.T, db *sql.DB, name string) []string {
@@ -285,7 +290,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 11
+const migrationCount = 12
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()

@@ -30,6 +30,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	case *protocol.StartAnswer:
 		prev := b.PreviousID
 		w.addMessage(b.ID, cid, &prev, "assistant", "", "streaming", at)
+		w.messages.promptVersions(b.ID, b.PromptVersions)
 		return b.ID, nil
 	case *protocol.AssistantSentence:
 		return w.sentence(cid, b, at), nil
@@ -121,6 +122,8 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return w.toolRegistration(b, at)
 	case *protocol.ToolSetting:
 		return w.toolSetting(b), nil
+	case *protocol.PromptVersion:
+		return w.promptVersion(b, at)
 	case *protocol.MCPServerConfig:
 		return w.mcpServerConfig(b, at)
 	case *protocol.MCPServerStatus:

@@ -18,4 +18,5 @@ var (
 	errNotAgentSubject     = errors.New("SentenceAudio and SentencePlayout belong on alicia.conv.{cid}.agent.{type}")
 	errPlaying             = errors.New("SentencePlayout playing is a live mark for the room's participants, never a record")
 	errUtteranceID         = errors.New("AudioChunk meta alicia.utterance_id is not a non-empty string")
+	errPromptVersion       = errors.New("prompt version cannot be stored")
 )

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // messageRows accumulates the messages a UserMessage or a StartAnswer
 // creates, so consecutive ones are written with one multi-row statement (a
@@ -21,11 +24,22 @@ type messageRows struct {
 	at      []time.Time
 	audio   []*string
 	traces  []*string
+	// pvs are the prompt versions that shaped an answer, joined by spaces
+	// ("" for none: the column stays NULL).
+	pvs []string
 	// index maps an accumulated id to its 1-based position.
 	index map[string]int32
 }
 
 func (r *messageRows) reset() { *r = messageRows{index: map[string]int32{}} }
+
+// promptVersions records the prompt versions of accumulated message id
+// (StartAnswer.promptVersions).
+func (r *messageRows) promptVersions(id string, pvs []string) {
+	if i, ok := r.index[id]; ok && len(pvs) > 0 {
+		r.pvs[i-1] = strings.Join(pvs, " ")
+	}
+}
 
 // addMessage queues a message for the multi-row insert (see insertMessage
 // for what the row is). An id already accumulated, or a parent accumulated
@@ -67,6 +81,7 @@ func (w *writer) addMessage(id, cid string, previous *string, role, contents, st
 	r.at = append(r.at, at)
 	r.audio = append(r.audio, audioID)
 	r.traces = append(r.traces, w.trace)
+	r.pvs = append(r.pvs, "")
 	r.index[id] = int32(len(r.ids))
 	if st != nil {
 		st.tip, st.tipSeq = &id, w.seq
@@ -92,7 +107,7 @@ func (w *writer) flushMessages() {
 		WHERE EXISTS (SELECT 1 FROM alicia_messages m WHERE m.id = y.id AND m.conversation_id <> x.c)`, r.ids, r.convs, r.prevs)
 	w.b.Queue(`WITH RECURSIVE x AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
-				$8::timestamptz[], $9::text[], $10::text[]) WITH ORDINALITY AS x(id, c, p, par, role, contents, status, at, audio, tr, ord)
+				$8::timestamptz[], $9::text[], $10::text[], $11::text[]) WITH ORDINALITY AS x(id, c, p, par, role, contents, status, at, audio, tr, pv, ord)
 		), r AS (
 			-- The head may be this very message (a redelivery): its parent stays.
 			SELECT x.*, CASE WHEN h.id = x.id THEN (SELECT m.previous_id FROM alicia_messages m WHERE m.id = x.id) ELSE h.id END AS prev
@@ -109,14 +124,14 @@ func (w *writer) flushMessages() {
 			FROM s JOIN r ON r.par = s.ord
 		), ins AS (
 			INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
-				completion_status, sync_status, audio_id, trace_id, created_at, updated_at)
+				completion_status, sync_status, audio_id, trace_id, prompt_versions, created_at, updated_at)
 			SELECT r.id, r.c, r.prev, s.seq, r.role::message_role, r.contents, r.status::completion_status, 'synced',
-				(SELECT a.id FROM alicia_audio a WHERE a.id = r.audio), r.tr, r.at, r.at
+				(SELECT a.id FROM alicia_audio a WHERE a.id = r.audio), r.tr, string_to_array(NULLIF(r.pv, ''), ' '), r.at, r.at
 			FROM r JOIN s ON s.ord = r.ord ORDER BY r.ord
 			ON CONFLICT (id) DO NOTHING
 			RETURNING id, audio_id
 		)
 		UPDATE alicia_audio a SET message_id = ins.id FROM ins WHERE a.id = ins.audio_id AND a.message_id IS NULL`,
-		r.ids, r.convs, r.prevs, r.parents, r.roles, r.contents, r.statuses, r.at, r.audio, r.traces)
+		r.ids, r.convs, r.prevs, r.parents, r.roles, r.contents, r.statuses, r.at, r.audio, r.traces, r.pvs)
 	r.reset()
 }
