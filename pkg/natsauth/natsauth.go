@@ -213,13 +213,17 @@ func For(service string) Permissions {
 		// stops and configurations heard on core NATS.
 		p.Publish = []string{serverAll,
 			subjects.System(protocol.TypeToolRegistration), subjects.System(protocol.TypeMCPServerStatus),
+			// Prompt versions: the seeds, promotions and rollbacks.
+			subjects.System(protocol.TypePromptVersion),
 			rpc.HistorySubject, rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryPrefetchedPrefix + "*",
 			streamAPI("CREATE", llmTurns), streamAPI("UPDATE", llmTurns), streamAPI("INFO", llmTurns)}
 		p.Subscribe = []string{client(protocol.TypeControlStop), client(protocol.TypeConfiguration),
 			// Preemptive answers: started on a speculative transcript,
 			// cancelled by the room-agent's TurnEvent; their first
 			// sentence is synthesised ahead by the tts.
-			subjects.AllSpecPreempts, agent(protocol.TypeTurnEvent)}
+			subjects.AllSpecPreempts, agent(protocol.TypeTurnEvent),
+			// A promoted or rolled back prompt version serves at once.
+			subjects.System(protocol.TypePromptVersion)}
 		p.Publish = append(p.Publish, subjects.AllSpecSpeak)
 		p.Publish = append(p.Publish, consume(llmTurns)...)
 		// A replica stopping gives its partitions up at once (the turn

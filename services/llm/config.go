@@ -19,8 +19,18 @@ import (
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 )
 
-// DefaultSystemPrompt suits a voice assistant: answers are spoken.
-const DefaultSystemPrompt = `You are Alicia, a helpful voice assistant. Your answers are read aloud, so speak in short, natural sentences that are easy to follow by ear. Do not use markdown: no tables, no headings, no bold text, and no bullet lists unless the user asks for a list; give code only when the user asks for code. Say numbers, symbols and abbreviations the way a person would say them. Use the tools you have when they help, and say briefly what you found. If you do not know something, say so instead of guessing.`
+// DefaultSystemPrompt is the system component's seed text: who Alicia is
+// and how she answers, spoken or written (internal/prompts).
+const DefaultSystemPrompt = `You are Alicia, a helpful voice assistant. Use the tools you have when they help, and say briefly what you found. If you do not know something, say so instead of guessing.`
+
+// DefaultVoiceStyle is the voice_style component's seed text, added to the
+// system prompt when the answer is spoken (StartAnswer answerType
+// text+voice).
+const DefaultVoiceStyle = `Your answers are read aloud, so speak in short, natural sentences that are easy to follow by ear. Do not use markdown: no tables, no headings, no bold text, and no bullet lists unless the user asks for a list; give code only when the user asks for code. Say numbers, symbols and abbreviations the way a person would say them.`
+
+// DefaultDemonstrations is the demonstrations component's seed text: the
+// instruction that will introduce stored turns used as few-shot examples.
+const DefaultDemonstrations = `Here are earlier answers the person found good. Follow their manner (length, tone, how tools were used), not their content.`
 
 // Toolbox is the tool registry a turn uses; tools.Registry is the real one.
 type Toolbox interface {
@@ -38,11 +48,20 @@ type Config struct {
 	// Postgres: ALICIA_POSTGRES_URL or ALICIA_POSTGRES_URL_FILE (read-only use).
 	pgread.Postgres
 
-	LLMURL       string // ALICIA_LLM_URL: OpenAI-compatible base URL, e.g. http://vllm:8000/v1
-	Model        string // ALICIA_LLM_MODEL
-	APIKey       string // ALICIA_LLM_API_KEY or ALICIA_LLM_API_KEY_FILE
-	SystemPrompt string // ALICIA_LLM_SYSTEM_PROMPT
-	MaxTokens    int    // ALICIA_LLM_MAX_TOKENS (0: the backend's default)
+	LLMURL string // ALICIA_LLM_URL: OpenAI-compatible base URL, e.g. http://vllm:8000/v1
+	Model  string // ALICIA_LLM_MODEL
+	APIKey string // ALICIA_LLM_API_KEY or ALICIA_LLM_API_KEY_FILE
+	// SystemPrompt is the seed text of the system component
+	// (ALICIA_LLM_SYSTEM_PROMPT): served until a version of it is promoted.
+	SystemPrompt string
+	// VoiceStyle is the seed text of the voice_style component
+	// (ALICIA_LLM_VOICE_STYLE), added when the answer is spoken.
+	VoiceStyle string
+	// PromptReload: how often the active prompt versions are reloaded
+	// from Postgres (ALICIA_LLM_PROMPT_RELOAD); a PromptVersion heard on
+	// alicia.sys serves at once.
+	PromptReload time.Duration
+	MaxTokens    int // ALICIA_LLM_MAX_TOKENS (0: the backend's default)
 	Temperature  *float32
 	// Timeout bounds connecting, the first chunk and each gap between
 	// chunks (ALICIA_LLM_TIMEOUT).
@@ -100,6 +119,8 @@ func DefaultConfig() Config {
 		LLMURL:            engines.DefaultLLMURL,
 		Model:             engines.DefaultLLMModel,
 		SystemPrompt:      DefaultSystemPrompt,
+		VoiceStyle:        DefaultVoiceStyle,
+		PromptReload:      5 * time.Second,
 		Timeout:           60 * time.Second,
 		Attempts:          3,
 		RetryBackoff:      250 * time.Millisecond,
@@ -129,6 +150,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 	src.String("ALICIA_LLM_URL", &c.LLMURL)
 	src.String("ALICIA_LLM_MODEL", &c.Model)
 	src.String("ALICIA_LLM_SYSTEM_PROMPT", &c.SystemPrompt)
+	src.String("ALICIA_LLM_VOICE_STYLE", &c.VoiceStyle)
 	c.Metrics.From(src, metricsAddrVar)
 	tc, terr := tools.ConfigFrom(src)
 	c.Tools = tc
@@ -156,6 +178,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 		src.Int("ALICIA_LLM_MEMORY_TOP_K", &c.MemoryTopK),
 		src.Float64("ALICIA_LLM_MEMORY_THRESHOLD", &c.MemoryThreshold),
 		src.Duration("ALICIA_LLM_MEMORY_TIMEOUT", &c.MemoryTimeout),
+		src.Duration("ALICIA_LLM_PROMPT_RELOAD", &c.PromptReload),
 	)
 	if err != nil {
 		return c, err
@@ -189,6 +212,9 @@ func (c Config) Validate() error {
 	}
 	if c.SystemPrompt == "" {
 		bad("system prompt is empty (ALICIA_LLM_SYSTEM_PROMPT)")
+	}
+	if c.PromptReload < 100*time.Millisecond {
+		bad("ALICIA_LLM_PROMPT_RELOAD %s is under 100ms", c.PromptReload)
 	}
 	if c.MaxTokens < 0 {
 		bad("ALICIA_LLM_MAX_TOKENS %d is negative", c.MaxTokens)

@@ -96,12 +96,19 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		defer reg.Close()
 		toolbox = reg
 	}
+	// The prompt versions: seeded, loaded, kept fresh (prompts.go).
+	reader := store.New(pool)
+	catalog, stopPrompts, err := startPrompts(ctx, cfg, bus.NewPublisher(js), reader, toolbox, log)
+	if err != nil {
+		return err
+	}
+	defer stopPrompts()
 	engine := turn.New(turn.Deps{
 		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Model: mc, Toolbox: toolbox,
-		Messages: store.New(pool), Metrics: m, Log: log,
+		Messages: reader, Prompts: catalog, Metrics: m, Log: log,
 	}, turn.Settings{
-		SystemPrompt: cfg.SystemPrompt, MaxToolIterations: cfg.MaxToolIterations,
-		HistoryLimit: cfg.HistoryLimit, HistoryTimeout: cfg.HistoryTimeout,
+		MaxToolIterations: cfg.MaxToolIterations,
+		HistoryLimit:      cfg.HistoryLimit, HistoryTimeout: cfg.HistoryTimeout,
 		MemoryTopK: cfg.MemoryTopK, MemoryThreshold: cfg.MemoryThreshold, MemoryTimeout: cfg.MemoryTimeout,
 		PublishTimeout: 5 * time.Second, ToolResultMax: 16 << 10,
 	})

@@ -67,16 +67,16 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: protocol.DeriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
 			ConversationID: t.cid, MemoryID: m.ID, Content: m.Content, Relevance: clamp01(m.Similarity)}), t.p.assistantID+":m:"+m.ID)
 	}
-	return t.e.prompt(mems, hist, t.p.assistantID, t.p.userText, t.ans.prefixText()), nil
+	return t.e.prompt(t.comp.system, mems, hist, t.p.assistantID, t.p.userText, t.ans.prefixText()), nil
 }
 
-// prompt assembles the model's messages: the system prompt with the
-// memories, the branch (without answer skip, failed answers and empty
+// prompt assembles the model's messages: the system text (the versions
+// serving the turn: versions.go) with the memories, the branch (without answer skip, failed answers and empty
 // messages), the user's text, and a continuation's prefix. A preemptive
 // answer (preempt.go) is built by the same function, so the confirmed
 // turn's request can be compared with it.
-func (e *Engine) prompt(mems []rpc.Memory, hist []rpc.HistoryMessage, skip, userText, prefix string) []openai.ChatCompletionMessage {
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: e.systemPrompt(mems)}}
+func (e *Engine) prompt(system string, mems []rpc.Memory, hist []rpc.HistoryMessage, skip, userText, prefix string) []openai.ChatCompletionMessage {
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(system, mems)}}
 	for _, h := range hist {
 		if h.ID == skip || h.CompletionStatus == "failed" || strings.TrimSpace(h.Contents) == "" {
 			continue // only what the user saw: failed answers are left out
@@ -97,9 +97,9 @@ func (e *Engine) prompt(mems []rpc.Memory, hist []rpc.HistoryMessage, skip, user
 	return msgs
 }
 
-func (e *Engine) systemPrompt(mems []rpc.Memory) string {
+func systemPrompt(system string, mems []rpc.Memory) string {
 	var b strings.Builder
-	b.WriteString(e.s.SystemPrompt)
+	b.WriteString(system)
 	b.WriteString("\n\nToday is ")
 	b.WriteString(time.Now().UTC().Format("Monday, 2 January 2006"))
 	b.WriteString(" (UTC).")

@@ -23,6 +23,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
+	"github.com/alicia-voice/alicia/services/llm/internal/prompts"
 	"github.com/alicia-voice/alicia/services/llm/internal/queue"
 	"github.com/alicia-voice/alicia/services/llm/internal/store"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
@@ -55,13 +56,14 @@ type Deps struct {
 	Model         Model
 	Toolbox       Toolbox // nil: no tools
 	Messages      Messages
-	Metrics       *metrics.Metrics
-	Log           zerolog.Logger
+	// Prompts are the prompt versions (nil: none, an empty system prompt).
+	Prompts *prompts.Catalog
+	Metrics *metrics.Metrics
+	Log     zerolog.Logger
 }
 
 // Settings tune a turn.
 type Settings struct {
-	SystemPrompt      string
 	MaxToolIterations int
 	HistoryLimit      int // messages of the branch sent to the model
 	HistoryTimeout    time.Duration
@@ -87,6 +89,9 @@ type Engine struct {
 
 // New returns an engine.
 func New(d Deps, s Settings) *Engine {
+	if d.Prompts == nil {
+		d.Prompts = prompts.NewCatalog(nil)
+	}
 	return &Engine{d: d, s: s, stops: newStops(), features: newFeatures(d.Conversations), branches: newBranches(10000, 30*time.Minute), preempts: newPreempts(),
 		base: context.Background()}
 }
@@ -118,6 +123,13 @@ func (e *Engine) routes() *bus.Routes {
 		}, bus.ConversationSubject())
 	bus.On(rt, "preempt", subjects.AllSpecPreempts, e.onPreempt, bus.Queue(preemptGroup), bus.SpecSubject())
 	bus.On(rt, "turn_event", subjects.AllOfType(subjects.OriginAgent, protocol.TypeTurnEvent), e.onTurnEvent, bus.ConversationSubject())
+	// A promoted or rolled back prompt version serves the next turn (the
+	// catalog also reloads from Postgres once persistence applied it).
+	bus.On(rt, "prompt_version", subjects.System(protocol.TypePromptVersion),
+		func(_ context.Context, _ protocol.Envelope, pv *protocol.PromptVersion, _ bus.Inbound) error {
+			e.d.Prompts.Apply(pv)
+			return nil
+		})
 	return rt
 }
 

@@ -18,10 +18,7 @@ import (
 // without tool calls. Tools are offered for at most MaxToolIterations
 // requests; the request after that must answer.
 func (t *turn) generate(msgs []openai.ChatCompletionMessage) error {
-	var offered []openai.Tool
-	if t.e.d.Toolbox != nil {
-		offered = toolDefinitions(t.e.d.Toolbox.Available(t.ctx))
-	}
+	offered := t.comp.tools
 	for round := 0; ; round++ {
 		offer := offered
 		if round >= t.e.s.MaxToolIterations {

@@ -227,9 +227,12 @@ func (e *Engine) preemptRequest(ctx context.Context, p *preempt, um *protocol.Us
 		}
 		hist = hist[:j+1]
 	}
-	req := model.Request{Messages: e.prompt(p.mems, hist, "", um.Content, "")}
-	if e.d.Toolbox != nil && e.s.MaxToolIterations > 0 {
-		req.Tools = toolDefinitions(e.d.Toolbox.Available(ctx))
+	// The versions the turn will choose: the same catalog, conversation, person and voice.
+	feats, _ := e.features.get(ctx, p.cid)
+	comp := e.compose(ctx, p.cid, userID, feats.audioOutput)
+	req := model.Request{Messages: e.prompt(comp.system, p.mems, hist, "", um.Content, "")}
+	if e.s.MaxToolIterations > 0 {
+		req.Tools = comp.tools
 	}
 	return req, nil
 }

@@ -81,6 +81,8 @@ type turn struct {
 	hist []rpc.HistoryMessage
 	// feats are the client's features (streaming, spoken answer).
 	feats clientFeatures
+	// comp is the prompt versions serving the turn.
+	comp composed
 	// gen is the conversation's cut generation when the turn started (see
 	// branches): a barge-in since then and the branch is not remembered.
 	gen uint64
@@ -201,8 +203,9 @@ func (t *turn) answer(pf *prefetch) (outcome string, err error) {
 	if t.p.edit != nil {
 		t.sendEdit(t.p.edit)
 	}
+	t.comp = t.e.compose(t.ctx, t.cid, t.userID, t.feats.audioOutput)
 	t.out.send(protocol.New(t.cid, &protocol.StartAnswer{ID: t.p.assistantID, PreviousID: t.p.parentID,
-		ConversationID: t.cid, AnswerType: protocol.Ptr(t.feats.answerType())}), t.p.assistantID+":start")
+		ConversationID: t.cid, AnswerType: protocol.Ptr(t.feats.answerType()), PromptVersions: t.comp.ids}), t.p.assistantID+":start")
 	msgs, err := t.buildContext(pf)
 	if err == nil {
 		err = t.generate(msgs)

@@ -1,0 +1,180 @@
+package prompts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/alicia-voice/alicia/pkg/protocol"
+)
+
+// Errors of promotion and rollback.
+var (
+	ErrNotFound   = errors.New("prompts: no such version")
+	ErrForbidden  = errors.New("prompts: not yours to change (a person changes only their own versions; installation-wide ones need an administrator)")
+	ErrNoPrevious = errors.New("prompts: nothing to roll back to (no earlier installation-wide version was active)")
+	ErrShare      = errors.New("prompts: a rollout share is between 0 and 1")
+)
+
+// Versions reads versions from Postgres (store.Reader).
+type Versions interface {
+	PromptVersion(ctx context.Context, id string) (Version, error)
+	// ScopeVersions are the versions of component in a scope ("":
+	// installation-wide), newest first.
+	ScopeVersions(ctx context.Context, component, user string) ([]Version, error)
+	// Votes counts the up and down votes on the answers each version shaped.
+	Votes(ctx context.Context, ids []string) (map[string]Tally, error)
+}
+
+// Tally is a version's record: the answers it shaped and their votes.
+type Tally struct{ Answers, Up, Down int }
+
+// Rate is the share of up votes among the votes (0 without votes).
+func (t Tally) Rate() float64 {
+	if t.Up+t.Down == 0 {
+		return 0
+	}
+	return float64(t.Up) / float64(t.Up+t.Down)
+}
+
+// Actor is who asks: a person, an administrator or not.
+type Actor struct {
+	UserID string
+	Admin  bool
+}
+
+// may reports whether a may change versions of scope user ("":
+// installation-wide): a person their own, an administrator the
+// installation's. Nobody changes another person's.
+func (a Actor) may(user string) bool {
+	if user == "" {
+		return a.Admin
+	}
+	return a.UserID != "" && a.UserID == user
+}
+
+// Admin promotes and rolls back versions. It writes nothing itself: it
+// publishes PromptVersions, which persistence applies and every llm
+// replica hears.
+type Admin struct {
+	Store   Versions
+	Publish Publisher
+	Now     func() time.Time
+}
+
+// Listed is a version with its record.
+type Listed struct {
+	Version
+	Tally
+}
+
+// List returns the versions of component in scope user ("":
+// installation-wide), newest first, with their vote tallies.
+func (ad *Admin) List(ctx context.Context, who Actor, component, user string) ([]Listed, error) {
+	if !who.may(user) && !(user == "" && who.UserID != "") {
+		return nil, ErrForbidden
+	}
+	vs, err := ad.Store.ScopeVersions(ctx, component, user)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	tallies, err := ad.Store.Votes(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listed, len(vs))
+	for i, v := range vs {
+		out[i] = Listed{Version: v, Tally: tallies[v.ID]}
+	}
+	return out, nil
+}
+
+// Promote makes version id active, for share of new conversations (nil:
+// all of them, retiring the version it replaces; below 1: it rolls out
+// beside it).
+func (ad *Admin) Promote(ctx context.Context, who Actor, id string, share *float64) (Version, error) {
+	if share != nil && (*share < 0 || *share > 1) {
+		return Version{}, ErrShare
+	}
+	v, err := ad.Store.PromptVersion(ctx, id)
+	if err != nil {
+		return v, err
+	}
+	if !who.may(v.UserID) {
+		return v, ErrForbidden
+	}
+	v.Status, v.Share = protocol.PromptVersionStatusActive, 1
+	if share != nil {
+		v.Share = *share
+	}
+	return v, ad.publish(ctx, v)
+}
+
+// Rollback undoes the last promotion of component in scope user: a version
+// rolling out is retired (the full one serves everyone again); else the
+// version active before the current one is active again and the current
+// one retired; a person's only version is retired (the installation's
+// serves them again). It returns the version serving now ("" for the
+// installation's, after a person's last is retired).
+func (ad *Admin) Rollback(ctx context.Context, who Actor, component, user string) (string, error) {
+	if !who.may(user) {
+		return "", ErrForbidden
+	}
+	vs, err := ad.Store.ScopeVersions(ctx, component, user)
+	if err != nil {
+		return "", err
+	}
+	var full, rolling *Version
+	var previous []Version
+	for i := range vs {
+		v := &vs[i]
+		switch {
+		case v.Status == protocol.PromptVersionStatusActive && v.Share < 1 && rolling == nil:
+			rolling = v
+		case v.Status == protocol.PromptVersionStatusActive && v.Share >= 1 && full == nil:
+			full = v
+		case v.Status == protocol.PromptVersionStatusRetired && v.Share >= 1:
+			previous = append(previous, *v)
+		}
+	}
+	if rolling != nil {
+		rolling.Status = protocol.PromptVersionStatusRetired
+		if err := ad.publish(ctx, *rolling); err != nil {
+			return "", err
+		}
+		if full != nil {
+			return full.ID, nil
+		}
+		return "", nil
+	}
+	if full == nil {
+		return "", fmt.Errorf("%w: %s has no active version in this scope", ErrNoPrevious, component)
+	}
+	// The one retired last was active before the current one.
+	slices.SortStableFunc(previous, func(a, b Version) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	if len(previous) > 0 {
+		p := previous[0]
+		p.Status = protocol.PromptVersionStatusActive
+		return p.ID, ad.publish(ctx, p) // persistence retires the current one
+	}
+	if user == "" {
+		return "", ErrNoPrevious
+	}
+	full.Status = protocol.PromptVersionStatusRetired
+	return "", ad.publish(ctx, *full)
+}
+
+// publish sends a status change; no Nats-Msg-Id: promoting, rolling back
+// and promoting again within the duplicate window are three changes.
+func (ad *Admin) publish(ctx context.Context, v Version) error {
+	if err := ad.Publish(ctx, v.Protocol(), ""); err != nil {
+		return fmt.Errorf("prompts: publish %s: %w", v.ID, err)
+	}
+	return nil
+}
