@@ -266,11 +266,12 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, server(protocol.TypeStartAnswer),
 			agent(protocol.TypeSentenceAudio), client(protocol.TypeControlStop))...)
 	case Memory:
-		// The embedded MemoryAction on alicia.sys, confirmations to the
-		// client; serves memory.search and memory.action.
+		// The embedded MemoryAction and the memory_extraction prompt's
+		// seed PromptVersion on alicia.sys, confirmations to the client;
+		// serves memory.search and memory.action.
 		p.Publish = []string{subjects.System(protocol.TypeMemoryAction),
 			server(protocol.TypeMemoryConfirmation), server(protocol.TypeErrorMessage),
-			subjects.AllDeadLetters, rpc.AppliedSubject}
+			subjects.AllDeadLetters, rpc.AppliedSubject, subjects.System(protocol.TypePromptVersion)}
 		p.Subscribe = []string{rpc.MemorySearchSubject, rpc.MemoryActionSubject, rpc.MemoryPrefetchedPrefix + "*", "$SRV.>"}
 		p.Responses = true
 		// Heard on core NATS: the clients' UserMessages, whose memory

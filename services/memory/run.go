@@ -50,9 +50,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	defer nc.Close()
 
+	st := store.New(pool, cfg.EfSearch)
 	a := &app.App{
 		Settings:  app.Settings{TopK: cfg.TopK, MaxTopK: cfg.MaxTopK, Threshold: cfg.Threshold, DuplicateThreshold: cfg.DuplicateThreshold},
-		Memories:  store.New(pool, cfg.EfSearch),
+		Memories:  st,
 		Publisher: bus.NewPublisher(js),
 		Applied: func(ctx context.Context, stream string, seq uint64) error {
 			return rpc.WaitApplied(ctx, nc, stream, seq)
@@ -69,6 +70,11 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		ext := models.NewExtractor(cfg.LLMURL, cfg.LLMAPIKey, cfg.LLMModel, cfg.LLMTimeout)
 		defer ext.Close()
 		a.Extractor = ext
+		// The extraction prompt is a versioned component (app/prompt.go).
+		a.Prompts = st
+		if err := a.SeedExtractionPrompt(ctx); err != nil {
+			log.Warn().Err(err).Msg("memory_extraction seed version not published; the built-in prompt serves")
+		}
 	}
 	metrics.Default()
 	if cfg.prefetchEnabled() {

@@ -12,9 +12,6 @@ package prompts
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"sync"
@@ -22,17 +19,17 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/alicia-voice/alicia/pkg/promptver"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
-// Components.
+// Components (pkg/promptver).
 const (
-	System           = "system"
-	VoiceStyle       = "voice_style"
-	MemoryExtraction = "memory_extraction"
-	Demonstrations   = "demonstrations"
-	// ToolPrefix + a tool's name: the tool's description.
-	ToolPrefix = "tool:"
+	System           = promptver.System
+	VoiceStyle       = promptver.VoiceStyle
+	MemoryExtraction = promptver.MemoryExtraction
+	Demonstrations   = promptver.Demonstrations
+	ToolPrefix       = promptver.ToolPrefix
 )
 
 // Version is one version of a component.
@@ -81,26 +78,14 @@ func (v Version) Protocol() *protocol.PromptVersion {
 	return p
 }
 
-// SeedID is the id of a seed version: derived from the component and its
-// text, so every replica seeding the same text names the same version.
-func SeedID(component, text string) string {
-	h := sha256.Sum256([]byte(component + "\x00" + text))
-	return "pv_" + hex.EncodeToString(h[:12])
-}
+// SeedID is the id of a seed version (promptver.SeedID): derived from the
+// component and its text, so every replica seeding the same text names the
+// same version.
+func SeedID(component, text string) string { return promptver.SeedID(component, text) }
 
-// Share is where conversation cid falls in [0, 1): a version rolling out
-// at share s serves it when Share(cid) < s.
-func Share(cid string) float64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(cid))
-	// FNV-1a's high bits barely move between ids that differ at the end:
-	// splitmix64's finaliser spreads them.
-	x := h.Sum64()
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / float64(1<<53)
-}
+// Share is where conversation cid falls in [0, 1) (promptver.Share): a
+// version rolling out at share s serves it when Share(cid) < s.
+func Share(cid string) float64 { return promptver.Share(cid) }
 
 // serving is what serves one component in one scope: the full version
 // and the one rolling out beside it (either may be nil).

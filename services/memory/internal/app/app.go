@@ -30,7 +30,7 @@ type Embedder interface {
 
 // Extractor proposes memories from one exchange.
 type Extractor interface {
-	Extract(ctx context.Context, userText, answerText string) ([]models.Candidate, error)
+	Extract(ctx context.Context, system, userText, answerText string) ([]models.Candidate, error)
 }
 
 // Memories reads alicia_memory and the turns extraction needs.
@@ -61,10 +61,13 @@ type Settings struct {
 // App runs the use cases. Embedder and Extractor are nil when not
 // configured; Prefetches is nil when searches are not prefetched.
 type App struct {
-	Settings   Settings
-	Embedder   Embedder
-	Extractor  Extractor
-	Memories   Memories
+	Settings  Settings
+	Embedder  Embedder
+	Extractor Extractor
+	Memories  Memories
+	// Prompts, when set, give the memory_extraction prompt versions
+	// (prompt.go); nil: the built-in prompt.
+	Prompts    PromptVersions
 	Publisher  Publisher
 	Applied    AppliedFunc
 	Prefetches *prefetch.Cache

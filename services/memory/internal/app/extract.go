@@ -48,7 +48,7 @@ func (a *App) ExtractTurn(ctx context.Context, answerID string, seq uint64) erro
 		return nil
 	}
 	start := time.Now()
-	cands, err := a.Extractor.Extract(ctx, turn.Prompt, turn.Answer)
+	cands, err := a.Extractor.Extract(ctx, a.extractionPrompt(ctx, turn.ConversationID, turn.UserID), turn.Prompt, turn.Answer)
 	switch {
 	case errors.Is(err, models.ErrMalformed):
 		log.Warn().Err(err).Msg("extraction answer is not the expected JSON; skipped")

@@ -29,8 +29,9 @@ const (
 	maxTag        = 32 // runes
 )
 
-// extractionPrompt is the system prompt of an extraction.
-const extractionPrompt = `You maintain the long-term memory of a personal assistant. You are shown one exchange: the user's message and the assistant's answer.
+// ExtractionPrompt is the built-in system prompt of an extraction: the
+// seed of the memory_extraction prompt component.
+const ExtractionPrompt = `You maintain the long-term memory of a personal assistant. You are shown one exchange: the user's message and the assistant's answer.
 
 Extract the durable facts about the user that are worth remembering in future conversations: stable preferences and dislikes, personal details (name, family, pets, home, work, health, diet), ongoing projects, plans with a date, habits, and anything the user explicitly asks to remember.
 
@@ -85,12 +86,16 @@ func NewExtractor(baseURL, apiKey, model string, timeout time.Duration) *Extract
 }
 
 // Extract returns the memories worth keeping from one exchange, possibly
-// none. A reply that is not the schema's JSON is ErrMalformed.
-func (x *Extractor) Extract(ctx context.Context, userText, answerText string) ([]Candidate, error) {
+// none, asked with system prompt system ("": ExtractionPrompt). A reply
+// that is not the schema's JSON is ErrMalformed.
+func (x *Extractor) Extract(ctx context.Context, system, userText, answerText string) ([]Candidate, error) {
+	if system == "" {
+		system = ExtractionPrompt
+	}
 	req := openai.ChatCompletionRequest{
 		Model: x.model,
 		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: extractionPrompt},
+			{Role: openai.ChatMessageRoleSystem, Content: system},
 			{Role: openai.ChatMessageRoleUser, Content: "User: " + userText + "\n\nAssistant: " + answerText},
 		},
 		ResponseFormat: &openai.ChatCompletionResponseFormat{

@@ -84,7 +84,7 @@ func TestExtractor(t *testing.T) {
 	ai.Enqueue(fakeopenai.Turn{Text: []string{`{"memories": [{"content": "The user has a dog named Rex.", "tags": ["Pets"], "importance": 0.6}]}`}})
 	x := models.NewExtractor(ai.URL(), "", "qwen", time.Second)
 	defer x.Close()
-	cands, err := x.Extract(context.Background(), "My dog Rex is sick", "I'm sorry to hear that.")
+	cands, err := x.Extract(context.Background(), "", "My dog Rex is sick", "I'm sorry to hear that.")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestExtractor(t *testing.T) {
 	}
 
 	ai.Enqueue(fakeopenai.Turn{Text: []string{`I think the user likes dogs`}})
-	if _, err := x.Extract(context.Background(), "a", "b"); !errors.Is(err, models.ErrMalformed) {
+	if _, err := x.Extract(context.Background(), "", "a", "b"); !errors.Is(err, models.ErrMalformed) {
 		t.Fatalf("prose answer: %v, want malformed", err)
 	}
 }
