@@ -8,9 +8,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/promptver"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/services/llm/internal/prompts"
-	"github.com/alicia-voice/alicia/services/llm/internal/store"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 )
 
@@ -34,10 +34,10 @@ func seedTexts(ctx context.Context, cfg Config, toolbox Toolbox) map[string]stri
 
 // startPrompts publishes the seed versions the database lacks, loads the
 // active versions and keeps them fresh until the returned stop.
-func startPrompts(ctx context.Context, cfg Config, pub *bus.Publisher, rd *store.Reader, toolbox Toolbox, log zerolog.Logger) (*prompts.Catalog, func(), error) {
+func startPrompts(ctx context.Context, cfg Config, pub *bus.Publisher, rd *promptver.Reader, toolbox Toolbox, log zerolog.Logger) (*prompts.Catalog, func(), error) {
 	cat := prompts.NewCatalog(seedTexts(ctx, cfg, toolbox))
-	cat.Load, cat.Every, cat.Log = rd.ActivePromptVersions, cfg.PromptReload, log
-	installed, err := rd.InstallationPromptVersions(ctx)
+	cat.Load, cat.Every, cat.Log = rd.Active, cfg.PromptReload, log
+	installed, err := rd.Installation(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("llm: prompt versions: %w", err)
 	}

@@ -13,12 +13,12 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
+	"github.com/alicia-voice/alicia/pkg/promptver"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/llm/internal/prompts"
-	"github.com/alicia-voice/alicia/services/llm/internal/store"
 )
 
 // seedComponents are what the test toolbox's llm seeds: system,
@@ -156,11 +156,11 @@ func TestPromoteAndRollback(t *testing.T) {
 	h := newHarness(t)
 	h.replica(h.config(h.fake))
 	h.waitSeeded(t)
-	admin := &prompts.Admin{Store: store.New(h.pool), Publish: func(ctx context.Context, v *protocol.PromptVersion, msgID string) error {
+	admin := &promptver.Admin{Store: promptver.NewReader(h.pool), Publish: func(ctx context.Context, v *protocol.PromptVersion, msgID string) error {
 		_, err := h.pub.PublishSystem(ctx, protocol.New("", v), msgID)
 		return err
 	}}
-	boss := prompts.Actor{UserID: "admin", Admin: true}
+	boss := promptver.Actor{UserID: "admin", Admin: true}
 	cid := h.conversation()
 	w := h.watch(cid)
 
@@ -174,7 +174,7 @@ func TestPromoteAndRollback(t *testing.T) {
 	}
 
 	h.propose(t, "pv_brief", prompts.System, 2, "", "BRIEF: answer in one sentence.")
-	if _, err := admin.Promote(context.Background(), prompts.Actor{UserID: testUser}, "pv_brief", nil); !errors.Is(err, prompts.ErrForbidden) {
+	if _, err := admin.Promote(context.Background(), promptver.Actor{UserID: testUser}, "pv_brief", nil); !errors.Is(err, promptver.ErrForbidden) {
 		t.Fatalf("a person promoting an installation-wide version: %v, want ErrForbidden", err)
 	}
 	if _, err := admin.Promote(context.Background(), boss, "pv_brief", nil); err != nil {
@@ -226,17 +226,17 @@ func TestPersonalVersionStaysPersonal(t *testing.T) {
 	h := newHarness(t)
 	h.replica(h.config(h.fake))
 	h.waitSeeded(t)
-	admin := &prompts.Admin{Store: store.New(h.pool), Publish: func(ctx context.Context, v *protocol.PromptVersion, msgID string) error {
+	admin := &promptver.Admin{Store: promptver.NewReader(h.pool), Publish: func(ctx context.Context, v *protocol.PromptVersion, msgID string) error {
 		_, err := h.pub.PublishSystem(ctx, protocol.New("", v), msgID)
 		return err
 	}}
 	h.propose(t, "pv_alice", prompts.System, 1, "alice", "ALICE: call me Al.")
-	for _, who := range []prompts.Actor{{UserID: "bob"}, {UserID: "root", Admin: true}} {
-		if _, err := admin.Promote(context.Background(), who, "pv_alice", nil); !errors.Is(err, prompts.ErrForbidden) {
+	for _, who := range []promptver.Actor{{UserID: "bob"}, {UserID: "root", Admin: true}} {
+		if _, err := admin.Promote(context.Background(), who, "pv_alice", nil); !errors.Is(err, promptver.ErrForbidden) {
 			t.Fatalf("%+v promoting alice's version: %v, want ErrForbidden", who, err)
 		}
 	}
-	if _, err := admin.Promote(context.Background(), prompts.Actor{UserID: "alice"}, "pv_alice", nil); err != nil {
+	if _, err := admin.Promote(context.Background(), promptver.Actor{UserID: "alice"}, "pv_alice", nil); err != nil {
 		t.Fatal(err)
 	}
 	h.versionStatus(t, "pv_alice", protocol.PromptVersionStatusActive)
@@ -254,7 +254,7 @@ func TestPersonalVersionStaysPersonal(t *testing.T) {
 		}
 	}
 	// Alice's rollback retires her only version: the installation's serves her again.
-	if got, err := admin.Rollback(context.Background(), prompts.Actor{UserID: "alice"}, prompts.System, "alice"); err != nil || got != "" {
+	if got, err := admin.Rollback(context.Background(), promptver.Actor{UserID: "alice"}, prompts.System, "alice"); err != nil || got != "" {
 		t.Fatalf("alice's rollback: %q, %v", got, err)
 	}
 	h.versionStatus(t, "pv_alice", protocol.PromptVersionStatusRetired)
@@ -272,13 +272,13 @@ func TestRolloutSplitsConversations(t *testing.T) {
 	h := newHarness(t)
 	h.replica(h.config(h.fake))
 	h.waitSeeded(t)
-	admin := &prompts.Admin{Store: store.New(h.pool), Publish: func(ctx context.Context, v *protocol.PromptVersion, msgID string) error {
+	admin := &promptver.Admin{Store: promptver.NewReader(h.pool), Publish: func(ctx context.Context, v *protocol.PromptVersion, msgID string) error {
 		_, err := h.pub.PublishSystem(ctx, protocol.New("", v), msgID)
 		return err
 	}}
 	h.propose(t, "pv_half", prompts.System, 2, "", "HALF: a new way.")
 	half := 0.5
-	if _, err := admin.Promote(context.Background(), prompts.Actor{UserID: "root", Admin: true}, "pv_half", &half); err != nil {
+	if _, err := admin.Promote(context.Background(), promptver.Actor{UserID: "root", Admin: true}, "pv_half", &half); err != nil {
 		t.Fatal(err)
 	}
 	h.versionStatus(t, "pv_half", protocol.PromptVersionStatusActive)

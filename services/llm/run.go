@@ -9,6 +9,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/promptver"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
@@ -97,15 +98,14 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		toolbox = reg
 	}
 	// The prompt versions: seeded, loaded, kept fresh (prompts.go).
-	reader := store.New(pool)
-	catalog, stopPrompts, err := startPrompts(ctx, cfg, bus.NewPublisher(js), reader, toolbox, log)
+	catalog, stopPrompts, err := startPrompts(ctx, cfg, bus.NewPublisher(js), promptver.NewReader(pool), toolbox, log)
 	if err != nil {
 		return err
 	}
 	defer stopPrompts()
 	engine := turn.New(turn.Deps{
 		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Model: mc, Toolbox: toolbox,
-		Messages: reader, Prompts: catalog, Metrics: m, Log: log,
+		Messages: store.New(pool), Prompts: catalog, Metrics: m, Log: log,
 	}, turn.Settings{
 		MaxToolIterations: cfg.MaxToolIterations,
 		HistoryLimit:      cfg.HistoryLimit, HistoryTimeout: cfg.HistoryTimeout,

@@ -32,51 +32,8 @@ const (
 	ToolPrefix       = promptver.ToolPrefix
 )
 
-// Version is one version of a component.
-type Version struct {
-	ID, Component, Text string
-	Version             int32
-	UserID              string // "": installation-wide
-	Status              protocol.PromptVersionStatus
-	// Share of new conversations it serves while active (1: all).
-	Share     float64
-	ParentID  string
-	CreatedBy string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// FromProtocol is v as a Version.
-func FromProtocol(p *protocol.PromptVersion) Version {
-	v := Version{ID: p.ID, Component: p.Component, Text: p.Text, Version: p.Version, Status: p.Status, Share: 1,
-		CreatedBy: p.CreatedBy, CreatedAt: time.UnixMilli(p.CreatedAt)}
-	if p.UserID != nil {
-		v.UserID = *p.UserID
-	}
-	if p.ParentID != nil {
-		v.ParentID = *p.ParentID
-	}
-	if p.RolloutShare != nil {
-		v.Share = *p.RolloutShare
-	}
-	return v
-}
-
-// Protocol is v as a PromptVersion envelope body.
-func (v Version) Protocol() *protocol.PromptVersion {
-	p := &protocol.PromptVersion{ID: v.ID, Component: v.Component, Text: v.Text, Version: v.Version, Status: v.Status,
-		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt.UnixMilli()}
-	if v.UserID != "" {
-		p.UserID = protocol.Ptr(v.UserID)
-	}
-	if v.ParentID != "" {
-		p.ParentID = protocol.Ptr(v.ParentID)
-	}
-	if v.Share < 1 {
-		p.RolloutShare = protocol.Ptr(v.Share)
-	}
-	return p
-}
+// Version is one version of a component (as stored).
+type Version = promptver.Record
 
 // SeedID is the id of a seed version (promptver.SeedID): derived from the
 // component and its text, so every replica seeding the same text names the
@@ -159,7 +116,7 @@ func place(snap map[scopeKey]serving, v *Version) {
 // rules persistence writes it with (migrations 00012), and asks for a
 // reload once persistence has applied it.
 func (c *Catalog) Apply(p *protocol.PromptVersion) {
-	v := FromProtocol(p)
+	v := promptver.FromProtocol(p)
 	c.mu.Lock()
 	snap := make(map[scopeKey]serving, len(c.snap)+1)
 	for k, s := range c.snap {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/promptver"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
-// Publisher sends a PromptVersion on alicia.sys.prompt_version; msgID,
-// when not "", is its Nats-Msg-Id (JetStream drops a duplicate).
-type Publisher func(ctx context.Context, v *protocol.PromptVersion, msgID string) error
+// Publisher sends a PromptVersion on alicia.sys.prompt_version.
+type Publisher = promptver.Publisher
 
 // Seed publishes, for every component with a seed text, that text as a
 // version (createdBy seed, active) unless an installation-wide version of

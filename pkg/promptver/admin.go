@@ -1,29 +1,28 @@
-package prompts
+package promptver
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
 
 // Errors of promotion and rollback.
 var (
-	ErrNotFound   = errors.New("prompts: no such version")
-	ErrForbidden  = errors.New("prompts: not yours to change (a person changes only their own versions; installation-wide ones need an administrator)")
-	ErrNoPrevious = errors.New("prompts: nothing to roll back to (no earlier installation-wide version was active)")
-	ErrShare      = errors.New("prompts: a rollout share is between 0 and 1")
+	ErrNotFound   = errors.New("promptver: no such version")
+	ErrForbidden  = errors.New("promptver: not yours to change (a person changes only their own versions; installation-wide ones need an administrator)")
+	ErrNoPrevious = errors.New("promptver: nothing to roll back to (no earlier installation-wide version was active)")
+	ErrShare      = errors.New("promptver: a rollout share is between 0 and 1")
 )
 
-// Versions reads versions from Postgres (store.Reader).
+// Versions reads versions from Postgres (Reader).
 type Versions interface {
-	PromptVersion(ctx context.Context, id string) (Version, error)
-	// ScopeVersions are the versions of component in a scope ("":
+	Get(ctx context.Context, id string) (Record, error)
+	// Scope are the versions of component in a scope ("":
 	// installation-wide), newest first.
-	ScopeVersions(ctx context.Context, component, user string) ([]Version, error)
+	Scope(ctx context.Context, component, user string) ([]Record, error)
 	// Votes counts the up and down votes on the answers each version shaped.
 	Votes(ctx context.Context, ids []string) (map[string]Tally, error)
 }
@@ -61,12 +60,11 @@ func (a Actor) may(user string) bool {
 type Admin struct {
 	Store   Versions
 	Publish Publisher
-	Now     func() time.Time
 }
 
 // Listed is a version with its record.
 type Listed struct {
-	Version
+	Record
 	Tally
 }
 
@@ -76,7 +74,7 @@ func (ad *Admin) List(ctx context.Context, who Actor, component, user string) ([
 	if !who.may(user) && !(user == "" && who.UserID != "") {
 		return nil, ErrForbidden
 	}
-	vs, err := ad.Store.ScopeVersions(ctx, component, user)
+	vs, err := ad.Store.Scope(ctx, component, user)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +88,7 @@ func (ad *Admin) List(ctx context.Context, who Actor, component, user string) ([
 	}
 	out := make([]Listed, len(vs))
 	for i, v := range vs {
-		out[i] = Listed{Version: v, Tally: tallies[v.ID]}
+		out[i] = Listed{Record: v, Tally: tallies[v.ID]}
 	}
 	return out, nil
 }
@@ -98,11 +96,11 @@ func (ad *Admin) List(ctx context.Context, who Actor, component, user string) ([
 // Promote makes version id active, for share of new conversations (nil:
 // all of them, retiring the version it replaces; below 1: it rolls out
 // beside it).
-func (ad *Admin) Promote(ctx context.Context, who Actor, id string, share *float64) (Version, error) {
+func (ad *Admin) Promote(ctx context.Context, who Actor, id string, share *float64) (Record, error) {
 	if share != nil && (*share < 0 || *share > 1) {
-		return Version{}, ErrShare
+		return Record{}, ErrShare
 	}
-	v, err := ad.Store.PromptVersion(ctx, id)
+	v, err := ad.Store.Get(ctx, id)
 	if err != nil {
 		return v, err
 	}
@@ -126,12 +124,12 @@ func (ad *Admin) Rollback(ctx context.Context, who Actor, component, user string
 	if !who.may(user) {
 		return "", ErrForbidden
 	}
-	vs, err := ad.Store.ScopeVersions(ctx, component, user)
+	vs, err := ad.Store.Scope(ctx, component, user)
 	if err != nil {
 		return "", err
 	}
-	var full, rolling *Version
-	var previous []Version
+	var full, rolling *Record
+	var previous []Record
 	for i := range vs {
 		v := &vs[i]
 		switch {
@@ -157,7 +155,7 @@ func (ad *Admin) Rollback(ctx context.Context, who Actor, component, user string
 		return "", fmt.Errorf("%w: %s has no active version in this scope", ErrNoPrevious, component)
 	}
 	// The one retired last was active before the current one.
-	slices.SortStableFunc(previous, func(a, b Version) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	slices.SortStableFunc(previous, func(a, b Record) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	if len(previous) > 0 {
 		p := previous[0]
 		p.Status = protocol.PromptVersionStatusActive
@@ -172,9 +170,9 @@ func (ad *Admin) Rollback(ctx context.Context, who Actor, component, user string
 
 // publish sends a status change; no Nats-Msg-Id: promoting, rolling back
 // and promoting again within the duplicate window are three changes.
-func (ad *Admin) publish(ctx context.Context, v Version) error {
+func (ad *Admin) publish(ctx context.Context, v Record) error {
 	if err := ad.Publish(ctx, v.Protocol(), ""); err != nil {
-		return fmt.Errorf("prompts: publish %s: %w", v.ID, err)
+		return fmt.Errorf("promptver: publish %s: %w", v.ID, err)
 	}
 	return nil
 }
