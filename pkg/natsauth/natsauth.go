@@ -160,10 +160,12 @@ func For(service string) Permissions {
 	switch service {
 	case Gateway:
 		// The HTTP edge: client envelopes of its users, REST writes
-		// (server envelopes, administrators' tool and MCP settings), room
-		// dispatch; forwards server envelopes through ordered consumers.
+		// (server envelopes, administrators' tool and MCP settings,
+		// promoted and rolled back prompt versions), room dispatch;
+		// forwards server envelopes through ordered consumers.
 		p.Publish = []string{clientAll, serverAll,
 			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig),
+			subjects.System(protocol.TypePromptVersion),
 			subjects.AllDispatch,
 			rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryActionSubject}
 		// The owner's debug timeline (GET /v1/conversations/{id}/timeline)

@@ -327,6 +327,74 @@ type NoteList struct {
 	Notes []Note `json:"notes"`
 }
 
+// PromptPromote defines model for PromptPromote.
+type PromptPromote struct {
+	// RolloutShare 0..1: serve this share of new conversations beside the version it replaces; absent: all of them
+	RolloutShare *float64 `json:"rolloutShare,omitempty"`
+}
+
+// PromptRollback defines model for PromptRollback.
+type PromptRollback struct {
+	Component string `json:"component"`
+
+	// Scope mine (default) or installation
+	Scope *string `json:"scope,omitempty"`
+}
+
+// PromptRolledBack defines model for PromptRolledBack.
+type PromptRolledBack struct {
+	// Serving the scope's version serving now; absent: none of the scope (the installation's serves the person)
+	Serving *string `json:"serving,omitempty"`
+}
+
+// PromptVersion defines model for PromptVersion.
+type PromptVersion struct {
+	// ID pv_…
+	ID string `json:"id"`
+
+	// Component system, voice_style, memory_extraction, demonstrations or tool:<name>
+	Component string `json:"component"`
+
+	// Version from 1 within its component and scope
+	Version int32  `json:"version"`
+	Text    string `json:"text"`
+
+	// ParentID the version it was derived from
+	ParentID *string `json:"parentId,omitempty"`
+
+	// UserID the person whose answers it shapes; absent: installation-wide
+	UserID *string `json:"userId,omitempty"`
+
+	// Status candidate, active or retired
+	Status string `json:"status"`
+
+	// RolloutShare while rolling out, the share of new conversations it serves; absent: all
+	RolloutShare *float64 `json:"rolloutShare,omitempty"`
+
+	// CreatedBy seed, run:<id> or user:<id>
+	CreatedBy string `json:"createdBy"`
+
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
+
+	// UpdatedAt milliseconds since the Unix epoch
+	UpdatedAt int64 `json:"updatedAt"`
+
+	// Answers answers it shaped
+	Answers int `json:"answers"`
+
+	// UpVotes up votes on those answers
+	UpVotes int `json:"upVotes"`
+
+	// DownVotes down and critical votes on those answers
+	DownVotes int `json:"downVotes"`
+}
+
+// PromptVersionList defines model for PromptVersionList.
+type PromptVersionList struct {
+	Versions []PromptVersion `json:"versions"`
+}
+
 // ReasoningStep defines model for ReasoningStep.
 type ReasoningStep struct {
 	ID       string `json:"id"`
@@ -660,6 +728,15 @@ type ListMemoryUsesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListPromptVersionsParams defines parameters for ListPromptVersions.
+type ListPromptVersionsParams struct {
+	// Component system, voice_style, memory_extraction, demonstrations or tool:<name>
+	Component string `form:"component" json:"component"`
+
+	// Scope mine (the caller's own versions, default) or installation
+	Scope *string `form:"scope,omitempty" json:"scope,omitempty"`
+}
+
 // OpenWebSocketParams defines parameters for OpenWebSocket.
 type OpenWebSocketParams struct {
 	// Token an API key, on this route only (from no Origin or an allowed one)
@@ -689,6 +766,12 @@ type CreateNoteJSONRequestBody = NoteCreate
 
 // VoteJSONRequestBody defines body for Vote for application/json ContentType.
 type VoteJSONRequestBody = VoteRequest
+
+// RollbackPromptVersionJSONRequestBody defines body for RollbackPromptVersion for application/json ContentType.
+type RollbackPromptVersionJSONRequestBody = PromptRollback
+
+// PromotePromptVersionJSONRequestBody defines body for PromotePromptVersion for application/json ContentType.
+type PromotePromptVersionJSONRequestBody = PromptPromote
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionRequest

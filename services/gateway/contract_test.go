@@ -309,6 +309,17 @@ func TestAnswersMatchTheContract(t *testing.T) {
 	}
 	call(admin("DELETE", "/v1/mcp-servers/files", nil), http.StatusNoContent, nil)
 
+	// Prompt versions: listed, promoted at a share, rolled back.
+	s.publish(t, "", protocol.New("", &protocol.PromptVersion{ID: "pv_contract", Component: "system", Version: 1, Text: "Be brief.",
+		UserID: protocol.Ptr("alice"), Status: protocol.PromptVersionStatusCandidate, CreatedBy: "run:contract", CreatedAt: 1}))
+	var versions restapi.PromptVersionList
+	call(alice("GET", "/v1/prompt-versions?component=system&scope=mine", nil), http.StatusOK, &versions)
+	var version restapi.PromptVersion
+	call(alice("POST", "/v1/prompt-versions/pv_contract/promote", restapi.PromptPromote{RolloutShare: protocol.Ptr(0.5)}), http.StatusOK, &version)
+	var rolledBack restapi.PromptRolledBack
+	call(alice("POST", "/v1/prompt-versions/rollback", restapi.PromptRollback{Component: "system"}), http.StatusOK, &rolledBack)
+	call(alice("POST", "/v1/prompt-versions/rollback", restapi.PromptRollback{Component: "system", Scope: protocol.Ptr("installation")}), http.StatusForbidden, nil)
+
 	// The server's report, for an administrator and a user.
 	var info restapi.ServerInfo
 	call(admin("GET", "/v1/server-info", nil), http.StatusOK, &info)

@@ -15,6 +15,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/netguard"
+	"github.com/alicia-voice/alicia/pkg/promptver"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/conns"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
@@ -55,6 +56,8 @@ type API struct {
 	MCPAllowedHosts []string
 	// Resolver looks up MCP server hosts; nil: the system's.
 	Resolver netguard.Resolver
+	// Prompts reads the prompt versions (prompts.go).
+	Prompts *promptver.Reader
 	// StreamsPerUser bounds a user's open timeline streams on this replica
 	// (GET /v1/conversations/{id}/timeline/stream; 0: no limit, 429
 	// beyond); Shutdown ends them.
@@ -104,6 +107,12 @@ func (a *API) Register(g *echo.Group) {
 	g.PUT("/mcp-servers/:name", a.putMCPServer, auth.RequireAdmin)
 	g.PATCH("/mcp-servers/:name", a.patchMCPServer, auth.RequireAdmin)
 	g.DELETE("/mcp-servers/:name", a.deleteMCPServer, auth.RequireAdmin)
+
+	// Prompt versions: a person's own, the installation's for
+	// administrators to change (prompts.go).
+	g.GET("/prompt-versions", a.listPromptVersions)
+	g.POST("/prompt-versions/rollback", a.rollbackPromptVersion)
+	g.POST("/prompt-versions/:id/promote", a.promotePromptVersion)
 
 	g.GET("/server-info", a.serverInfo)
 }

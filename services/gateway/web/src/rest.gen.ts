@@ -515,6 +515,83 @@ export interface NoteList {
    */
   notes: Note[]
 }
+export interface PromptPromote {
+  /**
+   * 0..1: serve this share of new conversations beside the version it replaces; absent: all of them
+   */
+  rolloutShare?: number
+}
+export interface PromptRollback {
+  component: string
+  /**
+   * mine (default) or installation
+   */
+  scope?: 'mine' | 'installation'
+}
+export interface PromptRolledBack {
+  /**
+   * the scope's version serving now; absent: none of the scope (the installation's serves the person)
+   */
+  serving?: string
+}
+export interface PromptVersion {
+  /**
+   * pv_…
+   */
+  id: string
+  /**
+   * system, voice_style, memory_extraction, demonstrations or tool:<name>
+   */
+  component: string
+  /**
+   * from 1 within its component and scope
+   */
+  version: number
+  text: string
+  /**
+   * the version it was derived from
+   */
+  parentId?: string
+  /**
+   * the person whose answers it shapes; absent: installation-wide
+   */
+  userId?: string
+  /**
+   * candidate, active or retired
+   */
+  status: 'candidate' | 'active' | 'retired'
+  /**
+   * while rolling out, the share of new conversations it serves; absent: all
+   */
+  rolloutShare?: number
+  /**
+   * seed, run:<id> or user:<id>
+   */
+  createdBy: string
+  /**
+   * milliseconds since the Unix epoch
+   */
+  createdAt: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  updatedAt: number
+  /**
+   * answers it shaped
+   */
+  answers: number
+  /**
+   * up votes on those answers
+   */
+  upVotes: number
+  /**
+   * down and critical votes on those answers
+   */
+  downVotes: number
+}
+export interface PromptVersionList {
+  versions: PromptVersion[]
+}
 export interface RoomToken {
   /**
    * the LiveKit server
