@@ -34,7 +34,15 @@ func AddVoiceAgent(nc *nats.Conn, version, vad, detail string) (stop func(), err
 	if err != nil {
 		return nil, err
 	}
-	return func() { _ = svc.Stop() }, nil
+	// The service answers once the server holds its subscriptions: flushed
+	// here, an INFO request sent right after this returns (from any
+	// connection) reaches it.
+	if err := nc.Flush(); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	// Likewise, once stop returns it no longer answers.
+	return func() { _ = svc.Stop(); _ = nc.Flush() }, nil
 }
 
 // VoiceAgent is one instance that answered.
