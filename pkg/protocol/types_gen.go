@@ -351,6 +351,10 @@ type Elite struct {
 	// The texts it changes, by component name.
 	Components EliteComponents `json:"components"`
 
+	// Its score on every validation example (stored as the run's per-example
+	// evaluations; not shown).
+	Evaluations []Evaluation `json:"evaluations,omitempty,omitzero"`
+
 	// Example answers: the candidate's beside today's.
 	Examples []Example `json:"examples,omitempty,omitzero"`
 
@@ -454,6 +458,20 @@ type ErrorMessage struct {
 	// 0 info, 1 warning, 2 error, 3 critical.
 	Severity int32 `json:"severity"`
 }
+
+type Evaluation struct {
+	// What the candidate answered.
+	Answer *string `json:"answer,omitempty,omitzero"`
+
+	// The stored turn replayed (am_…).
+	MessageID string `json:"messageId"`
+
+	// Its score per dimension on that turn, 0-1.
+	Scores EvaluationScores `json:"scores"`
+}
+
+// Its score per dimension on that turn, 0-1.
+type EvaluationScores map[string]float64
 
 type Example struct {
 	// The candidate's answer.
@@ -739,9 +757,10 @@ type NoteConfirmation struct {
 	Success bool `json:"success"`
 }
 
-// A prompt optimisation run to do (alicia.optimize.runs, work queue
-// OPTIMIZE_RUNS): which components to rewrite, over whose conversations, with what
-// budget and dimension weights. Published by the gateway on a person's or an
+// A prompt optimisation run to do (alicia.sys.optimization_run, stored in SYSTEM;
+// the llm optimisers share its durable consumer llm-optimize, one run at a time
+// each): which components to rewrite, over whose conversations, with what budget
+// and dimension weights. Published by the gateway on a person's or an
 // administrator's request; taken by one llm optimiser. Message type 72, internal.
 type OptimizationRun struct {
 	// Metric calls the run may spend (one stored turn replayed and judged).

@@ -159,12 +159,17 @@ func (rn *Runner) elites(res gepa.Result, seed gepa.Candidate, val []Turn) []pro
 		}
 		e := protocol.Elite{CandidateID: candidateID(m.Candidate), Components: changed, Scores: protocol.EliteScores(m.DimensionMeans),
 			Weighted: protocol.Ptr(m.Mean), BestOn: protocol.Ptr(int32(f.Wins))}
-		for _, t := range val {
-			if len(e.Examples) == maxExamples {
-				break
-			}
-			if out, ok := rn.Adapter.output(m.Candidate, t.MessageID); ok {
+		for i, t := range val {
+			out, ok := rn.Adapter.output(m.Candidate, t.MessageID)
+			if ok && len(e.Examples) < maxExamples {
 				e.Examples = append(e.Examples, protocol.Example{MessageID: t.MessageID, Question: t.Question, Current: t.Answer, Candidate: out})
+			}
+			if i < len(m.ValDimensions) && m.ValDimensions[i] != nil {
+				ev := protocol.Evaluation{MessageID: t.MessageID, Scores: protocol.EvaluationScores(m.ValDimensions[i])}
+				if ok {
+					ev.Answer = protocol.Ptr(out)
+				}
+				e.Evaluations = append(e.Evaluations, ev)
 			}
 		}
 		out = append(out, e)

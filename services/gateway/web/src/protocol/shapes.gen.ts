@@ -470,6 +470,18 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
             bestOn: { t: 'integer', min: 0, max: 2147483647 },
             candidateId: { t: 'string' },
             components: { t: 'object', additional: { t: 'string' } },
+            evaluations: {
+              t: 'array',
+              items: {
+                t: 'object',
+                required: ['messageId', 'scores'],
+                props: {
+                  answer: { t: 'string' },
+                  messageId: { t: 'string' },
+                  scores: { t: 'object', additional: { t: 'number' } },
+                },
+              },
+            },
             examples: {
               t: 'array',
               items: {

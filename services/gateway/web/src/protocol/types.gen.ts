@@ -837,6 +837,10 @@ export interface Elite {
    * Example answers: the candidate's beside today's.
    */
   examples?: Example[]
+  /**
+   * Its score on every validation example (stored as the run's per-example evaluations; not shown).
+   */
+  evaluations?: Evaluation[]
 }
 export interface Example {
   /**
@@ -855,6 +859,22 @@ export interface Example {
    * The candidate's answer.
    */
   candidate: string
+}
+export interface Evaluation {
+  /**
+   * The stored turn replayed (am_…).
+   */
+  messageId: string
+  /**
+   * Its score per dimension on that turn, 0-1.
+   */
+  scores: {
+    [k: string]: number
+  }
+  /**
+   * What the candidate answered.
+   */
+  answer?: string
 }
 
 // 31: elite_select.json
@@ -1330,7 +1350,7 @@ export interface PromptVersion {
 
 // 72: optimization_run.json
 /**
- * A prompt optimisation run to do (alicia.optimize.runs, work queue OPTIMIZE_RUNS): which components to rewrite, over whose conversations, with what budget and dimension weights. Published by the gateway on a person's or an administrator's request; taken by one llm optimiser. Message type 72, internal.
+ * A prompt optimisation run to do (alicia.sys.optimization_run, stored in SYSTEM; the llm optimisers share its durable consumer llm-optimize, one run at a time each): which components to rewrite, over whose conversations, with what budget and dimension weights. Published by the gateway on a person's or an administrator's request; taken by one llm optimiser. Message type 72, internal.
  */
 export interface OptimizationRun {
   /**
