@@ -120,6 +120,7 @@ func Durables() []Durable {
 		{Memory, bus.StreamConversations, "memory"},
 		{Memory, bus.StreamConversations, "memory-extraction"},
 		{LLM, bus.StreamConversations, llmJudge},
+		{LLM, bus.StreamSystem, llmOptimize},
 		{TTS, bus.StreamConversations, "tts"},
 		{RoomAgent, bus.StreamDispatch, "room-agent"},
 		{ASR, bus.StreamASRJobs, "asr"},
@@ -138,6 +139,10 @@ const llmTurns = "LLM_TURNS"
 // llmJudge is the llm's judge consumer on CONVERSATIONS
 // (services/llm/internal/judge.ConsumerName).
 const llmJudge = "llm-judge"
+
+// llmOptimize is the llm's optimiser consumer on SYSTEM
+// (services/llm/internal/optimize.ConsumerName).
+const llmOptimize = "llm-optimize"
 
 // llmTurnLeases is the llm's bucket of turns running per user
 // (services/llm/internal/queue.LeaseBucket).
@@ -166,6 +171,12 @@ func For(service string) Permissions {
 		p.Publish = []string{clientAll, serverAll,
 			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig),
 			subjects.System(protocol.TypePromptVersion),
+			// Prompt optimisation: runs, a queued run's cancellation,
+			// dimension preferences, elite selections; a running run's
+			// cancellation on core NATS.
+			subjects.System(protocol.TypeOptimizationRun), subjects.System(protocol.TypeEliteOptions),
+			subjects.System(protocol.TypeDimensionPreference), subjects.System(protocol.TypeEliteSelect),
+			subjects.OptimizeCancel,
 			subjects.AllDispatch,
 			rpc.AppliedSubject, rpc.MemorySearchSubject, rpc.MemoryActionSubject}
 		// The owner's debug timeline (GET /v1/conversations/{id}/timeline)
@@ -232,7 +243,11 @@ func For(service string) Permissions {
 		// consumers pin one replica each; services/llm/internal/queue).
 		p.Publish = append(p.Publish, "$JS.API.CONSUMER.UNPIN."+llmTurns+".>")
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamSystem,
-			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig))...)
+			subjects.System(protocol.TypeToolSetting), subjects.System(protocol.TypeMCPServerConfig),
+			// The optimiser takes runs from SYSTEM and reports them.
+			subjects.System(protocol.TypeOptimizationRun))...)
+		p.Publish = append(p.Publish, subjects.System(protocol.TypeEliteOptions), subjects.DeadLetter(llmOptimize))
+		p.Subscribe = append(p.Subscribe, subjects.OptimizeCancel)
 		// Resuming a turn replays its conversation from the turn's
 		// sequence (bus.Replay): reads by sequence.
 		p.Publish = append(p.Publish, bySequence(bus.StreamConversations))

@@ -60,6 +60,10 @@ const (
 	// NATS, what was revoked (a deleted conversation), so that each ends
 	// its own connections to it.
 	GatewayRevocations = "alicia.gateway.revocations"
+	// OptimizeCancel: the gateway asks, on core NATS, for an optimisation
+	// run to be cancelled (the body is its id); the llm replica doing it
+	// stops it.
+	OptimizeCancel = "alicia.optimize.cancel"
 )
 
 // ErrInvalid is returned by Parse and Validate for subjects or tokens that do not fit the layout.

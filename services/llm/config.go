@@ -105,6 +105,9 @@ type Config struct {
 	Tools tools.Config // ALICIA_TOOL_*, ALICIA_WEB_SEARCH_*, ALICIA_MCP_*
 	// Judge scores answers after they end (ALICIA_JUDGE_*; judge.go).
 	Judge JudgeConfig
+	// Optimizer improves the prompts from feedback (ALICIA_OPTIMIZER*;
+	// optimizer.go).
+	Optimizer OptimizerConfig
 	// Toolbox, when set, replaces the tool registry (tests, embedding).
 	Toolbox Toolbox
 }
@@ -138,6 +141,7 @@ func DefaultConfig() Config {
 		MemoryTimeout:     500 * time.Millisecond,
 		Tools:             tools.DefaultConfig(),
 		Judge:             DefaultJudgeConfig(),
+		Optimizer:         DefaultOptimizerConfig(),
 	}
 }
 
@@ -159,6 +163,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 		terr,
 		c.Postgres.From(src),
 		c.Judge.From(src),
+		c.Optimizer.From(src),
 		src.Secret("ALICIA_LLM_API_KEY", &c.APIKey),
 		src.Int("ALICIA_LLM_MAX_TOKENS", &c.MaxTokens),
 		temperature(src, &c.Temperature),
@@ -203,7 +208,7 @@ func temperature(src config.Source, dst **float32) error {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	errs = append(errs, c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar), c.Judge.Validate())
+	errs = append(errs, c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar), c.Judge.Validate(), c.Optimizer.Validate())
 	if u, err := url.Parse(c.LLMURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("ALICIA_LLM_URL %q is not an http(s) URL", c.LLMURL)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
+	"github.com/alicia-voice/alicia/services/llm/internal/optimize"
 	"github.com/alicia-voice/alicia/services/llm/internal/queue"
 	"github.com/alicia-voice/alicia/services/llm/internal/store"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
@@ -103,6 +104,15 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return err
 	}
 	defer stopPrompts()
+	// The optimiser: its own consumer and worker; its model requests wait
+	// for this replica's turns (gate).
+	gate := optimize.NewGate()
+	defer startOptimizer(ctx, cfg, nc, js, pool, catalog, toolbox, gate, log)()
+	if cfg.Optimizer.Only {
+		log.Info().Msg("llm running the optimiser only (ALICIA_OPTIMIZER=only): no turns taken")
+		<-ctx.Done()
+		return nil
+	}
 	engine := turn.New(turn.Deps{
 		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Model: mc, Toolbox: toolbox,
 		Messages: store.New(pool), Prompts: catalog, Metrics: m, Log: log,
@@ -136,7 +146,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		defer unwatch()
 	}
 	consumer := &queue.Consumer{
-		Queue: turns, Handler: engine.Handle, GiveUp: engine.GiveUp,
+		Queue: turns, Handler: func(ctx context.Context, t queue.Turn) error {
+			defer gate.Enter()()
+			return engine.Handle(ctx, t)
+		}, GiveUp: engine.GiveUp,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Backoff: bus.DefaultBackoff, Grace: cfg.ShutdownGrace,
 		Forced: svcmain.Forced(ctx), Budget: budget, Log: log,
 		Hooks: queue.Hooks{

@@ -20,6 +20,9 @@ type Querier interface {
 // decides who is in UserIDs; Load reads nothing else.
 type Scope struct {
 	UserIDs []string
+	// Owner is the person whose answers a personal run changes (the texts
+	// serving them seed it); "" for an installation-wide run.
+	Owner string
 }
 
 // historyTurns: the messages of the branch kept before a question.

@@ -3,6 +3,7 @@ package optimize_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -305,6 +306,33 @@ func TestRunReportsElites(t *testing.T) {
 	}
 	if len(best.Examples) == 0 || best.Examples[0].Current != stored[0].Answer || !strings.HasPrefix(best.Examples[0].Candidate, "It will be") {
 		t.Fatalf("examples %+v", best.Examples)
+	}
+	// Its score on every validation example, stored as the run's evaluations.
+	_, val := optimize.Split(stored)
+	if len(best.Evaluations) != len(val) {
+		t.Fatalf("%d evaluations, want one per validation example (%d)", len(best.Evaluations), len(val))
+	}
+	for i, ev := range best.Evaluations {
+		if ev.MessageID != val[i].MessageID || ev.Scores["brevity"] != 1 || ev.Answer == nil || !strings.HasPrefix(*ev.Answer, "It will be") {
+			t.Fatalf("evaluation %d %+v", i, ev)
+		}
+	}
+}
+
+// A run whose service stops is handed back: no cancelled or failed report
+// (another replica does it again), ErrShutdown returned.
+func TestRunHandedBackOnShutdown(t *testing.T) {
+	rn, reports, _ := runner(t, turns("h", 6))
+	ctx, stop := context.WithCancelCause(context.Background())
+	stop(optimize.ErrShutdown)
+	err := rn.Run(ctx, &protocol.OptimizationRun{ID: "or_6", UserID: "us_a", Scope: protocol.OptimizationRunScopeUser, Budget: 50})
+	if !errors.Is(err, optimize.ErrShutdown) {
+		t.Fatalf("err %v, want ErrShutdown", err)
+	}
+	for _, r := range *reports {
+		if r.Status != protocol.EliteOptionsStatusRunning {
+			t.Fatalf("a stopping service reported %+v", r)
+		}
 	}
 }
 

@@ -29,6 +29,10 @@ const (
 	maxExamples = 2
 )
 
+// ErrShutdown, as the cause of a run's context, means the service stops
+// (not that the person cancelled): Run then reports nothing more.
+var ErrShutdown = errors.New("optimize: the service is stopping")
+
 // DefaultComponents are rewritten when a run names none.
 var DefaultComponents = []string{ComponentSystem, ComponentVoiceStyle}
 
@@ -51,8 +55,11 @@ type Runner struct {
 
 // Run does run r. Its error is the run's failure, also reported.
 func (rn *Runner) Run(ctx context.Context, r *protocol.OptimizationRun) error {
-	report := &protocol.EliteOptions{RunID: r.ID, Status: protocol.EliteOptionsStatusRunning, Budget: r.Budget}
+	report := &protocol.EliteOptions{RunID: r.ID, Status: protocol.EliteOptionsStatusRunning, Budget: r.Budget, BestScores: map[string]float64{}}
 	fail := func(err error) error {
+		if errors.Is(context.Cause(ctx), ErrShutdown) {
+			return ErrShutdown
+		}
 		report.Status, report.Error = protocol.EliteOptionsStatusFailed, protocol.Ptr(err.Error())
 		if perr := rn.Publish(context.WithoutCancel(ctx), report); perr != nil {
 			return errors.Join(err, perr)
@@ -84,6 +91,9 @@ func (rn *Runner) Run(ctx context.Context, r *protocol.OptimizationRun) error {
 		}
 	}
 	train, val := split(turns)
+	if err := rn.Publish(ctx, report); err != nil { // started
+		return fmt.Errorf("optimize: report run %s: %w", r.ID, err)
+	}
 	rn.Adapter.keepOutputs()
 	res, err := gepa.Optimize(ctx, gepa.Config[Turn]{Seed: seed, Components: components, Train: train, Val: val,
 		Adapter: rn.Adapter, Reflector: rn.Reflector, MaxMetricCalls: int(r.Budget), Weights: map[string]float64(r.Weights),
@@ -94,6 +104,10 @@ func (rn *Runner) Run(ctx context.Context, r *protocol.OptimizationRun) error {
 			_ = rn.Publish(ctx, report) // progress is best effort; the last report is not
 		}})
 	switch {
+	case errors.Is(context.Cause(ctx), ErrShutdown):
+		// The service stops: the run is handed back whole, and another
+		// replica (or this one, restarted) does it again from the start.
+		return ErrShutdown
 	case res.Stop == gepa.StopCancelled || errors.Is(err, context.Canceled):
 		report.Status = protocol.EliteOptionsStatusCancelled
 	case err != nil:
@@ -118,7 +132,7 @@ func scopeOf(r *protocol.OptimizationRun) (Scope, error) {
 		if r.UserID == "" {
 			return Scope{}, errors.New("a personal run without its person")
 		}
-		return Scope{UserIDs: []string{r.UserID}}, nil
+		return Scope{UserIDs: []string{r.UserID}, Owner: r.UserID}, nil
 	case protocol.OptimizationRunScopeInstallation:
 		if len(r.LearnFrom) == 0 {
 			return Scope{}, errors.New("an installation-wide run with nobody to learn from")
