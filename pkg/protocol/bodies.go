@@ -133,3 +133,6 @@ func (*EliteSelect) MessageType() MessageType { return TypeEliteSelect }
 
 // MessageType returns TypeOptimizationRun.
 func (*OptimizationRun) MessageType() MessageType { return TypeOptimizationRun }
+
+// MessageType returns TypeLearningConsent.
+func (*LearningConsent) MessageType() MessageType { return TypeLearningConsent }

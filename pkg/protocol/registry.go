@@ -54,6 +54,7 @@ const (
 	TypeTurnJudgement    MessageType = 70
 	TypePromptVersion    MessageType = 71
 	TypeOptimizationRun  MessageType = 72
+	TypeLearningConsent  MessageType = 73
 )
 
 // Body is implemented by every generated body type (as a pointer).
@@ -112,6 +113,7 @@ var registry = map[MessageType]typeInfo{
 	TypeTurnJudgement:        {"TurnJudgement", "turn_judgement", func() Body { return new(TurnJudgement) }},
 	TypePromptVersion:        {"PromptVersion", "prompt_version", func() Body { return new(PromptVersion) }},
 	TypeOptimizationRun:      {"OptimizationRun", "optimization_run", func() Body { return new(OptimizationRun) }},
+	TypeLearningConsent:      {"LearningConsent", "learning_consent", func() Body { return new(LearningConsent) }},
 }
 
 var byToken = func() map[string]MessageType {

@@ -581,6 +581,23 @@ const FeedbackVoteDown FeedbackVote = "down"
 const FeedbackVoteRemove FeedbackVote = "remove"
 const FeedbackVoteUp FeedbackVote = "up"
 
+// A person's choice whether installation-wide prompt optimisation runs may learn
+// from their conversations (alicia.sys.learning_consent): the latest one holds;
+// without one they do not. Published by the gateway on the person's request;
+// stored by persistence; read by the gateway when an administrator starts an
+// installation-wide run. Message type 73, internal.
+type LearningConsent struct {
+	// true: installation-wide runs may learn from their conversations; false: they
+	// may not.
+	Share bool `json:"share"`
+
+	// When they chose, ms since the Unix epoch.
+	Timestamp int64 `json:"timestamp"`
+
+	// The person.
+	UserID string `json:"userId"`
+}
+
 // Adds, changes or removes an MCP server. Message type 62, internal (alicia.sys).
 type MCPServerConfig struct {
 	// Action corresponds to the JSON schema field "action".

@@ -109,6 +109,63 @@ type ConversationWithMessages struct {
 	StreamSeq uint64 `json:"streamSeq"`
 }
 
+// DimensionWeights weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
+type DimensionWeights map[string]float64
+
+// Elite defines model for Elite.
+type Elite struct {
+	// CandidateID pc_…
+	CandidateID string `json:"candidateId"`
+
+	// Components the texts it changes, by component
+	Components map[string]string `json:"components"`
+
+	// Scores mean validation score per dimension, 0..1
+	Scores map[string]float64 `json:"scores"`
+
+	// Weighted by the run's dimension weights, 0..1
+	Weighted *float64 `json:"weighted,omitempty"`
+
+	// BestOn validation examples on which it is best
+	BestOn *int32 `json:"bestOn,omitempty"`
+
+	// OnFront on the run's latest Pareto front
+	OnFront  *bool          `json:"onFront,omitempty"`
+	Examples []EliteExample `json:"examples"`
+
+	// PromotedAt when it was promoted; absent: never
+	PromotedAt *int64 `json:"promotedAt,omitempty"`
+
+	// PromotedVersionIds the prompt versions made from it
+	PromotedVersionIds *[]string `json:"promotedVersionIds,omitempty"`
+}
+
+// EliteExample defines model for EliteExample.
+type EliteExample struct {
+	MessageID string `json:"messageId"`
+	Question  string `json:"question"`
+
+	// Current today's answer
+	Current string `json:"current"`
+
+	// Candidate the candidate's answer
+	Candidate string `json:"candidate"`
+}
+
+// EliteSelectRequest defines model for EliteSelectRequest.
+type EliteSelectRequest struct {
+	CandidateID string `json:"candidateId"`
+
+	// RolloutShare the share of new conversations it serves at first; absent: all
+	RolloutShare *float64 `json:"rolloutShare,omitempty"`
+}
+
+// EliteSelected defines model for EliteSelected.
+type EliteSelected struct {
+	// Versions the versions made from the elite, now serving
+	Versions []PromptVersion `json:"versions"`
+}
+
 // EnabledPatch defines model for EnabledPatch.
 type EnabledPatch struct {
 	// Enabled required (400 without it)
@@ -141,6 +198,15 @@ type Error struct {
 		// Message what went wrong, and what to do
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// Judgement defines model for Judgement.
+type Judgement struct {
+	Correctness  float64 `json:"correctness"`
+	Faithfulness float64 `json:"faithfulness"`
+	Relevancy    float64 `json:"relevancy"`
+	Rationale    string  `json:"rationale"`
+	Model        *string `json:"model,omitempty"`
 }
 
 // MCPServer defines model for MCPServer.
@@ -301,6 +367,19 @@ type Message struct {
 
 	// Spoken a spoken answer: every sentence with what became of its audio
 	Spoken []SpokenSentence `json:"spoken,omitempty"`
+
+	// PromptVersions assistant: the prompt component versions that produced it
+	PromptVersions *[]MessagePromptVersion `json:"promptVersions,omitempty"`
+	Judgement      *Judgement              `json:"judgement,omitempty"`
+}
+
+// MessagePromptVersion defines model for MessagePromptVersion.
+type MessagePromptVersion struct {
+	Component string `json:"component"`
+	ID        string `json:"id"`
+
+	// Version its number within its component and scope (absent: no longer stored)
+	Version *int32 `json:"version,omitempty"`
 }
 
 // Note defines model for Note.
@@ -325,6 +404,89 @@ type NoteCreate struct {
 type NoteList struct {
 	// Notes oldest first
 	Notes []Note `json:"notes"`
+}
+
+// OptimizationRun defines model for OptimizationRun.
+type OptimizationRun struct {
+	// ID or_…
+	ID string `json:"id"`
+
+	// Scope user (one person's) or installation
+	Scope string `json:"scope"`
+
+	// UserID who asked for it
+	UserID     *string  `json:"userId,omitempty"`
+	Components []string `json:"components"`
+	Budget     int32    `json:"budget"`
+
+	// Weights weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
+	Weights     DimensionWeights `json:"weights"`
+	Status      string           `json:"status"`
+	Iteration   int32            `json:"iteration"`
+	MetricCalls int32            `json:"metricCalls"`
+	FrontSize   int32            `json:"frontSize"`
+
+	// BestScores the best validation mean so far per dimension
+	BestScores map[string]float64 `json:"bestScores"`
+
+	// Error failed: why
+	Error *string `json:"error,omitempty"`
+
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
+
+	// StartedAt milliseconds since the Unix epoch
+	StartedAt *int64 `json:"startedAt,omitempty"`
+
+	// FinishedAt milliseconds since the Unix epoch
+	FinishedAt *int64 `json:"finishedAt,omitempty"`
+
+	// Elites best first by weighted score (empty in lists)
+	Elites []Elite `json:"elites"`
+}
+
+// OptimizationRunCreate defines model for OptimizationRunCreate.
+type OptimizationRunCreate struct {
+	// Scope mine (default): learns from and changes only the caller's answers; installation (administrators): learns from the administrators' conversations and those of the people who share theirs
+	Scope *string `json:"scope,omitempty"`
+
+	// Components system, voice_style or tool:<name>; absent: system and voice_style
+	Components *[]string `json:"components,omitempty"`
+
+	// Budget metric calls the run may spend (one stored answer replayed and judged)
+	Budget int32 `json:"budget"`
+}
+
+// OptimizationRunList defines model for OptimizationRunList.
+type OptimizationRunList struct {
+	Runs []OptimizationRun `json:"runs"`
+}
+
+// OptimizePreferences defines model for OptimizePreferences.
+type OptimizePreferences struct {
+	// Scope mine or installation
+	Scope string `json:"scope"`
+
+	// Weights weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
+	Weights DimensionWeights `json:"weights"`
+
+	// UpdatedAt when they were set; absent: never (the defaults)
+	UpdatedAt *int64 `json:"updatedAt,omitempty"`
+}
+
+// OptimizePreferencesPut defines model for OptimizePreferencesPut.
+type OptimizePreferencesPut struct {
+	// Scope mine (default) or installation (administrators)
+	Scope *string `json:"scope,omitempty"`
+
+	// Weights weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
+	Weights DimensionWeights `json:"weights"`
+}
+
+// OptimizeSharing defines model for OptimizeSharing.
+type OptimizeSharing struct {
+	// Share whether installation-wide runs may learn from the caller's conversations
+	Share bool `json:"share"`
 }
 
 // PromptPromote defines model for PromptPromote.
@@ -653,6 +815,9 @@ type E403 = Error
 // E404 Every error answer of every /v1 route (unknown routes included).
 type E404 = Error
 
+// E409 Every error answer of every /v1 route (unknown routes included).
+type E409 = Error
+
 // E413 Every error answer of every /v1 route (unknown routes included).
 type E413 = Error
 
@@ -728,6 +893,18 @@ type ListMemoryUsesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetOptimizePreferencesParams defines parameters for GetOptimizePreferences.
+type GetOptimizePreferencesParams struct {
+	// Scope mine (default) or installation
+	Scope *string `form:"scope,omitempty" json:"scope,omitempty"`
+}
+
+// ListOptimizationRunsParams defines parameters for ListOptimizationRuns.
+type ListOptimizationRunsParams struct {
+	// Scope mine (default) or installation
+	Scope *string `form:"scope,omitempty" json:"scope,omitempty"`
+}
+
 // ListPromptVersionsParams defines parameters for ListPromptVersions.
 type ListPromptVersionsParams struct {
 	// Component system, voice_style, memory_extraction, demonstrations or tool:<name>
@@ -766,6 +943,18 @@ type CreateNoteJSONRequestBody = NoteCreate
 
 // VoteJSONRequestBody defines body for Vote for application/json ContentType.
 type VoteJSONRequestBody = VoteRequest
+
+// PutOptimizePreferencesJSONRequestBody defines body for PutOptimizePreferences for application/json ContentType.
+type PutOptimizePreferencesJSONRequestBody = OptimizePreferencesPut
+
+// CreateOptimizationRunJSONRequestBody defines body for CreateOptimizationRun for application/json ContentType.
+type CreateOptimizationRunJSONRequestBody = OptimizationRunCreate
+
+// SelectEliteJSONRequestBody defines body for SelectElite for application/json ContentType.
+type SelectEliteJSONRequestBody = EliteSelectRequest
+
+// PutOptimizeSharingJSONRequestBody defines body for PutOptimizeSharing for application/json ContentType.
+type PutOptimizeSharingJSONRequestBody = OptimizeSharing
 
 // RollbackPromptVersionJSONRequestBody defines body for RollbackPromptVersion for application/json ContentType.
 type RollbackPromptVersionJSONRequestBody = PromptRollback

@@ -140,6 +140,11 @@ export interface Message {
    * a spoken answer: every sentence with what became of its audio
    */
   spoken?: SpokenSentence[]
+  /**
+   * assistant: the prompt component versions that produced it
+   */
+  promptVersions?: MessagePromptVersion[]
+  judgement?: Judgement
 }
 export interface ToolUse {
   id: string
@@ -201,6 +206,146 @@ export interface SpokenSentence {
   text: string
   playout: 'pending' | 'played' | 'interrupted' | 'unplayed'
   playedMs: number
+}
+export interface MessagePromptVersion {
+  component: string
+  id: string
+  /**
+   * its number within its component and scope (absent: no longer stored)
+   */
+  version?: number
+}
+export interface Judgement {
+  correctness: number
+  faithfulness: number
+  relevancy: number
+  rationale: string
+  model?: string
+}
+/**
+ * weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
+ */
+export interface DimensionWeights {
+  [k: string]: number
+}
+export interface Elite {
+  /**
+   * pc_…
+   */
+  candidateId: string
+  /**
+   * the texts it changes, by component
+   */
+  components: {
+    [k: string]: string
+  }
+  /**
+   * mean validation score per dimension, 0..1
+   */
+  scores: {
+    [k: string]: number
+  }
+  /**
+   * by the run's dimension weights, 0..1
+   */
+  weighted?: number
+  /**
+   * validation examples on which it is best
+   */
+  bestOn?: number
+  /**
+   * on the run's latest Pareto front
+   */
+  onFront?: boolean
+  examples: EliteExample[]
+  /**
+   * when it was promoted; absent: never
+   */
+  promotedAt?: number
+  /**
+   * the prompt versions made from it
+   */
+  promotedVersionIds?: string[]
+}
+export interface EliteExample {
+  messageId: string
+  question: string
+  /**
+   * today's answer
+   */
+  current: string
+  /**
+   * the candidate's answer
+   */
+  candidate: string
+}
+export interface EliteSelectRequest {
+  candidateId: string
+  /**
+   * the share of new conversations it serves at first; absent: all
+   */
+  rolloutShare?: number
+}
+export interface EliteSelected {
+  /**
+   * the versions made from the elite, now serving
+   */
+  versions: PromptVersion[]
+}
+export interface PromptVersion {
+  /**
+   * pv_…
+   */
+  id: string
+  /**
+   * system, voice_style, memory_extraction, demonstrations or tool:<name>
+   */
+  component: string
+  /**
+   * from 1 within its component and scope
+   */
+  version: number
+  text: string
+  /**
+   * the version it was derived from
+   */
+  parentId?: string
+  /**
+   * the person whose answers it shapes; absent: installation-wide
+   */
+  userId?: string
+  /**
+   * candidate, active or retired
+   */
+  status: 'candidate' | 'active' | 'retired'
+  /**
+   * while rolling out, the share of new conversations it serves; absent: all
+   */
+  rolloutShare?: number
+  /**
+   * seed, run:<id> or user:<id>
+   */
+  createdBy: string
+  /**
+   * milliseconds since the Unix epoch
+   */
+  createdAt: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  updatedAt: number
+  /**
+   * answers it shaped
+   */
+  answers: number
+  /**
+   * up votes on those answers
+   */
+  upVotes: number
+  /**
+   * down and critical votes on those answers
+   */
+  downVotes: number
 }
 export interface EnabledPatch {
   /**
@@ -515,6 +660,146 @@ export interface NoteList {
    */
   notes: Note[]
 }
+export interface OptimizationRun {
+  /**
+   * or_…
+   */
+  id: string
+  /**
+   * user (one person's) or installation
+   */
+  scope: 'user' | 'installation'
+  /**
+   * who asked for it
+   */
+  userId?: string
+  components: string[]
+  budget: number
+  weights: DimensionWeights
+  status: 'queued' | 'running' | 'done' | 'failed' | 'cancelled'
+  iteration: number
+  metricCalls: number
+  frontSize: number
+  /**
+   * the best validation mean so far per dimension
+   */
+  bestScores: {
+    [k: string]: number
+  }
+  /**
+   * failed: why
+   */
+  error?: string
+  /**
+   * milliseconds since the Unix epoch
+   */
+  createdAt: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  startedAt?: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  finishedAt?: number
+  /**
+   * best first by weighted score (empty in lists)
+   */
+  elites: Elite[]
+}
+export interface OptimizationRunCreate {
+  /**
+   * mine (default): learns from and changes only the caller's answers; installation (administrators): learns from the administrators' conversations and those of the people who share theirs
+   */
+  scope?: 'mine' | 'installation'
+  /**
+   * system, voice_style or tool:<name>; absent: system and voice_style
+   *
+   * @maxItems 16
+   */
+  components?:
+    | []
+    | [string]
+    | [string, string]
+    | [string, string, string]
+    | [string, string, string, string]
+    | [string, string, string, string, string]
+    | [string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string, string, string, string, string, string, string]
+    | [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string
+      ]
+    | [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string
+      ]
+  /**
+   * metric calls the run may spend (one stored answer replayed and judged)
+   */
+  budget: number
+}
+export interface OptimizationRunList {
+  runs: OptimizationRun[]
+}
+export interface OptimizePreferences {
+  /**
+   * mine or installation
+   */
+  scope: 'mine' | 'installation'
+  weights: DimensionWeights
+  /**
+   * when they were set; absent: never (the defaults)
+   */
+  updatedAt?: number
+}
+export interface OptimizePreferencesPut {
+  /**
+   * mine (default) or installation (administrators)
+   */
+  scope?: 'mine' | 'installation'
+  weights: DimensionWeights
+}
+export interface OptimizeSharing {
+  /**
+   * whether installation-wide runs may learn from the caller's conversations
+   */
+  share: boolean
+}
 export interface PromptPromote {
   /**
    * 0..1: serve this share of new conversations beside the version it replaces; absent: all of them
@@ -533,61 +818,6 @@ export interface PromptRolledBack {
    * the scope's version serving now; absent: none of the scope (the installation's serves the person)
    */
   serving?: string
-}
-export interface PromptVersion {
-  /**
-   * pv_…
-   */
-  id: string
-  /**
-   * system, voice_style, memory_extraction, demonstrations or tool:<name>
-   */
-  component: string
-  /**
-   * from 1 within its component and scope
-   */
-  version: number
-  text: string
-  /**
-   * the version it was derived from
-   */
-  parentId?: string
-  /**
-   * the person whose answers it shapes; absent: installation-wide
-   */
-  userId?: string
-  /**
-   * candidate, active or retired
-   */
-  status: 'candidate' | 'active' | 'retired'
-  /**
-   * while rolling out, the share of new conversations it serves; absent: all
-   */
-  rolloutShare?: number
-  /**
-   * seed, run:<id> or user:<id>
-   */
-  createdBy: string
-  /**
-   * milliseconds since the Unix epoch
-   */
-  createdAt: number
-  /**
-   * milliseconds since the Unix epoch
-   */
-  updatedAt: number
-  /**
-   * answers it shaped
-   */
-  answers: number
-  /**
-   * up votes on those answers
-   */
-  upVotes: number
-  /**
-   * down and critical votes on those answers
-   */
-  downVotes: number
 }
 export interface PromptVersionList {
   versions: PromptVersion[]

@@ -740,4 +740,14 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       weights: { t: 'object', additional: { t: 'number' } },
     },
   },
+  // LearningConsent
+  73: {
+    t: 'object',
+    required: ['share', 'timestamp', 'userId'],
+    props: {
+      share: { t: 'boolean' },
+      timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
+      userId: { t: 'string' },
+    },
+  },
 }

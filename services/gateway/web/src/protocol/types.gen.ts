@@ -1389,6 +1389,25 @@ export interface OptimizationRun {
   createdAt: number
 }
 
+// 73: learning_consent.json
+/**
+ * A person's choice whether installation-wide prompt optimisation runs may learn from their conversations (alicia.sys.learning_consent): the latest one holds; without one they do not. Published by the gateway on the person's request; stored by persistence; read by the gateway when an administrator starts an installation-wide run. Message type 73, internal.
+ */
+export interface LearningConsent {
+  /**
+   * The person.
+   */
+  userId: string
+  /**
+   * true: installation-wide runs may learn from their conversations; false: they may not.
+   */
+  share: boolean
+  /**
+   * When they chose, ms since the Unix epoch.
+   */
+  timestamp: number
+}
+
 // Message type numbers (x-alicia-type); reserved types are left out.
 export const MessageType = {
   ErrorMessage: 1,
@@ -1435,6 +1454,7 @@ export const MessageType = {
   TurnJudgement: 70,
   PromptVersion: 71,
   OptimizationRun: 72,
+  LearningConsent: 73,
 } as const
 
 export type MessageTypeName = keyof typeof MessageType
@@ -1486,6 +1506,7 @@ export interface BodyByType {
   70: TurnJudgement
   71: PromptVersion
   72: OptimizationRun
+  73: LearningConsent
 }
 
 // The body interface of each message type name.
@@ -1534,6 +1555,7 @@ export interface BodyByName {
   TurnJudgement: TurnJudgement
   PromptVersion: PromptVersion
   OptimizationRun: OptimizationRun
+  LearningConsent: LearningConsent
 }
 
 // Message types a client may send (x-alicia-senders has 'client'); the edges refuse others with 203.
@@ -1601,4 +1623,5 @@ export const MESSAGE_TOKENS: Readonly<Record<MessageTypeNumber, string>> = {
   70: 'turn_judgement',
   71: 'prompt_version',
   72: 'optimization_run',
+  73: 'learning_consent',
 }
