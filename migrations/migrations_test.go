@@ -93,6 +93,8 @@ func testContext(t *testing.T) context.Context {
 var wantTables = []string{
 	"alicia_audio",
 	"alicia_conversations",
+	"alicia_dimension_preferences",
+	"alicia_learning_consents",
 	"alicia_mcp_servers",
 	"alicia_memory",
 	"alicia_memory_used",
@@ -252,6 +254,8 @@ func checkSchema(t *testing.T, db *sql.DB) {
 	for _, name := range []string{
 		"alicia_conversations_livekit_room_name_key", "idx_messages_conversation_history",
 		"idx_memory_used_message", "idx_tool_uses_message", "idx_tool_uses_status", "alicia_meta_ref_key_key",
+		// The latest dimension preference of a scope (00013).
+		"idx_dimension_preferences_installation", "idx_dimension_preferences_user",
 	} {
 		if _, ok := idx[name]; !ok {
 			t.Errorf("index %s missing", name)
@@ -290,7 +294,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 12
+const migrationCount = 13
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()
