@@ -15,6 +15,15 @@ func refuse(env *protocol.Envelope) string {
 	if !env.Type.ClientMaySend() {
 		return fmt.Sprintf("a client may not send %s", env.Type)
 	}
+	// Not tied to a conversation: the gateway's REST API takes them, with
+	// the checks of their scope (services/gateway/API.md, "Prompt
+	// optimisation").
+	switch env.Type {
+	case protocol.TypeDimensionPreference:
+		return "DimensionPreference is not sent on a conversation: PUT /v1/optimize/preferences sets it"
+	case protocol.TypeEliteSelect:
+		return "EliteSelect is not sent on a conversation: POST /v1/optimize/runs/{id}/select promotes an elite"
+	}
 	if b, ok := env.Body.(*protocol.SyncRequest); ok {
 		for i, m := range b.Messages {
 			if m.Role != "user" {

@@ -69,6 +69,21 @@ func TestWebSocketClientSpeaksAsClient(t *testing.T) {
 		}
 	})
 	alice.t = t
+	// Not tied to a conversation: the REST API takes them (with their
+	// scope's checks), and the refusal says where.
+	for typ, route := range map[protocol.MessageType]string{
+		protocol.TypeDimensionPreference: "PUT /v1/optimize/preferences",
+		protocol.TypeEliteSelect:         "POST /v1/optimize/runs/{id}/select",
+	} {
+		t.Run(typ.String(), func(t *testing.T) {
+			alice.t = t
+			alice.send(cid, goldenBody(t, typ))
+			if e, ok := alice.recv().Body.(*protocol.ErrorMessage); !ok || e.Code != protocol.CodeForbidden || !strings.Contains(e.Message, route) {
+				t.Fatalf("got %+v, want ErrorMessage 203 naming %s", e, route)
+			}
+		})
+	}
+	alice.t = t
 
 	// A client type after them is published: once it is in the stream,
 	// every envelope sent before it has been handled.

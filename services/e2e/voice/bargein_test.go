@@ -150,8 +150,9 @@ func TestFalseInterruptionResumes(t *testing.T) {
 		t.Fatalf("the cut sentence was marked playing %d times, want 2 (its start, its resumption)", playing)
 	}
 	// Silence from the barge-in (the noise's onset + bargeMin, plus audio in
-	// flight) until playout resumed.
-	limit := interrupt.Add(bargeMin + 150*time.Millisecond)
+	// flight and a loaded machine's scheduling: how fast it pauses is
+	// BenchmarkBargeIn's figure) until playout resumed.
+	limit := interrupt.Add(bargeMin + 400*time.Millisecond)
 	for _, h := range u.Heard() {
 		if h.At.After(limit) && h.At.Before(resumed.Add(-50*time.Millisecond)) && audio.DBFS(h.PCM) >= -45 {
 			t.Fatalf("agent heard %v after the noise began, while paused (resumed at %v)", h.At.Sub(interrupt), resumed.Sub(interrupt))

@@ -166,7 +166,16 @@ func (l *listener) onEvent(ev vad.Event) {
 		if l.utt == "" {
 			return
 		}
-		l.job(ev.Audio, true, now, l.confirm(), l.barged, l.barged || l.overAnswer) // notes the end of speech (speechEnded)
+		spec := l.confirm()
+		if spec == nil && (l.barged || l.overAnswer) {
+			// Said over an answer with no speculation covering it (no
+			// pause in it, or speculation off): its transcript is asked
+			// for now, so that its words decide (an echo, a backchannel)
+			// before it can become a user message.
+			l.speculateAll(ev.Audio, len(ev.Audio), now)
+			spec = l.confirm()
+		}
+		l.job(ev.Audio, true, now, spec, l.barged, l.barged || l.overAnswer) // notes the end of speech (speechEnded)
 		l.record(ev.Audio)
 		l.utt = ""
 	}
@@ -217,7 +226,11 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation,
 		go func() {
 			defer span.End()
 			if spec != nil {
-				if text, conf, ok := l.r.finalTranscript(spec); ok {
+				wait := specWait
+				if overAnswer {
+					wait = overAnswerSpecWait
+				}
+				if text, conf, ok := l.r.finalTranscript(spec, wait); ok {
 					j.Transcript, j.TranscriptConfidence = &text, conf
 					if overAnswer {
 						switch l.r.turns.Overheard(j.UtteranceID, text, barged) {

@@ -121,6 +121,12 @@ func (l *listener) speculate(pcm []byte, voiced int, now time.Time) {
 	if l.r.cfg.NoSpeculation || l.utt == "" {
 		return
 	}
+	l.speculateAll(pcm, voiced, now)
+}
+
+// speculateAll sends pcm as a speculative job of the open utterance
+// (l.spec), whatever the settings. Called under l.mu.
+func (l *listener) speculateAll(pcm []byte, voiced int, now time.Time) {
 	l.seq++
 	cid := l.r.cid
 	data := append([]byte(nil), pcm...)
@@ -208,16 +214,23 @@ func (l *listener) confirm() *speculation {
 	return s
 }
 
-// finalTranscript waits (outside the listener's lock) for the speculative
-// transcript the final job carries; false: send the job without one.
-func (r *Room) finalTranscript(s *speculation) (string, *float64, bool) {
+// overAnswerSpecWait bounds the wait for the transcript of an utterance
+// said over an answer: its words decide whether it is the answer's echo
+// or a backchannel (no user message) or words to answer, so it waits
+// longer than specWait for a slow asr.
+const overAnswerSpecWait = 15 * time.Second
+
+// finalTranscript waits (outside the listener's lock) up to wait for the
+// speculative transcript the final job carries; false: send the job
+// without one.
+func (r *Room) finalTranscript(s *speculation, wait time.Duration) (string, *float64, bool) {
 	defer r.specs.remove(s)
 	if text, ok := s.heard(); ok {
 		speculationOutcomes().WithLabelValues("confirmed").Inc()
 		s.end("confirmed", time.Now())
 		return text, s.conf, true
 	}
-	t := time.NewTimer(specWait)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-s.done:
