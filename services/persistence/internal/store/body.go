@@ -124,6 +124,16 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return w.toolSetting(b), nil
 	case *protocol.PromptVersion:
 		return w.promptVersion(b, at)
+	case *protocol.OptimizationRun:
+		return w.optimizationRun(b, at)
+	case *protocol.EliteOptions:
+		return w.eliteOptions(b, at)
+	case *protocol.DimensionPreference:
+		return w.dimensionPreference(env, b, at)
+	case *protocol.EliteSelect:
+		return w.eliteSelect(env, b, at)
+	case *protocol.LearningConsent:
+		return w.learningConsent(env, b, at)
 	case *protocol.MCPServerConfig:
 		return w.mcpServerConfig(b, at)
 	case *protocol.MCPServerStatus:

@@ -163,6 +163,9 @@ func classify(err error) error {
 	if what, ok := notOwned(err); ok {
 		return fmt.Errorf("%w: %w", consume.ErrData, notOwnedError(what))
 	}
+	if what, ok := markedFailure(err, missingMarker); ok {
+		return fmt.Errorf("%w: %w: %s", consume.ErrData, errUnknownRef, what)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		if pgErr.Code == "23503" { // foreign_key_violation

@@ -189,7 +189,8 @@ func (w *writer) stanza(cid string, o subjects.Origin, stanzaID int32, seq uint6
 // published (origin o of a conversation subject when onConversation, else a
 // system subject). Work items (64, 65, 68) travel on their own work queues
 // and core NATS, never as records; SentenceAudio, SentencePlayout, TurnEvent
-// and TurnJudgement only on a conversation's agent subjects. Anything else is dead-lettered.
+// and TurnJudgement only on a conversation's agent subjects; the prompt
+// optimiser's records only on system subjects. Anything else is dead-lettered.
 func placed(t protocol.MessageType, o subjects.Origin, onConversation bool) error {
 	switch t {
 	case protocol.TypeASRJob, protocol.TypeSpeechAudio, protocol.TypeAgentDispatch:
@@ -197,6 +198,11 @@ func placed(t protocol.MessageType, o subjects.Origin, onConversation bool) erro
 	case protocol.TypeSentenceAudio, protocol.TypeSentencePlayout, protocol.TypeTurnEvent, protocol.TypeTurnJudgement:
 		if !onConversation || o != subjects.OriginAgent {
 			return fmt.Errorf("%w: %s", errNotAgentSubject, t)
+		}
+	case protocol.TypeOptimizationRun, protocol.TypeEliteOptions, protocol.TypeDimensionPreference, protocol.TypeEliteSelect,
+		protocol.TypeLearningConsent:
+		if onConversation {
+			return fmt.Errorf("%w: %s", errSystemOnly, t)
 		}
 	}
 	return nil
