@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/alicia-voice/alicia/pkg/protocol"
 )
@@ -112,6 +113,53 @@ func (ad *Admin) Promote(ctx context.Context, who Actor, id string, share *float
 		v.Share = *share
 	}
 	return v, ad.publish(ctx, v)
+}
+
+// Adopt makes text a new version of component in scope user ("":
+// installation-wide), created by createdBy (run:<id>, user:<id>), active
+// at once for share of new conversations (nil: all of them, retiring the
+// version it replaces; below 1: rolling out beside it). Its parent is the
+// version serving the scope now (a person without their own: the
+// installation's); its number the scope's next. Rollback undoes it.
+func (ad *Admin) Adopt(ctx context.Context, who Actor, component, user, text, createdBy string, share *float64, now time.Time) (Record, error) {
+	if share != nil && (*share < 0 || *share > 1) {
+		return Record{}, ErrShare
+	}
+	if !who.may(user) {
+		return Record{}, ErrForbidden
+	}
+	vs, err := ad.Store.Scope(ctx, component, user)
+	if err != nil {
+		return Record{}, err
+	}
+	v := Record{ID: protocol.NewID("pv"), Component: component, Text: text, Version: 1, UserID: user,
+		Status: protocol.PromptVersionStatusActive, Share: 1, CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
+	if share != nil {
+		v.Share = *share
+	}
+	for _, o := range vs {
+		v.Version = max(v.Version, o.Version+1)
+		if v.ParentID == "" && o.Status == protocol.PromptVersionStatusActive && o.Share >= 1 {
+			v.ParentID = o.ID
+		}
+	}
+	if v.ParentID == "" && user != "" {
+		inst, err := ad.Store.Scope(ctx, component, "")
+		if err != nil {
+			return Record{}, err
+		}
+		for _, o := range inst {
+			if o.Status == protocol.PromptVersionStatusActive && o.Share >= 1 {
+				v.ParentID = o.ID
+				break
+			}
+		}
+	}
+	// Its id is new: the Nats-Msg-Id makes a retried publish one version.
+	if err := ad.Publish(ctx, v.Protocol(), v.ID); err != nil {
+		return Record{}, fmt.Errorf("promptver: publish %s: %w", v.ID, err)
+	}
+	return v, nil
 }
 
 // Rollback undoes the last promotion of component in scope user: a version

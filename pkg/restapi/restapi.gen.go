@@ -137,7 +137,7 @@ type Elite struct {
 	PromotedAt *int64 `json:"promotedAt,omitempty"`
 
 	// PromotedVersionIds the prompt versions made from it
-	PromotedVersionIds *[]string `json:"promotedVersionIds,omitempty"`
+	PromotedVersionIds []string `json:"promotedVersionIds,omitempty"`
 }
 
 // EliteExample defines model for EliteExample.
@@ -368,9 +368,9 @@ type Message struct {
 	// Spoken a spoken answer: every sentence with what became of its audio
 	Spoken []SpokenSentence `json:"spoken,omitempty"`
 
-	// PromptVersions assistant: the prompt component versions that produced it
-	PromptVersions *[]MessagePromptVersion `json:"promptVersions,omitempty"`
-	Judgement      *Judgement              `json:"judgement,omitempty"`
+	// PromptVersions assistant: the prompt component versions that produced it; absent when none were recorded
+	PromptVersions []MessagePromptVersion `json:"promptVersions,omitempty"`
+	Judgement      *Judgement             `json:"judgement,omitempty"`
 }
 
 // MessagePromptVersion defines model for MessagePromptVersion.
@@ -451,7 +451,7 @@ type OptimizationRunCreate struct {
 	Scope *string `json:"scope,omitempty"`
 
 	// Components system, voice_style or tool:<name>; absent: system and voice_style
-	Components *[]string `json:"components,omitempty"`
+	Components []string `json:"components,omitempty"`
 
 	// Budget metric calls the run may spend (one stored answer replayed and judged)
 	Budget int32 `json:"budget"`

@@ -320,6 +320,29 @@ func TestAnswersMatchTheContract(t *testing.T) {
 	call(alice("POST", "/v1/prompt-versions/rollback", restapi.PromptRollback{Component: "system"}), http.StatusOK, &rolledBack)
 	call(alice("POST", "/v1/prompt-versions/rollback", restapi.PromptRollback{Component: "system", Scope: protocol.Ptr("installation")}), http.StatusForbidden, nil)
 
+	// Prompt optimisation: weights, opt-in, a run reported by the
+	// optimiser, its elite promoted; a second run cancelled.
+	var prefs restapi.OptimizePreferences
+	call(alice("GET", "/v1/optimize/preferences", nil), http.StatusOK, &prefs)
+	call(alice("PUT", "/v1/optimize/preferences", restapi.OptimizePreferencesPut{Weights: restapi.DimensionWeights{"brevity": 1}}), http.StatusOK, &prefs)
+	var sharing restapi.OptimizeSharing
+	call(alice("GET", "/v1/optimize/sharing", nil), http.StatusOK, &sharing)
+	call(alice("PUT", "/v1/optimize/sharing", restapi.OptimizeSharing{Share: true}), http.StatusOK, &sharing)
+	var run restapi.OptimizationRun
+	call(alice("POST", "/v1/optimize/runs", restapi.OptimizationRunCreate{Budget: 20}), http.StatusAccepted, &run)
+	s.publish(t, "", protocol.New("", &protocol.EliteOptions{RunID: run.ID, Status: protocol.EliteOptionsStatusDone, Budget: 20, MetricCalls: 20,
+		Iteration: 2, FrontSize: 1, BestScores: protocol.EliteOptionsBestScores{"relevancy": 1},
+		Elites: []protocol.Elite{{CandidateID: "pc_contract", Components: protocol.EliteComponents{"system": "Be briefer."},
+			Scores: protocol.EliteScores{"relevancy": 1}, Examples: []protocol.Example{{MessageID: "am_c", Question: "q", Current: "a", Candidate: "b"}}}}}))
+	var runs restapi.OptimizationRunList
+	call(alice("GET", "/v1/optimize/runs", nil), http.StatusOK, &runs)
+	call(alice("GET", "/v1/optimize/runs/"+run.ID, nil), http.StatusOK, &run)
+	var selected restapi.EliteSelected
+	call(alice("POST", "/v1/optimize/runs/"+run.ID+"/select", restapi.EliteSelectRequest{CandidateID: "pc_contract"}), http.StatusOK, &selected)
+	call(alice("POST", "/v1/optimize/runs", restapi.OptimizationRunCreate{Budget: 20}), http.StatusAccepted, &run)
+	call(alice("POST", "/v1/optimize/runs/"+run.ID+"/cancel", nil), http.StatusAccepted, &run)
+	call(alice("POST", "/v1/optimize/runs/"+run.ID+"/cancel", nil), http.StatusConflict, nil)
+
 	// The server's report, for an administrator and a user.
 	var info restapi.ServerInfo
 	call(admin("GET", "/v1/server-info", nil), http.StatusOK, &info)

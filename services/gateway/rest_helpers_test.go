@@ -101,7 +101,7 @@ func (s *stack) publish(t *testing.T, user string, envs ...protocol.Envelope) {
 		case env.Type == protocol.TypeUserMessage || env.Type == protocol.TypeConfiguration:
 			env.Meta = map[string]any{edge.MetaUserID: user}
 			last, err = s.pub.PublishClient(ctx, env)
-		case env.Type == protocol.TypeSentencePlayout:
+		case env.Type == protocol.TypeSentencePlayout || env.Type == protocol.TypeTurnJudgement:
 			last, err = s.pub.PublishAgent(ctx, env, "")
 		default:
 			last, err = s.pub.PublishServer(ctx, env, "")

@@ -168,6 +168,18 @@ func (k *Keys) KeyUser(fingerprint string) (string, bool) {
 // IsAdminUser reports whether user is an administrator.
 func (k *Keys) IsAdminUser(user string) bool { return k.set.Load().admins[user] }
 
+// Admins are the administrators now, sorted.
+func (k *Keys) Admins() []string {
+	var out []string
+	for u, ok := range k.set.Load().admins {
+		if ok {
+			out = append(out, u)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // User returns the user of secret, or false. The SHA-256 digests of the
 // presented and every configured key are compared, all of them, in
 // constant time: ConstantTimeCompare answers at once when the lengths

@@ -58,6 +58,9 @@ type API struct {
 	Resolver netguard.Resolver
 	// Prompts reads the prompt versions (prompts.go).
 	Prompts *promptver.Reader
+	// Admins are the administrators now (installation-wide optimisation
+	// runs learn from their conversations; optimize.go).
+	Admins func() []string
 	// StreamsPerUser bounds a user's open timeline streams on this replica
 	// (GET /v1/conversations/{id}/timeline/stream; 0: no limit, 429
 	// beyond); Shutdown ends them.
@@ -113,6 +116,18 @@ func (a *API) Register(g *echo.Group) {
 	g.GET("/prompt-versions", a.listPromptVersions)
 	g.POST("/prompt-versions/rollback", a.rollbackPromptVersion)
 	g.POST("/prompt-versions/:id/promote", a.promotePromptVersion)
+
+	// Prompt optimisation: a person's own runs, the installation's for
+	// administrators (optimize.go).
+	g.GET("/optimize/preferences", a.getOptimizePreferences)
+	g.PUT("/optimize/preferences", a.putOptimizePreferences)
+	g.GET("/optimize/sharing", a.getOptimizeSharing)
+	g.PUT("/optimize/sharing", a.putOptimizeSharing)
+	g.GET("/optimize/runs", a.listOptimizationRuns)
+	g.POST("/optimize/runs", a.createOptimizationRun)
+	g.GET("/optimize/runs/:id", a.getOptimizationRun)
+	g.POST("/optimize/runs/:id/cancel", a.cancelOptimizationRun)
+	g.POST("/optimize/runs/:id/select", a.selectElite)
 
 	g.GET("/server-info", a.serverInfo)
 }

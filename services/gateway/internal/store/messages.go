@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -222,8 +223,47 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 		}
 		return rows.Err()
 	})
+	// The prompt versions that produced each answer, in the order the llm
+	// named them (a version no longer stored keeps its id).
+	batch.Queue(`SELECT m.id, COALESCE(pv.component, ''), v.id, pv.version
+		FROM alicia_messages m CROSS JOIN LATERAL unnest(m.prompt_versions) WITH ORDINALITY AS v(id, n)
+		LEFT JOIN alicia_prompt_versions pv ON pv.id = v.id
+		WHERE m.id = ANY($1) AND m.prompt_versions IS NOT NULL ORDER BY m.id, v.n`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var mid string
+			var v restapi.MessagePromptVersion
+			if err := rows.Scan(&mid, &v.Component, &v.ID, &v.Version); err != nil {
+				return err
+			}
+			byID[mid].PromptVersions = append(byID[mid].PromptVersions, v)
+		}
+		return rows.Err()
+	})
+	// The judge's scores (of the message's own conversation).
+	batch.Queue(`SELECT j.message_id, j.correctness, j.faithfulness, j.relevancy, j.rationale, j.judge_model
+		FROM alicia_message_judgements j JOIN alicia_messages m ON m.id = j.message_id AND m.conversation_id = j.conversation_id
+		WHERE j.message_id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var mid, model string
+			var j restapi.Judgement
+			var c, f, r float32
+			if err := rows.Scan(&mid, &c, &f, &r, &j.Rationale, &model); err != nil {
+				return err
+			}
+			j.Correctness, j.Faithfulness, j.Relevancy = round3(c), round3(f), round3(r)
+			if model != "" {
+				j.Model = &model
+			}
+			byID[mid].Judgement = &j
+		}
+		return rows.Err()
+	})
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("store: message details: %w", err)
 	}
 	return nil
 }
+
+// round3 is a stored real as the number it was written as (0.8, not
+// 0.800000011920929).
+func round3(v float32) float64 { return math.Round(float64(v)*1000) / 1000 }

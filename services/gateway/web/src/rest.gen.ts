@@ -141,7 +141,7 @@ export interface Message {
    */
   spoken?: SpokenSentence[]
   /**
-   * assistant: the prompt component versions that produced it
+   * assistant: the prompt component versions that produced it; absent when none were recorded
    */
   promptVersions?: MessagePromptVersion[]
   judgement?: Judgement

@@ -116,7 +116,7 @@ func (rn *Runner) Run(ctx context.Context, r *protocol.OptimizationRun) error {
 		report.Status = protocol.EliteOptionsStatusDone
 	}
 	report.Iteration, report.MetricCalls, report.FrontSize = int32(res.Iterations), int32(res.MetricCalls), int32(len(res.Front))
-	report.Elites = rn.elites(res, seed, val)
+	report.Elites = rn.elites(r.ID, res, seed, val)
 	report.BestScores = bestScores(res.Pool)
 	if err := rn.Publish(context.WithoutCancel(ctx), report); err != nil {
 		return fmt.Errorf("optimize: report run %s: %w", r.ID, err)
@@ -159,7 +159,7 @@ func seedOf(s string) uint64 {
 
 // elites are the front's best candidates by validation mean, with the
 // components they change and example answers beside today's.
-func (rn *Runner) elites(res gepa.Result, seed gepa.Candidate, val []Turn) []protocol.Elite {
+func (rn *Runner) elites(run string, res gepa.Result, seed gepa.Candidate, val []Turn) []protocol.Elite {
 	front := slices.Clone(res.Front)
 	sort.SliceStable(front, func(i, j int) bool { return res.Pool[front[i].Index].Mean > res.Pool[front[j].Index].Mean })
 	var out []protocol.Elite
@@ -171,7 +171,7 @@ func (rn *Runner) elites(res gepa.Result, seed gepa.Candidate, val []Turn) []pro
 				changed[k] = v
 			}
 		}
-		e := protocol.Elite{CandidateID: candidateID(m.Candidate), Components: changed, Scores: protocol.EliteScores(m.DimensionMeans),
+		e := protocol.Elite{CandidateID: runCandidateID(run, m.Candidate), Components: changed, Scores: protocol.EliteScores(m.DimensionMeans),
 			Weighted: protocol.Ptr(m.Mean), BestOn: protocol.Ptr(int32(f.Wins))}
 		for i, t := range val {
 			out, ok := rn.Adapter.output(m.Candidate, t.MessageID)
@@ -202,10 +202,20 @@ func bestScores(pool []gepa.Member) map[string]float64 {
 	return out
 }
 
+// runCandidateID names a candidate of run by its texts: the same texts
+// are the same candidate in every report of the run, and another run's
+// candidate with the same texts is another candidate (its scores are that
+// run's).
+func runCandidateID(run string, c gepa.Candidate) string { return idOf(run, c) }
+
 // candidateID names a candidate by its texts (pc_ and 20 characters of
-// their hash): the same texts are the same candidate in every report.
-func candidateID(c gepa.Candidate) string {
+// their hash), within a run.
+func candidateID(c gepa.Candidate) string { return idOf("", c) }
+
+func idOf(run string, c gepa.Candidate) string {
 	h := fnv.New128a()
+	_, _ = h.Write([]byte(run))
+	_, _ = h.Write([]byte{0})
 	for _, k := range slices.Sorted(mapKeys(c)) {
 		_, _ = h.Write([]byte(k))
 		_, _ = h.Write([]byte{0})
