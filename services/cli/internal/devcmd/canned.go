@@ -38,8 +38,21 @@ func newCannedHandler(models []string, delay time.Duration, p fakeopenai.Profile
 // a response format (the memory service's extraction), else a few
 // sentences that say they are canned and repeat the user's last message.
 func cannedTurn(req fakeopenai.Request) fakeopenai.Turn {
+	system := ""
+	if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
+		system = req.Messages[0].Content
+	}
 	if schema, ok := jsonFormat(req.Body); ok {
+		if schema == "" && strings.Contains(system, "correctness") && strings.Contains(system, "faithfulness") {
+			return fakeopenai.Turn{Text: []string{cannedVerdict(system, req.LastUser())}}
+		}
 		return fakeopenai.Turn{Text: []string{structured(schema, req.LastUser())}}
+	}
+	if strings.HasPrefix(req.LastUser(), "I provided an assistant") {
+		return fakeopenai.Text(cannedProposal(req.LastUser()))
+	}
+	if strings.Contains(system, cannedBrief) {
+		return fakeopenai.Text(CannedMarker + " A short answer, as the prompt asks.")
 	}
 	said := strings.Join(strings.Fields(req.LastUser()), " ")
 	echo := "You sent nothing I could read."
@@ -111,3 +124,52 @@ func cannedTranscript(r fakeopenai.TranscriptionRequest) fakeopenai.Transcript {
 	}
 	return fakeopenai.Transcript{Text: CannedTranscript}
 }
+
+// The prompt optimiser's fakes: the judge finds short answers relevant
+// (the canned answers are long), and the reflection model proposes asking
+// for short answers, which the canned chat then follows, so that "Improve
+// Alicia" can be tried end to end without a GPU: a run finds cannedBrief
+// and its elite answers shortly. Both say they are canned.
+const (
+	cannedBrief = "Keep every answer to one short sentence."
+	// cannedProposalNote ends what the fake reflection model proposes.
+	cannedProposalNote = "(Canned proposal from alicia dev fake-models.)"
+)
+
+// cannedVerdict judges the answer in a judge request (the optimiser's
+// JSON input, or the judge's own prompt, whose answer comes last), with
+// exactly the keys its instructions (system) ask for.
+func cannedVerdict(system, input string) string {
+	answer := input
+	var in struct {
+		Answer string `json:"answer"`
+	}
+	if json.Unmarshal([]byte(input), &in) == nil && in.Answer != "" {
+		answer = in.Answer
+	} else if i := strings.LastIndex(input, "Answer"); i >= 0 {
+		answer = input[i:]
+	}
+	relevancy, why := 1.0, "(Canned judgement from alicia dev fake-models.) The answer is short and to the point."
+	if len(strings.Fields(answer)) > 20 {
+		relevancy, why = 0.4, "(Canned judgement from alicia dev fake-models.) The answer is too long for what was asked."
+	}
+	v := map[string]any{"correctness": 0.7, "faithfulness": 1, "relevancy": relevancy, "rationale": why}
+	if strings.Contains(system, "userFeedback") {
+		v["userFeedback"] = -1
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// cannedProposal rewrites the component shown in a reflection request:
+// it adds cannedBrief when the feedback says answers are too long.
+func cannedProposal(prompt string) string {
+	_, rest, _ := strings.Cut(prompt, "```\n")
+	current, _, _ := strings.Cut(rest, "\n```")
+	current = strings.TrimSpace(current)
+	if strings.Contains(prompt, "too long") && !strings.Contains(current, cannedBrief) {
+		current = strings.TrimSpace(current + " " + cannedBrief + " " + cannedProposalNote)
+	}
+	return "```\n" + current + "\n```"
+}
+

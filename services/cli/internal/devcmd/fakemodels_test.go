@@ -195,6 +195,45 @@ func TestFakeModelsOnOneListener(t *testing.T) {
 		}
 	})
 
+	t.Run("the prompt optimiser's judge, reflection and a brief prompt", func(t *testing.T) {
+		judge := func(answer string) map[string]any {
+			t.Helper()
+			in, _ := json.Marshal(map[string]string{"question": "What now?", "answer": answer})
+			resp, err := c.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{Model: engines.DefaultLLMModel,
+				ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
+				Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: "You judge an answer. Score correctness, faithfulness and relevancy."},
+					{Role: openai.ChatMessageRoleUser, Content: string(in)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(resp.Choices[0].Message.Content), &v); err != nil {
+				t.Fatalf("verdict %q: %v", resp.Choices[0].Message.Content, err)
+			}
+			return v
+		}
+		if long, short := judge(strings.Repeat("word ", 40)), judge("Yes."); long["relevancy"] != 0.4 || short["relevancy"] != 1.0 ||
+			!strings.Contains(long["rationale"].(string), "too long") || !strings.Contains(long["rationale"].(string), "Canned") {
+			t.Errorf("verdicts: long %v, short %v", long, short)
+		}
+		ask := func(system, user string) string {
+			t.Helper()
+			resp, err := c.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{Model: engines.DefaultLLMModel,
+				Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: system}, {Role: openai.ChatMessageRoleUser, Content: user}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.Choices[0].Message.Content
+		}
+		proposal := ask("You rewrite instructions.", "I provided an assistant with the following instructions:\n```\nYou are Alicia.\n```\nFeedback: The answer is too long.")
+		if !strings.HasPrefix(proposal, "```\nYou are Alicia. Keep every answer to one short sentence.") || !strings.Contains(proposal, "Canned") {
+			t.Errorf("proposal %q", proposal)
+		}
+		if got := ask("You are Alicia. Keep every answer to one short sentence.", "Hello"); len(strings.Fields(got)) > 20 || !strings.HasPrefix(got, devcmd.CannedMarker) {
+			t.Errorf("brief answer %q", got)
+		}
+	})
+
 	t.Run("memory extraction gets its JSON", func(t *testing.T) {
 		for said, memories := range map[string]int{"Please remember that I am allergic to peanuts.": 1, "Hello there.": 0} {
 			resp, err := c.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{Model: engines.DefaultLLMModel,
