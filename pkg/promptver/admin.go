@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -28,8 +29,64 @@ type Versions interface {
 	Votes(ctx context.Context, ids []string) (map[string]Tally, error)
 }
 
-// Tally is a version's record: the answers it shaped and their votes.
-type Tally struct{ Answers, Up, Down int }
+// Tally is a version's record: the answers it shaped, their votes and
+// their judged scores.
+type Tally struct {
+	Answers, Up, Down int
+	Judged            Judged
+}
+
+// Judged are the judge's scores of a version's answers: how many were
+// judged, and the mean and sample standard deviation of each dimension.
+type Judged struct {
+	N                                    int
+	Correctness, Faithfulness, Relevancy Score
+}
+
+// Score is a dimension's mean and sample standard deviation.
+type Score struct{ Mean, SD float64 }
+
+// Interval is an estimate with its 95 % confidence interval, within 0..1.
+type Interval struct{ Estimate, Low, High float64 }
+
+// z95 is the normal quantile of a two-sided 95 % interval.
+const z95 = 1.959963984540054
+
+// RateInterval is the up-vote rate with its Wilson score interval (ok
+// false without votes): well-behaved for a few votes and rates near 0 or 1.
+func (t Tally) RateInterval() (Interval, bool) {
+	n := float64(t.Up + t.Down)
+	if n == 0 {
+		return Interval{}, false
+	}
+	p := float64(t.Up) / n
+	z2 := z95 * z95
+	centre := (p + z2/(2*n)) / (1 + z2/n)
+	half := z95 / (1 + z2/n) * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
+	return Interval{Estimate: p, Low: max(0, centre-half), High: min(1, centre+half)}, true
+}
+
+// Interval is s's mean over n judged answers with its 95 % confidence
+// interval (Student's t for small n; one answer: all of 0..1).
+func (s Score) Interval(n int) Interval {
+	if n < 2 {
+		return Interval{Estimate: s.Mean, Low: 0, High: 1}
+	}
+	half := tQuantile95(n-1) * s.SD / math.Sqrt(float64(n))
+	return Interval{Estimate: s.Mean, Low: max(0, s.Mean-half), High: min(1, s.Mean+half)}
+}
+
+// tQuantile95 is Student's t two-sided 95 % quantile for df degrees of
+// freedom (the table to 30, then the normal's approached as 1/df).
+func tQuantile95(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df >= 1 && df <= len(table) {
+		return table[df-1]
+	}
+	return z95 + 2.5/float64(df) // within 0.01 of t for df > 30
+}
 
 // Rate is the share of up votes among the votes (0 without votes).
 func (t Tally) Rate() float64 {

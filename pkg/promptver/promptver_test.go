@@ -2,6 +2,7 @@ package promptver_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/alicia-voice/alicia/pkg/promptver"
@@ -45,5 +46,35 @@ func TestChoose(t *testing.T) {
 	}
 	if _, ok := promptver.Choose([]promptver.Version{{ID: "pv_zero", Share: 0}}, "ac_1"); ok {
 		t.Fatal("a rollout at 0 with no full version served")
+	}
+}
+
+// TestIntervals: the up-vote rate's Wilson interval and a judged mean's t
+// interval, against values computed by hand; no votes is no rate, one
+// judged answer says nothing beyond 0..1, and intervals stay within 0..1.
+func TestIntervals(t *testing.T) {
+	near := func(a, b float64) bool { return math.Abs(a-b) < 0.0015 }
+	if _, ok := (promptver.Tally{}).RateInterval(); ok {
+		t.Fatal("a rate without votes")
+	}
+	r, ok := promptver.Tally{Up: 8, Down: 2}.RateInterval()
+	if !ok || r.Estimate != 0.8 || !near(r.Low, 0.490) || !near(r.High, 0.943) {
+		t.Fatalf("8 of 10 up: %+v, want 0.8 in [0.490, 0.943]", r)
+	}
+	if r, _ := (promptver.Tally{Up: 3}).RateInterval(); r.High != 1 || !near(r.Low, 0.439) {
+		t.Fatalf("3 of 3 up: %+v, want [0.439, 1]", r)
+	}
+	s := promptver.Score{Mean: 0.5, SD: 0.2}
+	if i := s.Interval(4); !near(i.Low, 0.1818) || !near(i.High, 0.8182) {
+		t.Fatalf("mean 0.5, sd 0.2 over 4: %+v, want [0.182, 0.818]", i)
+	}
+	if i := s.Interval(1); i.Low != 0 || i.High != 1 || i.Estimate != 0.5 {
+		t.Fatalf("one answer: %+v", i)
+	}
+	if i := (promptver.Score{Mean: 0.95, SD: 0.3}).Interval(3); i.High != 1 || i.Low < 0 {
+		t.Fatalf("clipped: %+v", i)
+	}
+	if i := s.Interval(1000); !near(i.High-i.Low, 2*1.9624*0.2/math.Sqrt(1000)) {
+		t.Fatalf("large n: %+v", i)
 	}
 }

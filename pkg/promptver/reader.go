@@ -71,8 +71,9 @@ func (r *Reader) Scope(ctx context.Context, component, user string) ([]Record, e
 	return r.list(ctx, "scope versions", `WHERE component = $1 AND COALESCE(user_id, '') = $2 ORDER BY version DESC`, component, user)
 }
 
-// Votes counts, per version, the answers it shaped and the up and down
-// votes on them (votes on the answer itself; critical counts as down).
+// Votes counts, per version, the answers it shaped, the up and down votes
+// on them (votes on the answer itself; critical counts as down) and their
+// judged scores (the judge's, where it sampled them).
 func (r *Reader) Votes(ctx context.Context, ids []string) (map[string]Tally, error) {
 	rows, err := r.db.Query(ctx, `SELECT v.id,
 			(SELECT count(*) FROM alicia_messages m WHERE m.prompt_versions @> ARRAY[v.id] AND m.deleted_at IS NULL),
@@ -81,8 +82,16 @@ func (r *Reader) Votes(ctx context.Context, ids []string) (map[string]Tally, err
 				AND f.target_type = 'message' AND f.target_id = m.id),
 			(SELECT count(*) FILTER (WHERE f.vote <> 'up') FROM alicia_votes f JOIN alicia_messages m ON m.id = f.message_id
 				WHERE m.prompt_versions @> ARRAY[v.id] AND m.deleted_at IS NULL AND f.deleted_at IS NULL
-				AND f.target_type = 'message' AND f.target_id = m.id)
-		FROM unnest($1::text[]) AS v(id)`, ids)
+				AND f.target_type = 'message' AND f.target_id = m.id),
+			jv.n, jv.c, jv.cs, jv.f, jv.fs, jv.r, jv.rs
+		FROM unnest($1::text[]) AS v(id)
+		CROSS JOIN LATERAL (SELECT count(*) AS n,
+				avg(j.correctness)::float8 AS c, stddev_samp(j.correctness)::float8 AS cs,
+				avg(j.faithfulness)::float8 AS f, stddev_samp(j.faithfulness)::float8 AS fs,
+				avg(j.relevancy)::float8 AS r, stddev_samp(j.relevancy)::float8 AS rs
+			FROM alicia_message_judgements j
+			JOIN alicia_messages m ON m.id = j.message_id AND m.conversation_id = j.conversation_id
+			WHERE m.prompt_versions @> ARRAY[v.id] AND m.deleted_at IS NULL) jv`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("promptver: votes by version: %w", err)
 	}
@@ -91,8 +100,18 @@ func (r *Reader) Votes(ctx context.Context, ids []string) (map[string]Tally, err
 	for rows.Next() {
 		var id string
 		var t Tally
-		if err := rows.Scan(&id, &t.Answers, &t.Up, &t.Down); err != nil {
+		var means, sds [3]*float64
+		if err := rows.Scan(&id, &t.Answers, &t.Up, &t.Down, &t.Judged.N,
+			&means[0], &sds[0], &means[1], &sds[1], &means[2], &sds[2]); err != nil {
 			return nil, fmt.Errorf("promptver: votes by version: %w", err)
+		}
+		for i, dst := range []*Score{&t.Judged.Correctness, &t.Judged.Faithfulness, &t.Judged.Relevancy} {
+			if means[i] != nil {
+				dst.Mean = *means[i]
+			}
+			if sds[i] != nil {
+				dst.SD = *sds[i]
+			}
 		}
 		out[id] = t
 	}

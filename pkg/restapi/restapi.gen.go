@@ -200,6 +200,27 @@ type Error struct {
 	} `json:"error"`
 }
 
+// Interval defines model for Interval.
+type Interval struct {
+	// Estimate the observed value
+	Estimate float64 `json:"estimate"`
+
+	// Low 95 % confidence interval, lower bound
+	Low float64 `json:"low"`
+
+	// High upper bound
+	High float64 `json:"high"`
+}
+
+// JudgedScores defines model for JudgedScores.
+type JudgedScores struct {
+	// Count answers the judge scored
+	Count        int      `json:"count"`
+	Correctness  Interval `json:"correctness"`
+	Faithfulness Interval `json:"faithfulness"`
+	Relevancy    Interval `json:"relevancy"`
+}
+
 // Judgement defines model for Judgement.
 type Judgement struct {
 	Correctness  float64 `json:"correctness"`
@@ -550,6 +571,12 @@ type PromptVersion struct {
 
 	// DownVotes down and critical votes on those answers
 	DownVotes int `json:"downVotes"`
+
+	// UpVoteRate share of up votes among the votes on its answers, with its Wilson 95 % interval; absent without votes
+	UpVoteRate *Interval `json:"upVoteRate,omitempty"`
+
+	// Judged the judge's mean scores of its answers with 95 % intervals; absent when none was judged
+	Judged *JudgedScores `json:"judged,omitempty"`
 }
 
 // PromptVersionList defines model for PromptVersionList.

@@ -30,14 +30,35 @@ func TestPromptVersionsREST(t *testing.T) {
 	s.publish(t, "alice",
 		protocol.New(cid, &protocol.UserMessage{ID: "am_pu1", ConversationID: cid, Content: "hi"}),
 		protocol.New(cid, &protocol.StartAnswer{ID: "am_pa1", PreviousID: "am_pu1", ConversationID: cid, PromptVersions: []string{"pv_i1"}}),
-		protocol.New(cid, &protocol.AssistantSentence{PreviousID: "am_pa1", ConversationID: cid, Sequence: 1, Text: "Hello.", IsFinal: protocol.Ptr(true)}))
+		protocol.New(cid, &protocol.AssistantSentence{PreviousID: "am_pa1", ConversationID: cid, Sequence: 1, Text: "Hello.", IsFinal: protocol.Ptr(true)}),
+		protocol.New(cid, &protocol.UserMessage{ID: "am_pu2", PreviousID: protocol.Ptr("am_pa1"), ConversationID: cid, Content: "and?"}),
+		protocol.New(cid, &protocol.StartAnswer{ID: "am_pa2", PreviousID: "am_pu2", ConversationID: cid, PromptVersions: []string{"pv_i1"}}),
+		protocol.New(cid, &protocol.AssistantSentence{PreviousID: "am_pa2", ConversationID: cid, Sequence: 1, Text: "And so.", IsFinal: protocol.Ptr(true)}),
+		protocol.New(cid, &protocol.TurnJudgement{MessageID: "am_pa1", ConversationID: cid, Correctness: 1, Faithfulness: 1, Relevancy: 0.9,
+			Rationale: "Fine.", JudgeModel: "j", CreatedAt: 1}),
+		protocol.New(cid, &protocol.TurnJudgement{MessageID: "am_pa2", ConversationID: cid, Correctness: 0.5, Faithfulness: 1, Relevancy: 0.7,
+			Rationale: "Vague.", JudgeModel: "j", CreatedAt: 1}))
 	s.call(t, aliceKey, "POST", "/v1/messages/am_pa1/votes", map[string]any{"vote": "up"}).want(http.StatusOK, nil)
 
 	var list restapi.PromptVersionList
 	s.call(t, aliceKey, "GET", "/v1/prompt-versions?component=system&scope=installation", nil).want(http.StatusOK, &list)
 	if len(list.Versions) != 2 || list.Versions[0].ID != "pv_i2" || list.Versions[1].ID != "pv_i1" ||
-		list.Versions[1].Answers != 1 || list.Versions[1].UpVotes != 1 || list.Versions[1].Status != "active" {
+		list.Versions[1].Answers != 2 || list.Versions[1].UpVotes != 1 || list.Versions[1].Status != "active" {
 		t.Fatalf("installation versions %+v", list.Versions)
+	}
+	// Its vote rate and judged scores, with 95 % intervals: one up vote of
+	// one (Wilson: 0.207..1); correctness 1 and 0.5 (t, 1 df: mean 0.75,
+	// the interval clipped to 0..1); none of the candidate's answers.
+	i1 := list.Versions[1]
+	if r := i1.UpVoteRate; r == nil || r.Estimate != 1 || r.Low != 0.207 || r.High != 1 {
+		t.Fatalf("vote rate %+v", r)
+	}
+	if j := i1.Judged; j == nil || j.Count != 2 || j.Correctness.Estimate != 0.75 || j.Correctness.Low != 0 || j.Correctness.High != 1 ||
+		j.Faithfulness.Estimate != 1 || j.Faithfulness.Low != 1 || j.Relevancy.Estimate != 0.8 {
+		t.Fatalf("judged %+v", j)
+	}
+	if list.Versions[0].UpVoteRate != nil || list.Versions[0].Judged != nil {
+		t.Fatalf("a version without answers has a rate or scores: %+v", list.Versions[0])
 	}
 	s.call(t, aliceKey, "GET", "/v1/prompt-versions?component=system", nil).want(http.StatusOK, &list)
 	if len(list.Versions) != 1 || list.Versions[0].ID != "pv_a1" {

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 
@@ -82,7 +83,20 @@ func promptVersionOut(v promptver.Record, t promptver.Tally) restapi.PromptVersi
 	if v.Share < 1 {
 		out.RolloutShare = &v.Share
 	}
+	if r, ok := t.RateInterval(); ok {
+		out.UpVoteRate = interval(r)
+	}
+	if j := t.Judged; j.N > 0 {
+		out.Judged = &restapi.JudgedScores{Count: j.N, Correctness: *interval(j.Correctness.Interval(j.N)),
+			Faithfulness: *interval(j.Faithfulness.Interval(j.N)), Relevancy: *interval(j.Relevancy.Interval(j.N))}
+	}
 	return out
+}
+
+// interval is i rounded to three decimals, as the API shows it.
+func interval(i promptver.Interval) *restapi.Interval {
+	r := func(v float64) float64 { return math.Round(v*1000) / 1000 }
+	return &restapi.Interval{Estimate: r(i.Estimate), Low: r(i.Low), High: r(i.High)}
 }
 
 func (a *API) listPromptVersions(c echo.Context) error {

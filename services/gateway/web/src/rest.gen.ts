@@ -346,6 +346,51 @@ export interface PromptVersion {
    * down and critical votes on those answers
    */
   downVotes: number
+  upVoteRate?: Interval
+  judged?: JudgedScores
+}
+/**
+ * share of up votes among the votes on its answers, with its Wilson 95 % interval; absent without votes
+ */
+export interface Interval {
+  /**
+   * the observed value
+   */
+  estimate: number
+  /**
+   * 95 % confidence interval, lower bound
+   */
+  low: number
+  /**
+   * upper bound
+   */
+  high: number
+}
+/**
+ * the judge's mean scores of its answers with 95 % intervals; absent when none was judged
+ */
+export interface JudgedScores {
+  /**
+   * answers the judge scored
+   */
+  count: number
+  correctness: Interval1
+  faithfulness: Interval1
+  relevancy: Interval1
+}
+export interface Interval1 {
+  /**
+   * the observed value
+   */
+  estimate: number
+  /**
+   * 95 % confidence interval, lower bound
+   */
+  low: number
+  /**
+   * upper bound
+   */
+  high: number
 }
 export interface EnabledPatch {
   /**
@@ -385,6 +430,15 @@ export interface Error {
      */
     message: string
   }
+}
+export interface JudgedScores1 {
+  /**
+   * answers the judge scored
+   */
+  count: number
+  correctness: Interval1
+  faithfulness: Interval1
+  relevancy: Interval1
 }
 export interface MCPServer {
   name: string
