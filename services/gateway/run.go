@@ -24,6 +24,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/capage"
+	"github.com/alicia-voice/alicia/services/gateway/internal/httpmetrics"
 	"github.com/alicia-voice/alicia/services/gateway/internal/livekit"
 	"github.com/alicia-voice/alicia/services/gateway/internal/probe"
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
@@ -75,7 +76,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 	// authentications are throttled by it. Behind a trusted proxy, the
 	// client address the proxy appended to X-Forwarded-For.
 	e.IPExtractor = ClientIP(cfg.TrustedProxies)
-	e.Use(middleware.Recover(), securityHeadersFor(cfg.CookieSecure))
+	e.Use(httpmetrics.Middleware(), middleware.Recover(), securityHeadersFor(cfg.CookieSecure))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/livez", echo.WrapHandler(http.HandlerFunc(telemetry.Live)))
 	e.GET("/readyz", func(c echo.Context) error {
@@ -308,8 +309,8 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 type routesKey struct{}
 
 // RegisterMetrics registers the gateway's metrics (the sessions bucket's
-// size) on the default registry, as Run does.
-func RegisterMetrics() { session.RegisterMetrics() }
+// size, the HTTP requests) on the default registry, as Run does.
+func RegisterMetrics() { session.RegisterMetrics(); httpmetrics.Register() }
 
 // serveWebClient serves the embedded build of the web client on GET and
 // HEAD of every path the API, the probes and the metrics do not own; an
