@@ -304,10 +304,13 @@ func For(service string) Permissions {
 			client(protocol.TypeMemoryAction), serverAll)...)
 	case Persistence:
 		// Consumes everything stored; serves history.get and
-		// persistence.applied; publishes nothing but dead letters and, to
+		// persistence.applied; publishes nothing but dead letters, the
+		// ErrorMessage that closes an answer a crash left open, and, to
 		// the other persistence instances, how far it applied its
 		// partitions.
-		p.Publish = []string{subjects.AllDeadLetters, subjects.AllPersistenceProgress}
+		p.Publish = []string{subjects.AllDeadLetters, subjects.AllPersistenceProgress,
+			// The sweep's end of an answer a crash left open.
+			server(protocol.TypeErrorMessage)}
 		p.Subscribe = []string{rpc.HistorySubject, rpc.AppliedSubject, "$SRV.>", subjects.AllPersistenceProgress}
 		p.Responses = true
 		p.Publish = append(p.Publish, consume(bus.StreamConversations, bus.StreamSystem)...)

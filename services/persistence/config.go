@@ -62,6 +62,12 @@ type Config struct {
 	// for a sequence to be applied before answering 504
 	// (ALICIA_PERSISTENCE_WAIT, default 5s).
 	HistoryWait time.Duration
+	// SweepAfter: an answer still pending or streaming this long after it
+	// was last written was left open by a crash, and the sweep closes it as
+	// failed (ALICIA_PERSISTENCE_SWEEP_AFTER, default 15m, beyond any
+	// turn's retries; 0 turns the sweep off); SweepEvery is how often it
+	// looks (ALICIA_PERSISTENCE_SWEEP_EVERY, default 1m). sweep.go.
+	SweepAfter, SweepEvery time.Duration
 	// MetricsAddr serves /metrics and /healthz when set (ALICIA_PERSISTENCE_METRICS_ADDR).
 	svcmain.Metrics
 	// BacklogInterval is how often the backlog is reported to the edges
@@ -89,6 +95,8 @@ func DefaultConfig() Config {
 		LeaseTTL:      5 * time.Second,
 		Migrate:       true,
 		HistoryWait:   5 * time.Second,
+		SweepAfter:    15 * time.Minute,
+		SweepEvery:    time.Minute,
 	}
 }
 
@@ -108,6 +116,8 @@ func ConfigFrom(src config.Source) (Config, error) {
 		src.Int("ALICIA_PERSISTENCE_SHARDS", &c.Shards),
 		src.Duration("ALICIA_PERSISTENCE_LINGER", &c.Linger),
 		src.Duration("ALICIA_PERSISTENCE_WAIT", &c.HistoryWait),
+		src.Duration("ALICIA_PERSISTENCE_SWEEP_AFTER", &c.SweepAfter),
+		src.Duration("ALICIA_PERSISTENCE_SWEEP_EVERY", &c.SweepEvery),
 		src.Duration("ALICIA_PERSISTENCE_LEASE_TTL", &c.LeaseTTL),
 		src.Bool("ALICIA_PERSISTENCE_MIGRATE", &c.Migrate),
 	)
@@ -131,6 +141,12 @@ func (c Config) Validate() error {
 	}
 	if c.HistoryWait <= 0 {
 		errs = append(errs, fmt.Errorf("wait %s is not positive (ALICIA_PERSISTENCE_WAIT)", c.HistoryWait))
+	}
+	if c.SweepAfter < 0 || (c.SweepAfter > 0 && c.SweepAfter < time.Minute) {
+		errs = append(errs, fmt.Errorf("sweep after %s: 0 (off) or at least 1m, beyond any turn still writing (ALICIA_PERSISTENCE_SWEEP_AFTER)", c.SweepAfter))
+	}
+	if c.SweepEvery <= 0 {
+		errs = append(errs, fmt.Errorf("sweep every %s is not positive (ALICIA_PERSISTENCE_SWEEP_EVERY)", c.SweepEvery))
 	}
 	if !validInstance(c.Instance) {
 		errs = append(errs, fmt.Errorf("instance %q is not 1..64 letters, digits, - and _ (ALICIA_PERSISTENCE_INSTANCE)", c.Instance))

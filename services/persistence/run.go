@@ -167,6 +167,10 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		g.Go(func() error { return r.run(gctx, work) })
 	}
 	g.Go(func() error { return reporter.run(gctx) })
+	if cfg.SweepAfter > 0 {
+		sw := newSweeper(pool, js, cfg.SweepAfter, log)
+		g.Go(func() error { return sw.run(gctx, cfg.SweepEvery) })
+	}
 	log.Info().Str("consumer", cfg.Consumer).Str("instance", cfg.Instance).Int("partitions", len(units)).Msg("persistence running")
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {

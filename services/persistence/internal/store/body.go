@@ -89,6 +89,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return "", nil
 	case *protocol.ControlStop:
 		w.flushSentences()
+		w.flushTools() // the tool uses it cancels are written first
 		if b.TargetID != nil {
 			w.controlStop(*b.TargetID, b.StopType != nil && *b.StopType == protocol.ControlStopStopTypeSpeech, at)
 			return *b.TargetID, nil
@@ -96,8 +97,11 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return "", nil
 	case *protocol.ErrorMessage:
 		w.flushSentences()
+		w.flushTools()
 		if b.OriginatingID != nil {
 			w.q(`UPDATE alicia_messages SET completion_status = 'failed' WHERE id = $1 AND completion_status IN ('pending', 'streaming')`, *b.OriginatingID)
+			// What the failed answer left unfinished ends with it.
+			w.closeUnfinished(*b.OriginatingID, "failed")
 		}
 		return b.ID, nil
 	case *protocol.BranchUpdate:

@@ -114,6 +114,10 @@ func (w *writer) recomputeHeard(messages []string, onlyCut bool) {
 // records when it was cut. A barge-in (speech) also cuts an answer whose
 // generation had ended: its playout was still going.
 func (w *writer) controlStop(target string, speech bool, at time.Time) {
+	// A stopped turn runs no more tools: those not done are cancelled (a
+	// result that comes after all still records it).
+	w.q(`UPDATE alicia_tool_uses SET status = 'cancelled', updated_at = $2
+		WHERE message_id = $1 AND status IN ('pending', 'running') AND deleted_at IS NULL`, target, at)
 	if !speech {
 		w.q(`UPDATE alicia_messages SET completion_status = 'completed', interrupted_at = $2
 			WHERE id = $1 AND completion_status IN ('pending', 'streaming')`, target, at)
@@ -157,4 +161,14 @@ func (w *writer) audio(cid string, env *protocol.Envelope, b *protocol.AudioChun
 		return "", fmt.Errorf("%w: %v", errUtteranceID, v)
 	}
 	return w.utteranceAudio(cid, utt, b, at), nil
+}
+
+// closeUnfinished ends what answer left unfinished when it failed: its
+// sentences still pending or streaming get sentenceStatus, its tool uses
+// still pending or running are cancelled.
+func (w *writer) closeUnfinished(answer, sentenceStatus string) {
+	w.q(`UPDATE alicia_sentences SET completion_status = $2::completion_status
+		WHERE message_id = $1 AND completion_status IN ('pending', 'streaming') AND deleted_at IS NULL`, answer, sentenceStatus)
+	w.q(`UPDATE alicia_tool_uses SET status = 'cancelled'
+		WHERE message_id = $1 AND status IN ('pending', 'running') AND deleted_at IS NULL`, answer)
 }
