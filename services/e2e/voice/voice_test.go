@@ -111,4 +111,22 @@ func TestVoiceTurn(t *testing.T) {
 		}
 		return nil
 	}, "rows do not match")
+
+	// The call ends when the person leaves: the agent leaves the empty room
+	// and the session's SessionStats is stored (the question and its
+	// answer, how long it lasted).
+	u.Room.Disconnect()
+	testkit.EventuallyNoError(t, 30*time.Second, func() error {
+		var msgs, tools int
+		var dur int64
+		var began, ended time.Time
+		if err := s.pool.QueryRow(ctx, `SELECT message_count, tool_call_count, session_duration_ms, session_started_at, last_activity_at
+			FROM alicia_session_stats WHERE conversation_id = $1`, cid).Scan(&msgs, &tools, &dur, &began, &ended); err != nil {
+			return err
+		}
+		if msgs != 2 || tools != 0 || !began.Before(saidAt) || !ended.After(saidAt) || dur != ended.Sub(began).Milliseconds() {
+			return errorf("session stats: %d messages, %d tool calls, %d ms from %v to %v (spoken at %v)", msgs, tools, dur, began, ended, saidAt)
+		}
+		return nil
+	}, "no SessionStats after the call")
 }

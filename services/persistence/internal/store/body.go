@@ -116,11 +116,16 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	case *protocol.TurnJudgement:
 		return w.judgement(cid, b, at), nil
 	case *protocol.SessionStats:
-		w.q(`INSERT INTO alicia_session_stats (conversation_id, message_count, tool_call_count, memories_used, session_duration_ms)
-			VALUES ($1, $2, $3, $4, $5)
+		// The conversation's latest session: when it began (its end, the
+		// envelope's time, less its duration) and ended.
+		w.q(`INSERT INTO alicia_session_stats (conversation_id, message_count, tool_call_count, memories_used, session_duration_ms,
+				session_started_at, last_activity_at)
+			VALUES ($1, $2, $3, $4, $5, $6::timestamptz - make_interval(secs => $5::bigint / 1000.0), $6)
 			ON CONFLICT (conversation_id) DO UPDATE SET message_count = EXCLUDED.message_count, tool_call_count = EXCLUDED.tool_call_count,
-			memories_used = EXCLUDED.memories_used, session_duration_ms = EXCLUDED.session_duration_ms`,
-			cid, b.MessageCount, b.ToolCallCount, b.MemoriesUsed, b.SessionDurationMs)
+			memories_used = EXCLUDED.memories_used, session_duration_ms = EXCLUDED.session_duration_ms,
+			session_started_at = EXCLUDED.session_started_at, last_activity_at = EXCLUDED.last_activity_at
+			WHERE alicia_session_stats.last_activity_at IS NULL OR alicia_session_stats.last_activity_at <= EXCLUDED.last_activity_at`,
+			cid, b.MessageCount, b.ToolCallCount, b.MemoriesUsed, b.SessionDurationMs, at)
 		return "", nil
 	case *protocol.ToolRegistration:
 		return w.toolRegistration(b, at)

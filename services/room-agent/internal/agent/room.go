@@ -61,6 +61,8 @@ type Room struct {
 	turns     *tracker
 	left      chan struct{}
 	leftOnce  sync.Once
+	// stats counts the voice session for its SessionStats (stats.go).
+	stats sessionStats
 }
 
 // Join connects to the conversation's room and starts bridging. It returns
@@ -74,6 +76,7 @@ func Join(ctx context.Context, cfg Config, d Deps, disp *protocol.AgentDispatch)
 		r.user = *disp.UserID
 	}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.stats.began = time.Now()
 	r.turns = newTracker(r, newTurnMetrics(d.Metrics, cfg.OnVoiceToVoice))
 	player, err := NewPlayer(r.turns.onPlay)
 	if err != nil {
@@ -197,8 +200,10 @@ func (r *Room) Watch(ctx context.Context) {
 
 func (r *Room) leave() { r.leftOnce.Do(func() { close(r.left) }) }
 
-// Close leaves the room and stops everything.
+// Close leaves the room and stops everything, after publishing the
+// session's SessionStats.
 func (r *Room) Close() {
+	r.publishStats()
 	r.leave()
 	r.cancel()
 	r.mu.Lock()

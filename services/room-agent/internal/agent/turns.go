@@ -107,6 +107,7 @@ func (t *tracker) follow(ctx context.Context) error {
 		if err != nil {
 			return
 		}
+		t.r.stats.saw(env.Body)
 		switch b := env.Body.(type) {
 		case *protocol.StartAnswer:
 			t.startAnswer(b)
