@@ -107,6 +107,9 @@ type ConversationWithMessages struct {
 
 	// StreamSeq the CONVERSATIONS stream's last sequence, read before the messages
 	StreamSeq uint64 `json:"streamSeq"`
+
+	// LastVoiceSession the conversation's last voice call (SessionStats); absent: none ended yet
+	LastVoiceSession *VoiceSession `json:"lastVoiceSession,omitempty"`
 }
 
 // DimensionWeights weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
@@ -778,6 +781,21 @@ type VoiceAgent struct {
 
 // VoiceAgentVad neural: Silero VAD; energy: the fallback, where the neural runtime is missing or ALICIA_VAD=energy
 type VoiceAgentVad string
+
+// VoiceSession defines model for VoiceSession.
+type VoiceSession struct {
+	// MessageCount the questions and answers of the turns answered
+	MessageCount  int   `json:"messageCount"`
+	ToolCallCount int   `json:"toolCallCount"`
+	MemoriesUsed  int   `json:"memoriesUsed"`
+	DurationMs    int64 `json:"durationMs"`
+
+	// StartedAt milliseconds since the Unix epoch
+	StartedAt int64 `json:"startedAt"`
+
+	// EndedAt milliseconds since the Unix epoch
+	EndedAt int64 `json:"endedAt"`
+}
 
 // VoteRequest defines model for VoteRequest.
 type VoteRequest struct {

@@ -213,7 +213,7 @@ func TestOptimizeREST(t *testing.T) {
 }
 
 // An answer's details name the prompt versions that produced it and its
-// judged scores.
+// judged scores; the conversation, its last voice call's SessionStats.
 func TestMessageVersionsAndJudgement(t *testing.T) {
 	s := newStack(t)
 	cid := "ac_judged"
@@ -248,5 +248,16 @@ func TestMessageVersionsAndJudgement(t *testing.T) {
 		if m.ID == "am_ju1" && (m.Judgement != nil || len(m.PromptVersions) != 0) {
 			t.Fatalf("the question has answer details: %+v", m)
 		}
+	}
+	if conv.LastVoiceSession != nil {
+		t.Fatalf("a voice session before any call: %+v", conv.LastVoiceSession)
+	}
+
+	// The last voice call's SessionStats.
+	s.publish(t, "", protocol.New(cid, &protocol.SessionStats{MessageCount: 2, ToolCallCount: 1, MemoriesUsed: 3, SessionDurationMs: 42_000}))
+	s.call(t, aliceKey, "GET", "/v1/conversations/"+cid, nil).want(http.StatusOK, &conv)
+	if v := conv.LastVoiceSession; v == nil || v.MessageCount != 2 || v.ToolCallCount != 1 || v.MemoriesUsed != 3 || v.DurationMs != 42_000 ||
+		v.EndedAt-v.StartedAt != 42_000 {
+		t.Fatalf("last voice session %+v", v)
 	}
 }

@@ -150,12 +150,16 @@ func (a *API) getConversation(c echo.Context) error {
 	if err := a.Store.Feedback(ctx, auth.UserOf(c), msgs); err != nil {
 		return err
 	}
+	session, err := a.Store.LastVoiceSession(ctx, conv.ID)
+	if err != nil {
+		return err
+	}
 	// StreamSeq is read before the messages: a WebSocket resuming with
 	// lastSequenceSeen = -StreamSeq gets every server envelope the snapshot
 	// may lack.
 	return c.JSON(http.StatusOK, restapi.ConversationWithMessages{ID: conv.ID, Title: conv.Title, Status: conv.Status,
 		CreatedAt: conv.CreatedAt, UpdatedAt: conv.UpdatedAt, MessageCount: conv.MessageCount, TipMessageID: conv.TipMessageID,
-		LastClientStanzaID: conv.LastClientStanzaID, Messages: msgs, StreamSeq: seq})
+		LastClientStanzaID: conv.LastClientStanzaID, Messages: msgs, StreamSeq: seq, LastVoiceSession: session})
 }
 
 // snapshotWait bounds how long a conversation read waits for persistence

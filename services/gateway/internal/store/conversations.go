@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+
 	"github.com/alicia-voice/alicia/pkg/restapi"
 
 	"context"
@@ -100,3 +102,25 @@ func (s *Store) Conversations(ctx context.Context, q ListConversations) ([]Conve
 // likeEscaper makes text match itself in a LIKE pattern with ESCAPE '\':
 // its %, _ and \ are literal.
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// LastVoiceSession is the conversation's last voice call (SessionStats),
+// or nil when none has ended.
+func (s *Store) LastVoiceSession(ctx context.Context, cid string) (*restapi.VoiceSession, error) {
+	var v restapi.VoiceSession
+	var began, ended *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT message_count, tool_call_count, memories_used, session_duration_ms, session_started_at, last_activity_at
+		FROM alicia_session_stats WHERE conversation_id = $1`, cid).Scan(&v.MessageCount, &v.ToolCallCount, &v.MemoriesUsed, &v.DurationMs, &began, &ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: session stats: %w", err)
+	}
+	if began != nil {
+		v.StartedAt = ms(*began)
+	}
+	if ended != nil {
+		v.EndedAt = ms(*ended)
+	}
+	return &v, nil
+}

@@ -98,6 +98,7 @@ export interface ConversationWithMessages {
    * the CONVERSATIONS stream's last sequence, read before the messages
    */
   streamSeq: number
+  lastVoiceSession?: VoiceSession
 }
 export interface Message {
   id: string
@@ -221,6 +222,26 @@ export interface Judgement {
   relevancy: number
   rationale: string
   model?: string
+}
+/**
+ * the conversation's last voice call (SessionStats); absent: none ended yet
+ */
+export interface VoiceSession {
+  /**
+   * the questions and answers of the turns answered
+   */
+  messageCount: number
+  toolCallCount: number
+  memoriesUsed: number
+  durationMs: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  startedAt: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  endedAt: number
 }
 /**
  * weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
@@ -1044,6 +1065,23 @@ export interface ToolList {
    * by name
    */
   tools: Tool[]
+}
+export interface VoiceSession1 {
+  /**
+   * the questions and answers of the turns answered
+   */
+  messageCount: number
+  toolCallCount: number
+  memoriesUsed: number
+  durationMs: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  startedAt: number
+  /**
+   * milliseconds since the Unix epoch
+   */
+  endedAt: number
 }
 export interface VoteRequest {
   vote: 'up' | 'down' | 'critical' | 'remove'
