@@ -105,7 +105,7 @@ func root(stopSignals func()) *cobra.Command {
 
 	r.AddCommand(env, mig, dev, up, replay, chatCommand(stopSignals), deployCommand())
 	r.AddCommand(conversationCommands()...)
-	r.AddCommand(promptsCommand())
+	r.AddCommand(promptsCommand(), optimizeCommand())
 	r.AddCommand(backupCommands()...)
 	return r
 }
