@@ -3,7 +3,8 @@
 // never kept by the page.
 import type {
   Conversation, ConversationPage, ConversationStatus, ConversationWithMessages, MCPServer, Memory, MemoryPage,
-  MemoryUse, Note, NoteCategory, RoomToken, ServerInfoJSON, Session, Siblings, Tool, VoteResult, VoteTarget, VoteValue,
+  MemoryUse, Note, NoteCategory, OptimizationRun, OptimizePreferences, OptimizeScope, PromptVersion, RoomToken, ServerInfoJSON,
+  Session, Siblings, Tool, VoteResult, VoteTarget, VoteValue,
 } from './types'
 import type { TimelinePage } from './chat/timeline'
 
@@ -115,4 +116,27 @@ export const api = {
   roomToken: (id: string) => request<RoomToken>('POST', `/v1/conversations/${enc(id)}/token`),
   timeline: (id: string, after: number, limit: number, signal?: AbortSignal) =>
     request<TimelinePage>('GET', `/v1/conversations/${enc(id)}/timeline?after=${after}&limit=${limit}`, undefined, signal),
+
+  // Improve Alicia: prompt optimisation (API.md "Prompt optimisation")
+  // and the prompt versions it makes ("Prompt versions").
+  optimizePreferences: (scope: OptimizeScope, signal?: AbortSignal) =>
+    request<OptimizePreferences>('GET', `/v1/optimize/preferences?scope=${scope}`, undefined, signal),
+  putOptimizePreferences: (scope: OptimizeScope, weights: Record<string, number>) =>
+    request<OptimizePreferences>('PUT', '/v1/optimize/preferences', { scope, weights }),
+  optimizeSharing: (signal?: AbortSignal) => request<{ share: boolean }>('GET', '/v1/optimize/sharing', undefined, signal),
+  putOptimizeSharing: (share: boolean) => request<{ share: boolean }>('PUT', '/v1/optimize/sharing', { share }),
+  optimizationRuns: (scope: OptimizeScope, signal?: AbortSignal) =>
+    request<{ runs: OptimizationRun[] }>('GET', `/v1/optimize/runs?scope=${scope}`, undefined, signal),
+  startOptimizationRun: (scope: OptimizeScope, budget: number, components: string[]) =>
+    request<OptimizationRun>('POST', '/v1/optimize/runs', { scope, budget, components }),
+  optimizationRun: (id: string, signal?: AbortSignal) => request<OptimizationRun>('GET', `/v1/optimize/runs/${enc(id)}`, undefined, signal),
+  cancelOptimizationRun: (id: string) => request<OptimizationRun>('POST', `/v1/optimize/runs/${enc(id)}/cancel`),
+  selectElite: (runId: string, candidateId: string, rolloutShare?: number) =>
+    request<{ versions: PromptVersion[] }>('POST', `/v1/optimize/runs/${enc(runId)}/select`, rolloutShare === undefined ? { candidateId } : { candidateId, rolloutShare }),
+  promptVersions: (component: string, scope: OptimizeScope, signal?: AbortSignal) =>
+    request<{ versions: PromptVersion[] }>('GET', `/v1/prompt-versions?component=${enc(component)}&scope=${scope}`, undefined, signal),
+  promotePromptVersion: (id: string, rolloutShare?: number) =>
+    request<PromptVersion>('POST', `/v1/prompt-versions/${enc(id)}/promote`, rolloutShare === undefined ? {} : { rolloutShare }),
+  rollbackPrompt: (component: string, scope: OptimizeScope) =>
+    request<{ serving?: string }>('POST', '/v1/prompt-versions/rollback', { component, scope }),
 }

@@ -8,6 +8,7 @@ export type Route =
   | { name: 'timeline'; id: string }
   | { name: 'memories'; id?: string }
   | { name: 'settings' }
+  | { name: 'optimize' }
   | { name: 'signin' }
   | { name: 'notfound' }
 
@@ -27,6 +28,7 @@ export function parse(path: string, search = ''): Route {
   if (parts[0] === 'c' && parts.length === 3 && parts[1] && parts[2] === 'timeline') return { name: 'timeline', id: parts[1] }
   if (parts[0] === 'memories' && parts.length <= 2) return { name: 'memories', id: parts[1] }
   if (parts[0] === 'settings' && parts.length === 1) return { name: 'settings' }
+  if (parts[0] === 'improve' && parts.length === 1) return { name: 'optimize' }
   if (parts[0] === 'signin' && parts.length === 1) return { name: 'signin' }
   return { name: 'notfound' }
 }
@@ -43,6 +45,8 @@ export function href(r: Route): string {
       return r.id ? `/memories/${encodeURIComponent(r.id)}` : '/memories'
     case 'settings':
       return '/settings'
+    case 'optimize':
+      return '/improve'
     case 'signin':
       return '/signin'
     case 'notfound':

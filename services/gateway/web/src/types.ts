@@ -88,3 +88,15 @@ export interface ServerInfoJSON extends Omit<Rest.ServerInfo, 'models'> {
 }
 
 export type Session = Rest.Session
+
+// Prompt optimisation ("Improve Alicia"): the dimensions' weights, runs and
+// their elites, and the versions of the prompt components they make.
+export type OptimizeScope = Rest.OptimizePreferences['scope']
+export type OptimizePreferences = Rest.OptimizePreferences
+export type OptimizationRun = Rest.OptimizationRun
+export type RunStatus = OptimizationRun['status']
+export type Elite = Rest.Elite
+export type EliteExample = Rest.EliteExample
+export type PromptVersion = Rest.PromptVersion
+export type MessagePromptVersion = Rest.MessagePromptVersion
+export type Judgement = Rest.Judgement

@@ -10,6 +10,7 @@ import { SignIn } from '../session/SignIn'
 // Screens other than the conversation load when first opened.
 const Memories = lazy(() => import('../memories/Memories').then((m) => ({ default: m.Memories })))
 const Settings = lazy(() => import('../settings/Settings').then((m) => ({ default: m.Settings })))
+const Optimize = lazy(() => import('../optimize/Optimize').then((m) => ({ default: m.Optimize })))
 const Timeline = lazy(() => import('../timeline/Timeline').then((m) => ({ default: m.Timeline })))
 
 export function App() {
@@ -59,6 +60,9 @@ export function App() {
       break
     case 'settings':
       main = <Settings />
+      break
+    case 'optimize':
+      main = <Optimize />
       break
     case 'notfound':
       main = (

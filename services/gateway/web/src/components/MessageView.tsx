@@ -3,7 +3,7 @@ import { api } from '../api'
 import { spokenView, type ChatMessage, type SpokenView } from '../chat/model'
 import { useApp } from '../store/app'
 import { Notes, VoteBar } from '../improve/Feedback'
-import { MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
+import { AnswerDetails, MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
 import { Waterfall } from '../timeline/Waterfall'
 import { errorMeaning } from '../ui/errors'
 import { IconChevronLeft, IconChevronRight, IconEdit, IconRefresh, IconArrowRight } from '../ui/Icons'
@@ -127,6 +127,8 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
   // A spoken answer shows where its time went; any other on request.
   const [timingOpen, setTimingOpen] = useState<boolean>()
   const open = timingOpen ?? (sv !== undefined && !streaming)
+  const [detailsOpen, setDetailsOpen] = useState(false)
+  const hasDetails = (m.promptVersions?.length ?? 0) > 0 || m.judgement !== undefined
 
   return (
     <article
@@ -228,6 +230,12 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
                 className="focus-ring rounded px-1.5 py-0.5 text-xs text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
                 Timing
               </button>
+              {hasDetails && (
+                <button type="button" aria-expanded={detailsOpen} onClick={() => setDetailsOpen(!detailsOpen)}
+                  className="focus-ring rounded px-1.5 py-0.5 text-xs text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
+                  Details
+                </button>
+              )}
               <button type="button" aria-label="Copy answer" onClick={() => void navigator.clipboard?.writeText(m.content)}
                 className="focus-ring rounded px-1.5 py-0.5 text-xs text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
                 Copy
@@ -237,6 +245,7 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
           <Notes messageId={m.id} count={m.noteCount} />
         </div>
       )}
+      {!user && detailsOpen && hasDetails && <AnswerDetails versions={m.promptVersions} judgement={m.judgement} />}
       {!user && open && conversationId && (
         <Waterfall conversationId={conversationId} answerId={m.id} live={`${m.status}:${m.spoken?.length ?? 0}`} />
       )}

@@ -1,7 +1,8 @@
 // The parts of an answer that show how it was made: reasoning steps, tool
-// uses and the memories put in its context.
+// uses, the memories put in its context, and the prompt versions and judge's
+// scores behind it.
 import { useState } from 'react'
-import type { MemoryUsed, Reasoning, ToolUse } from '../types'
+import type { Judgement, MemoryUsed, MessagePromptVersion, Reasoning, ToolUse } from '../types'
 import { navigate } from '../router'
 import { VoteBar } from '../improve/Feedback'
 
@@ -97,5 +98,38 @@ export function MemoriesUsed({ messageId, uses }: { messageId: string; uses: Mem
         ))}
       </ul>
     </details>
+  )
+}
+
+const pct = (v: number) => `${Math.round(v * 100)} %`
+
+// AnswerDetails: the prompt versions that produced an answer (component
+// and version number) and the judge's scores of it, with its rationale.
+export function AnswerDetails({ versions, judgement }: { versions?: MessagePromptVersion[]; judgement?: Judgement }) {
+  return (
+    <div className="w-full max-w-3xl space-y-2 rounded-lg border border-slate-200 p-2 text-sm dark:border-slate-800" data-testid="answer-details">
+      {versions && versions.length > 0 && (
+        <div>
+          <div className="text-xs font-medium text-slate-600 dark:text-slate-400">Made with</div>
+          <ul className="flex flex-wrap gap-1" aria-label="Prompt versions">
+            {versions.map((v) => (
+              <li key={v.component + v.id} className="rounded bg-slate-100 px-1.5 py-0.5 text-xs dark:bg-slate-800" data-testid="prompt-version" title={v.id}>
+                {v.component.replace('_', ' ')} {v.version !== undefined ? `v${v.version}` : '(no longer stored)'}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {judgement && (
+        <div data-testid="judgement">
+          <div className="text-xs font-medium text-slate-600 dark:text-slate-400">Judged{judgement.model ? ` by ${judgement.model}` : ''}</div>
+          <p className="text-xs">
+            correctness {pct(judgement.correctness)} · faithfulness {pct(judgement.faithfulness)} · relevancy {pct(judgement.relevancy)}
+          </p>
+          {judgement.rationale && <p className="text-xs text-slate-700 italic dark:text-slate-300">{judgement.rationale}</p>}
+        </div>
+      )}
+      {!(versions && versions.length > 0) && !judgement && <p className="text-xs text-slate-500">Nothing recorded about how this answer was made.</p>}
+    </div>
   )
 }

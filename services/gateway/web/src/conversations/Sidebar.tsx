@@ -1,6 +1,6 @@
 // The sidebar: new conversation, the list (filtered by title, active or
 // archived, paged as it scrolls) with each row's rename, archive and
-// delete, and the links to memories, settings and signing out.
+// delete, and the links to memories, Improve Alicia, settings and signing out.
 import { memo, useEffect, useRef, useState } from 'react'
 import { useShallow } from 'zustand/react/shallow'
 import { useApp } from '../store/app'
@@ -192,6 +192,9 @@ export function Sidebar({ onNavigate }: { onNavigate?: () => void }) {
       <div className="space-y-1 border-t border-slate-200 pt-2 text-sm dark:border-slate-800">
         <a href="/memories" onClick={(e) => { e.preventDefault(); navigate('/memories') }} aria-current={route.name === 'memories' ? 'page' : undefined} className="focus-ring block rounded-lg px-3 py-1.5 hover:bg-slate-100 dark:hover:bg-slate-800">
           Memories
+        </a>
+        <a href="/improve" onClick={(e) => { e.preventDefault(); navigate('/improve') }} aria-current={route.name === 'optimize' ? 'page' : undefined} className="focus-ring block rounded-lg px-3 py-1.5 hover:bg-slate-100 dark:hover:bg-slate-800">
+          Improve Alicia
         </a>
         <a href="/settings" onClick={(e) => { e.preventDefault(); navigate('/settings') }} aria-current={route.name === 'settings' ? 'page' : undefined} className="focus-ring block rounded-lg px-3 py-1.5 hover:bg-slate-100 dark:hover:bg-slate-800">
           Settings and status
