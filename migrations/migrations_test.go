@@ -294,7 +294,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 13
+const migrationCount = 14
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()

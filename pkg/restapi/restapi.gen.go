@@ -62,7 +62,11 @@ type Conversation struct {
 
 // ConversationCreate The body may be empty.
 type ConversationCreate struct {
+	// Title the person's title, never replaced by a generated one (absent: one is generated after the first answer)
 	Title *string `json:"title,omitempty"`
+
+	// ProvisionalTitle the title is a placeholder (the first words of the first message) that the title generated after the first answer replaces
+	ProvisionalTitle *bool `json:"provisionalTitle,omitempty"`
 }
 
 // ConversationPage defines model for ConversationPage.

@@ -144,7 +144,8 @@ func TestConversationMessagesAndSiblings(t *testing.T) {
 	s.call(t, aliceKey, "POST", "/v1/conversations", nil).want(http.StatusCreated, &c)
 	a1 := s.turn(t, "alice", c.ID, "am_q1", "", "what is 2+2?")
 	a2 := s.turn(t, "alice", c.ID, "am_q2", a1, "and again?")
-	// A regenerated answer to q2: a sibling of a2, and the new branch head.
+	// A regenerated answer to q2: a sibling of a2, and the new branch head,
+	// stopped while its tool call ran (the call is cancelled with it).
 	s.publish(t, "alice",
 		protocol.New(c.ID, &protocol.StartAnswer{ID: "am_q2_alt", PreviousID: "am_q2", ConversationID: c.ID}),
 		protocol.New(c.ID, &protocol.ToolUseRequest{ID: "atu_pending", MessageID: "am_q2_alt", ConversationID: c.ID, ToolName: "web_search",
@@ -176,7 +177,7 @@ func TestConversationMessagesAndSiblings(t *testing.T) {
 		t.Fatalf("answer 1 %+v", ans1)
 	}
 	if !alt.Interrupted || alt.Content != "Still four" || alt.SiblingCount != 2 || alt.SequenceNumber != 4 ||
-		len(alt.ToolUses) != 1 || alt.ToolUses[0].Status != "pending" || alt.ToolUses[0].Result != nil || len(alt.Reasoning) != 0 {
+		len(alt.ToolUses) != 1 || alt.ToolUses[0].Status != "cancelled" || alt.ToolUses[0].Result != nil || len(alt.Reasoning) != 0 {
 		t.Fatalf("interrupted alternative %+v", alt)
 	}
 

@@ -24,7 +24,8 @@ import (
 
 // createConversation: a Configuration envelope creates the row owned by the
 // key's user (as a WebSocket client's first Configuration does), then a
-// ConversationUpdate sets the title.
+// ConversationUpdate sets the title: the person's, or with
+// provisionalTitle a placeholder a generated title replaces.
 func (a *API) createConversation(c echo.Context) error {
 	var in restapi.ConversationCreate
 	if err := bindJSON(c, &in, true); err != nil {
@@ -41,8 +42,13 @@ func (a *API) createConversation(c echo.Context) error {
 	}
 	pubs := []publication{asClient(user, protocol.New(cid, &protocol.Configuration{ConversationID: &cid}))}
 	if in.Title != nil && *in.Title != "" {
-		pubs = append(pubs, asServer(protocol.New(cid, &protocol.ConversationUpdate{
-			ConversationID: cid, Title: in.Title, UpdatedAt: time.Now().UnixMilli()})))
+		env := protocol.New(cid, &protocol.ConversationUpdate{ConversationID: cid, Title: in.Title, UpdatedAt: time.Now().UnixMilli()})
+		if in.ProvisionalTitle != nil && *in.ProvisionalTitle {
+			// A placeholder: the title generated after the first answer
+			// replaces it (persistence, migrations 00014).
+			env.Meta = map[string]any{protocol.MetaTitleSource: protocol.TitleProvisional}
+		}
+		pubs = append(pubs, asServer(env))
 	}
 	if err := a.write(c, pubs...); err != nil {
 		return err

@@ -44,7 +44,14 @@ export interface Conversation {
  * The body may be empty.
  */
 export interface ConversationCreate {
+  /**
+   * the person's title, never replaced by a generated one (absent: one is generated after the first answer)
+   */
   title?: string
+  /**
+   * the title is a placeholder (the first words of the first message) that the title generated after the first answer replaces
+   */
+  provisionalTitle?: boolean
 }
 export interface ConversationPage {
   conversations: Conversation[]

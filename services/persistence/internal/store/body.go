@@ -111,7 +111,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		}
 		return "", nil
 	case *protocol.ConversationUpdate:
-		w.conversationUpdate(cid, b, at)
+		w.conversationUpdate(cid, env, b, at)
 		return "", nil
 	case *protocol.TurnJudgement:
 		return w.judgement(cid, b, at), nil

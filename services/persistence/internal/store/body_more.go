@@ -112,12 +112,38 @@ func nilIfEmpty(b []byte) []byte {
 // deleted_at (kept while it stays deleted), another status clears it. The
 // row records the sequence of its last change so a replay of renames and
 // archive/unarchive walks through no intermediate state.
-func (w *writer) conversationUpdate(cid string, b *protocol.ConversationUpdate, at time.Time) {
-	w.q(`WITH ch AS (
-			UPDATE alicia_conversations c SET title = COALESCE($2, c.title), status = COALESCE($3::conversation_status, c.status),
+//
+// A title comes from somewhere (meta alicia.title_source, 00014): the
+// person's (absent: a rename, a title given at creation) always applies; a
+// client's provisional placeholder only over none or another placeholder;
+// a generated one (the llm's, from the content) over anything but the
+// person's, counted in title_generations. An empty title is none.
+func (w *writer) conversationUpdate(cid string, env *protocol.Envelope, b *protocol.ConversationUpdate, at time.Time) {
+	source, _ := env.Meta[protocol.MetaTitleSource].(string)
+	switch source {
+	case protocol.TitleProvisional, protocol.TitleGenerated:
+	default:
+		source = protocol.TitlePerson
+	}
+	if b.Title != nil && *b.Title == "" {
+		source = "none"
+	}
+	w.q(`WITH cur AS (
+			SELECT c.id, ($2::text IS NOT NULL AND CASE $7::text
+				WHEN 'generated' THEN c.title_source IN ('none', 'provisional', 'generated')
+				WHEN 'provisional' THEN c.title_source IN ('none', 'provisional')
+				ELSE true END) AS take
+			FROM alicia_conversations c WHERE c.id = $1
+		), ch AS (
+			UPDATE alicia_conversations c SET title = CASE WHEN cur.take THEN $2 ELSE c.title END,
+				title_source = CASE WHEN cur.take THEN $7 ELSE c.title_source END,
+				title_generations = c.title_generations + CASE WHEN cur.take AND $7 = 'generated' THEN 1 ELSE 0 END,
+				status = COALESCE($3::conversation_status, c.status),
 				deleted_at = CASE WHEN COALESCE($3::conversation_status, c.status) = 'deleted' THEN COALESCE(c.deleted_at, $4) END
-			WHERE c.id = $1
-			AND (c.title, c.status, c.deleted_at) IS DISTINCT FROM (COALESCE($2, c.title), COALESCE($3::conversation_status, c.status),
+			FROM cur
+			WHERE c.id = cur.id
+			AND (c.title, c.title_source, c.status, c.deleted_at) IS DISTINCT FROM (CASE WHEN cur.take THEN $2 ELSE c.title END,
+				CASE WHEN cur.take THEN $7 ELSE c.title_source END, COALESCE($3::conversation_status, c.status),
 				CASE WHEN COALESCE($3::conversation_status, c.status) = 'deleted' THEN COALESCE(c.deleted_at, $4) END)
 			AND NOT EXISTS (SELECT 1 FROM alicia_meta v WHERE v.ref = c.id AND v.key = 'alicia.applied_seq.' || $5::text AND v.value::bigint >= $6::bigint)
 			RETURNING c.id
@@ -125,5 +151,5 @@ func (w *writer) conversationUpdate(cid string, b *protocol.ConversationUpdate, 
 		INSERT INTO alicia_meta (id, ref, key, value)
 		SELECT 'amt_seq_' || $5::text || '_' || ch.id, ch.id, 'alicia.applied_seq.' || $5::text, $6::bigint::text FROM ch
 		ON CONFLICT (ref, key) DO UPDATE SET value = GREATEST(alicia_meta.value::bigint, EXCLUDED.value::bigint)::text, deleted_at = NULL`,
-		cid, b.Title, b.Status, at, w.stream, int64(w.seq))
+		cid, b.Title, b.Status, at, w.stream, int64(w.seq), source)
 }
