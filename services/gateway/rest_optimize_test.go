@@ -115,7 +115,7 @@ func TestOptimizeREST(t *testing.T) {
 	// The optimiser reports it; promotion needs it ended.
 	elite := protocol.Elite{CandidateID: "pc_brief", Components: protocol.EliteComponents{"system": "Answer in one sentence."},
 		Scores: protocol.EliteScores{"relevancy": 0.9, "brevity": 1}, Weighted: protocol.Ptr(0.95), BestOn: protocol.Ptr(int32(3)),
-		Examples: []protocol.Example{{MessageID: "am_x", Question: "Is the oven on?", Current: "Well, let me tell you at length.", Candidate: "It is off."}},
+		Examples:    []protocol.Example{{MessageID: "am_x", Question: "Is the oven on?", Current: "Well, let me tell you at length.", Candidate: "It is off."}},
 		Evaluations: []protocol.Evaluation{{MessageID: "am_x", Scores: protocol.EvaluationScores{"relevancy": 0.9}, Answer: protocol.Ptr("It is off.")}}}
 	s.publish(t, "", optimiserReport(run.ID, protocol.EliteOptionsStatusRunning))
 	s.call(t, aliceKey, "GET", "/v1/optimize/runs/"+run.ID, nil).want(http.StatusOK, &run)

@@ -63,7 +63,7 @@ func (s *sweeper) once(ctx context.Context) (int, error) {
 	}
 	for _, a := range stale {
 		e := &protocol.ErrorMessage{ID: protocol.DeriveID("aerr", a.cid, a.id, "sweep"), ConversationID: a.cid, Code: protocol.CodeInternal,
-			Message: "this answer was cut off: the service writing it stopped, and it was never completed; ask again",
+			Message:  "this answer was cut off: the service writing it stopped, and it was never completed; ask again",
 			Severity: 2, Recoverable: true, OriginatingID: protocol.Ptr(a.id)}
 		if _, err := s.pub.PublishServer(ctx, protocol.New(a.cid, e), "sweep:"+a.id); err != nil {
 			return 0, fmt.Errorf("persistence: sweep: publish the end of %s: %w", a.id, err)

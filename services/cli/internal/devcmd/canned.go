@@ -172,4 +172,3 @@ func cannedProposal(prompt string) string {
 	}
 	return "```\n" + current + "\n```"
 }
-
