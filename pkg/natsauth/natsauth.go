@@ -121,6 +121,7 @@ func Durables() []Durable {
 		{Memory, bus.StreamConversations, "memory-extraction"},
 		{LLM, bus.StreamConversations, llmJudge},
 		{LLM, bus.StreamSystem, llmOptimize},
+		{LLM, bus.StreamConversations, llmTitles},
 		{TTS, bus.StreamConversations, "tts"},
 		{RoomAgent, bus.StreamDispatch, "room-agent"},
 		{ASR, bus.StreamASRJobs, "asr"},
@@ -139,6 +140,10 @@ const llmTurns = "LLM_TURNS"
 // llmJudge is the llm's judge consumer on CONVERSATIONS
 // (services/llm/internal/judge.ConsumerName).
 const llmJudge = "llm-judge"
+
+// llmTitles is the llm's titles consumer on CONVERSATIONS
+// (services/llm/internal/titles.ConsumerName).
+const llmTitles = "llm-titles"
 
 // llmOptimize is the llm's optimiser consumer on SYSTEM
 // (services/llm/internal/optimize.ConsumerName).
@@ -267,6 +272,8 @@ func For(service string) Permissions {
 		// TurnJudgements on the agent subject, and its dead letters.
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
 		p.Publish = append(p.Publish, agent(protocol.TypeTurnJudgement), subjects.DeadLetter(llmJudge))
+		// Titles: the same answer ends, ConversationUpdates on the server subject.
+		p.Publish = append(p.Publish, subjects.DeadLetter(llmTitles))
 	case TTS:
 		// SpeechAudio on core NATS, one SentenceAudio record per sentence;
 		// hears the turn's sentences, starts, stops and errors on core NATS.
