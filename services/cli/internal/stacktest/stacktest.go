@@ -1,20 +1,25 @@
 // Package stacktest runs the real gateway with embedded NATS, a fresh
 // Postgres database and persistence, in-process, for the CLI's end-to-end
-// tests.
+// tests; an llm replica doing optimisation runs on demand.
 package stacktest
 
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/testkit"
 	"github.com/alicia-voice/alicia/pkg/testkit/natstest"
 	"github.com/alicia-voice/alicia/pkg/testkit/pgtest"
 	"github.com/alicia-voice/alicia/services/gateway"
+	"github.com/alicia-voice/alicia/services/llm"
 	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
@@ -29,6 +34,9 @@ type Stack struct {
 	Base string         // http://127.0.0.1:port
 	Pool *pgxpool.Pool  // the database persistence writes
 	Pub  *bus.Publisher // publishes as the other services would
+
+	natsURL, pgURL string
+	js             jetstream.JetStream
 }
 
 // Start runs NATS, Postgres, persistence and the gateway until the test ends.
@@ -55,9 +63,43 @@ func Start(t *testing.T) *Stack {
 	})
 	select {
 	case a := <-addr:
-		return &Stack{Base: "http://" + a, Pool: pool, Pub: bus.NewPublisher(js)}
+		return &Stack{Base: "http://" + a, Pool: pool, Pub: bus.NewPublisher(js), natsURL: ns.ClientURL(), pgURL: pgURL, js: js}
 	case <-svc.Exited():
 		t.Fatalf("gateway: %v", svc.Err())
 	}
 	return nil
 }
+
+// StartOptimizer runs an llm replica that does prompt optimisation runs
+// only (ALICIA_OPTIMIZER=only: no turns, no judge) against a fake model
+// that answers nothing in particular, until the test ends; it returns
+// once the optimisers' consumer exists.
+func (s *Stack) StartOptimizer(t *testing.T) {
+	t.Helper()
+	fake := fakeopenai.New(t)
+	cfg := llm.DefaultConfig()
+	cfg.NATSURL, cfg.PostgresURL, cfg.LLMURL, cfg.Model = s.natsURL, s.pgURL, fake.URL(), "fake-chat"
+	cfg.Optimizer.Enabled, cfg.Optimizer.Only = true, true
+	cfg.Judge.Sample = 0
+	cfg.ShutdownGrace = 0
+	svc := testkit.Go(t, "llm", func(ctx context.Context) error { return llm.Run(ctx, cfg, zerolog.Nop()) })
+	// The optimiser's worker waits on a 30 s pull that does not hear its
+	// context end (services/llm/internal/optimize/worker.go): removing its
+	// consumer first (cleanups run last-registered first) ends the pull at
+	// once, so the llm stops without holding the test for 30 s.
+	t.Cleanup(func() {
+		_ = s.js.DeleteConsumer(context.Background(), bus.StreamSystem, optimizerConsumer)
+	})
+	testkit.EventuallyNoError(t, 20*time.Second, func() error {
+		select {
+		case <-svc.Exited():
+			t.Fatalf("llm: %v", svc.Err())
+		default:
+		}
+		_, err := s.js.Consumer(context.Background(), bus.StreamSystem, optimizerConsumer)
+		return err
+	}, "the optimisers' consumer")
+}
+
+// optimizerConsumer is the llm's optimisers' durable consumer on SYSTEM.
+const optimizerConsumer = "llm-optimize"
