@@ -195,7 +195,8 @@ func (t *Titler) ask(ctx context.Context, transcript, current string) (string, e
 	if current != "" {
 		system += fmt.Sprintf(keepPrompt, current)
 	}
-	resp, err := t.Chat.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: t.Model, MaxTokens: 24, Temperature: 0.2,
+	resp, err := t.Chat.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: t.Model, Temperature: 0.2,
+		MaxTokens: 24, //nolint:staticcheck // SA1019: max_tokens, which every OpenAI-compatible server reads
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: system},
 			{Role: openai.ChatMessageRoleUser, Content: transcript}}})
 	if err != nil {
