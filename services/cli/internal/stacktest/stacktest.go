@@ -23,10 +23,12 @@ import (
 	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
-// API keys of the stack's two users.
+// API keys of the stack's users: two people and an administrator
+// (ALICIA_ADMIN_USERS=admin).
 const (
 	AliceKey = "alice-cli-key-0123456789"
 	BobKey   = "bob-cli-key-0123456789ab"
+	AdminKey = "admin-cli-key-0123456789"
 )
 
 // Stack is a running gateway and what it stands on.
@@ -55,7 +57,8 @@ func Start(t *testing.T) *Stack {
 	persistencetest.Start(t, ns.ClientURL(), pgURL)
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
-	gcfg.APIKeys = "alice:" + AliceKey + ",bob:" + BobKey
+	gcfg.APIKeys = "alice:" + AliceKey + ",bob:" + BobKey + ",admin:" + AdminKey
+	gcfg.AdminUsers = "admin"
 	gcfg.RateLimit = 1000
 	addr := make(chan string, 1)
 	svc := testkit.Go(t, "gateway", func(ctx context.Context) error {
