@@ -54,6 +54,7 @@ func runPlaywright(t *testing.T, web string, s *stack, config string, env ...str
 		"ALICIA_WEB_CONTROL_URL="+control,
 		"ALICIA_WEB_ALICE_KEY="+aliceKey,
 		"ALICIA_WEB_BOB_KEY="+bobKey,
+		"ALICIA_WEB_CAROL_KEY="+carolKey,
 		"ALICIA_WEB_MCP_URL="+s.mcpURL,
 		"ALICIA_WEB_SCREENSHOTS="+screenshots,
 		"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1",

@@ -26,6 +26,9 @@ const (
 	thinkPhrase     = "Think it over"
 	failPhrase      = "Fail once"
 	everythingQuery = "Zorblat everything"
+	// gardenPhrase starts optimize.spec.ts's questions: answered at length
+	// unless the system prompt asks for one sentence (what a run finds).
+	gardenPhrase = "About my garden"
 	// continueInstruction is the llm's request to continue an answer
 	// (services/llm/internal/turn/context.go).
 	continueInstruction = "Continue your previous answer"
@@ -82,6 +85,10 @@ func newModel() http.Handler {
 	// The first request fails as a dead backend would, the retry works.
 	repeat(user(failPhrase), fakeopenai.Turn{Status: http.StatusServiceUnavailable}, fakeopenai.Text("It works now."))
 	repeat(user(continueInstruction), fakeopenai.Text("And that is the rest of it."))
+	// Improve Alicia (optimize.spec.ts): the assistant follows its system
+	// prompt when it asks for one sentence.
+	repeat(fakeopenai.All(user(gardenPhrase), systemContains(briefInstruction)), fakeopenai.Text(briefAnswer))
+	repeat(user(gardenPhrase), fakeopenai.Text(longAnswer))
 	// The voice specs (voice_test.go).
 	repeat(user(voiceQuestion), fakeopenai.Text(strings.Join(voiceAnswer, " ")))
 	repeat(user(voiceInterrupt), fakeopenai.Text(voiceJoke))
@@ -160,3 +167,65 @@ func (s *slowWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController flush and hijack the real writer.
 func (s *slowWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// What the critic proposes and the assistant then follows.
+const (
+	briefInstruction = "Answer in one sentence."
+	briefAnswer      = "It is done."
+	longAnswer       = "Well, let me tell you everything about that at length, since there is a lot to say about it and I like to talk."
+	tooLong          = "The answer is too long: it rambles beyond the question."
+)
+
+// systemContains matches a request whose system prompt contains sub.
+func systemContains(sub string) fakeopenai.Matcher {
+	return func(r fakeopenai.Request) bool {
+		return len(r.Messages) > 0 && r.Messages[0].Role == "system" && strings.Contains(r.Messages[0].Content, sub)
+	}
+}
+
+// newCritic answers the llm's judges and the optimiser's reflection model,
+// each following its prompt: both judges find an answer of more than 12
+// words too long (relevancy 0.3, else 0.9; never perfect, so a run spends
+// its budget), the turn judge with exactly its keys and the optimiser's
+// with userFeedback -1 (no remark); the reflection model adds
+// briefInstruction to the component when its feedback says too long.
+func newCritic() func(fakeopenai.Request) fakeopenai.Turn {
+	verdict := func(answer string, optimiser bool) fakeopenai.Turn {
+		relevancy, why := 0.9, "The answer is short and to the point."
+		if len(strings.Fields(answer)) > 12 {
+			relevancy, why = 0.3, tooLong
+		}
+		v := map[string]any{"correctness": 0.9, "faithfulness": 0.8, "relevancy": relevancy, "rationale": why}
+		if optimiser {
+			v["userFeedback"] = -1
+		}
+		b, _ := json.Marshal(v)
+		return fakeopenai.Text(string(b))
+	}
+	return func(r fakeopenai.Request) fakeopenai.Turn {
+		system := ""
+		if len(r.Messages) > 0 && r.Messages[0].Role == "system" {
+			system = r.Messages[0].Content
+		}
+		switch {
+		case strings.HasPrefix(system, "You judge"):
+			var in struct {
+				Answer string `json:"answer"`
+			}
+			_ = json.Unmarshal([]byte(r.LastUser()), &in)
+			return verdict(in.Answer, true)
+		case strings.HasPrefix(r.LastUser(), "I provided an assistant"):
+			_, rest, _ := strings.Cut(r.LastUser(), "```\n")
+			current, _, _ := strings.Cut(rest, "\n```")
+			if strings.Contains(r.LastUser(), "too long") && !strings.Contains(current, briefInstruction) {
+				return fakeopenai.Text("```\n" + current + " " + briefInstruction + "\n```")
+			}
+			return fakeopenai.Text("```\n" + current + " Be kind.\n```")
+		case system != "":
+			// The turn judge: the answer comes last, after "Answer:".
+			_, answer, _ := strings.Cut(r.LastUser(), "\n\nAnswer:\n")
+			return verdict(answer, false)
+		}
+		return fakeopenai.Text("{}")
+	}
+}

@@ -25,10 +25,13 @@ import (
 	"github.com/alicia-voice/alicia/services/persistence/persistencetest"
 )
 
-// The stack's users: alice administers tools and MCP servers, bob does not.
+// The stack's users: alice administers tools and MCP servers, bob does not;
+// carol improves Alicia (optimize.spec.ts): her stored answers alone are
+// what her runs learn from.
 const (
 	aliceKey = "alice-web-key-0123456789"
 	bobKey   = "bob-web-key-0123456789ab"
+	carolKey = "carol-web-key-0123456789"
 )
 
 // Model names the fakes list, so server-info finds each configured model served.
@@ -36,6 +39,7 @@ const (
 	chatModel      = "fake-chat"
 	embeddingModel = "fake-embedding"
 	ttsModel       = "fake-tts"
+	criticModel    = "fake-critic"
 )
 
 // stack is the text path in one process — embedded JetStream, a fresh
@@ -72,6 +76,9 @@ func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
 	mem := fakeopenai.New(t, fakeopenai.WithModels(embeddingModel, "fake-extract"),
 		fakeopenai.WithFallback(fakeopenai.Text(`{"memories": []}`)))
 	mcp := startMCPServer(t)
+	// The judge of every answer and the optimiser's judge and reflection
+	// model (model_test.go's newCritic).
+	critic := fakeopenai.New(t, fakeopenai.WithModels(criticModel), fakeopenai.WithResponder(newCritic()))
 
 	mcfg := memory.DefaultConfig()
 	mcfg.NATSURL, mcfg.PostgresURL = ns.ClientURL(), pgURL
@@ -89,13 +96,15 @@ func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
 	lcfg.MemoryTimeout = 5 * time.Second
 	lcfg.Tools.MCPAllowedHosts = []string{"127.0.0.1"}
 	lcfg.Tools.MCPBackoffMax = time.Second
+	lcfg.Judge.Sample, lcfg.Judge.URL, lcfg.Judge.Model = 1, critic.URL(), criticModel
+	lcfg.Optimizer.URL, lcfg.Optimizer.Model = critic.URL(), criticModel
 	testkit.Go(t, "llm", func(ctx context.Context) error {
 		return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger())
 	})
 
 	gcfg := gateway.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.NATSURL, gcfg.PostgresURL = "127.0.0.1:0", ns.ClientURL(), pgURL
-	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey
+	gcfg.APIKeys = "alice:" + aliceKey + ",bob:" + bobKey + ",carol:" + carolKey
 	gcfg.AdminUsers = "alice"
 	gcfg.RateLimit = 1000
 	gcfg.Quotas.ConnectionsPerUser = 100

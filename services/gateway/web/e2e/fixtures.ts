@@ -18,6 +18,8 @@ export const stack = {
   control: env('ALICIA_WEB_CONTROL_URL'),
   aliceKey: env('ALICIA_WEB_ALICE_KEY'),
   bobKey: env('ALICIA_WEB_BOB_KEY'),
+  // carol improves Alicia (optimize.spec.ts) and does nothing else.
+  carolKey: env('ALICIA_WEB_CAROL_KEY'),
   mcpURL: env('ALICIA_WEB_MCP_URL'),
   screenshots: env('ALICIA_WEB_SCREENSHOTS'),
 }
@@ -32,7 +34,12 @@ export const say = {
   think: 'Think it over: should I?',
   fail: 'Fail once, then work',
   everything: 'Zorblat everything',
+  // Answered at length unless the system prompt asks for one sentence.
+  garden: 'About my garden',
 }
+
+// What the fake models of model_test.go say about the garden questions.
+export const brief = { instruction: 'Answer in one sentence.', answer: 'It is done.', tooLong: 'The answer is too long: it rambles beyond the question.' }
 
 // story is the text of the slow answer of n sentences.
 export function story(n: number): string {

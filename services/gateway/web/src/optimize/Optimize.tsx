@@ -143,7 +143,7 @@ export function Optimize() {
       <div className={card}>
         <h2 className="mb-2 font-medium">What matters in an answer</h2>
         {prefs.preferences ? (
-          <Weights key={`${scope}:${prefs.preferences.updatedAt ?? 0}`} initial={weightsOf(prefs.preferences.weights)} onSave={(w) => prefs.save(w)} />
+          <Weights key={prefs.preferences.scope} initial={weightsOf(prefs.preferences.weights)} onSave={(w) => prefs.save(w)} />
         ) : (
           <p className="text-sm text-slate-500">Loading…</p>
         )}

@@ -15,7 +15,8 @@ function Scores({ scores, label }: { scores: Record<string, number>; label: stri
   const keys = [...DIMENSIONS.map((d) => d.key as string).filter((k) => k in scores), ...Object.keys(scores).filter((k) => !DIMENSIONS.some((d) => d.key === k))]
   if (keys.length === 0) return <p className="text-xs text-slate-500">No scores yet.</p>
   return (
-    <dl className="grid grid-cols-[auto_1fr_auto] items-center gap-x-2 gap-y-1 text-xs" aria-label={label}>
+    <div role="group" aria-label={label}>
+    <dl className="grid grid-cols-[auto_1fr_auto] items-center gap-x-2 gap-y-1 text-xs">
       {keys.map((k) => (
         <div key={k} className="contents" data-testid={`score-${k}`}>
           <dt>{dimensionLabel(k)}</dt>
@@ -26,6 +27,7 @@ function Scores({ scores, label }: { scores: Record<string, number>; label: stri
         </div>
       ))}
     </dl>
+    </div>
   )
 }
 

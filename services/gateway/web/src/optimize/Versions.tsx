@@ -16,7 +16,7 @@ function origin(v: PromptVersion): string {
 function Version({ v }: { v: PromptVersion }) {
   const j = v.judged
   return (
-    <li className="space-y-1 rounded-lg border border-slate-200 p-2 text-sm dark:border-slate-800" data-testid="version" data-status={v.status} data-version={v.version}>
+    <li className="space-y-1 rounded-lg border border-slate-200 p-2 text-sm dark:border-slate-800" data-testid="version" data-status={v.status} data-version={v.version} data-version-id={v.id}>
       <div className="flex flex-wrap items-center gap-2">
         <span className="font-medium">Version {v.version}</span>
         <span className={`rounded-full px-2 py-0.5 text-xs ${
