@@ -35,6 +35,8 @@ const (
 	workerMaxDeliver = 3
 	// workerMaxAckPending: runs in progress at once over every replica.
 	workerMaxAckPending = 8
+	// pullWait: how long one pull waits for a run.
+	pullWait = time.Second
 )
 
 // Run statuses as stored (prompt_optimization_runs.status).
@@ -100,7 +102,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.do(ctx, run)
 	})
 	for ctx.Err() == nil {
-		m, err := cons.Next(bus.NextOpts(30 * time.Second)...)
+		// A short pull: a stopping service waits for it to end (nats.go's
+		// Next does not hear ctx), and another replica takes a run as soon
+		// as this one is busy.
+		m, err := cons.Next(bus.NextOpts(pullWait)...)
 		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoHeartbeat) {
 			continue
 		}
