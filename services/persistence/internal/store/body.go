@@ -190,11 +190,16 @@ func (w *writer) insertMessage(id, cid string, previous *string, role, contents,
 				(SELECT a.id FROM alicia_audio a WHERE a.id = $8::text), $9, $7, $7
 			FROM prev
 			ON CONFLICT (id) DO UPDATE SET contents = EXCLUDED.contents, completion_status = 'completed',
-				trace_id = COALESCE(alicia_messages.trace_id, EXCLUDED.trace_id)
+				trace_id = COALESCE(alicia_messages.trace_id, EXCLUDED.trace_id),
+				processing_duration_ms = GREATEST(0, EXTRACT(EPOCH FROM (EXCLUDED.created_at - alicia_messages.created_at)) * 1000)::int
 			WHERE alicia_messages.message_role = 'assistant' AND EXCLUDED.message_role = 'assistant'
 				AND alicia_messages.completion_status = 'streaming' AND EXCLUDED.completion_status = 'completed'
 				AND alicia_messages.conversation_id = EXCLUDED.conversation_id
-			RETURNING id
+			RETURNING id, conversation_id, COALESCE(processing_duration_ms, 0) AS ms
+		), total AS (
+			-- The conversation's processing time grows by the answer's (once: only a streamed answer's completion has one).
+			UPDATE alicia_conversations c SET total_duration_ms = c.total_duration_ms + ins.ms FROM ins
+			WHERE c.id = ins.conversation_id AND ins.ms > 0 RETURNING 1
 		)
 		UPDATE alicia_audio a SET message_id = ins.id FROM ins WHERE a.id = $8::text AND a.message_id IS NULL`,
 		id, cid, previous, role, contents, status, at, audioID, w.trace)

@@ -89,16 +89,30 @@ func (w *writer) flushSentences() {
 				audio_type = COALESCE(s.audio_type, EXCLUDED.audio_type), audio_bytesize = COALESCE(s.audio_bytesize, EXCLUDED.audio_bytesize),
 				audio_data = COALESCE(s.audio_data, EXCLUDED.audio_data)
 			WHERE s.completion_status = 'pending'
-			RETURNING message_id, sentence_sequence_number, text
+			RETURNING message_id, sentence_sequence_number, text, created_at
 		), added AS (
-			SELECT message_id, string_agg(text, CASE WHEN left(text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY sentence_sequence_number) AS text FROM ins GROUP BY message_id
+			SELECT message_id, string_agg(text, CASE WHEN left(text, 1) = chr(10) THEN '' ELSE ' ' END ORDER BY sentence_sequence_number) AS text,
+				max(created_at) AS last_at
+			FROM ins GROUP BY message_id
+		), fin AS (
+			-- The answers their final sentence completes now (the rows as they were
+			-- before this statement), with how long they took.
+			SELECT m.id, m.conversation_id, GREATEST(0, EXTRACT(EPOCH FROM (added.last_at - m.created_at)) * 1000)::int AS ms
+			FROM alicia_messages m JOIN added ON added.message_id = m.id
+			WHERE m.id = ANY($7::text[]) AND m.completion_status IN ('pending', 'streaming')
+		), upd AS (
+			UPDATE alicia_messages m SET
+				contents = CASE WHEN m.contents = '' THEN added.text
+					WHEN left(added.text, 1) = chr(10) THEN m.contents || added.text ELSE m.contents || ' ' || added.text END,
+				completion_status = CASE WHEN fin.id IS NOT NULL THEN 'completed' ELSE m.completion_status END,
+				processing_duration_ms = COALESCE(fin.ms, m.processing_duration_ms)
+			FROM added LEFT JOIN fin ON fin.id = added.message_id WHERE m.id = added.message_id
+			RETURNING 1
 		)
-		UPDATE alicia_messages m SET
-			contents = CASE WHEN m.contents = '' THEN added.text
-				WHEN left(added.text, 1) = chr(10) THEN m.contents || added.text ELSE m.contents || ' ' || added.text END,
-			completion_status = CASE WHEN m.id = ANY($7::text[]) AND m.completion_status IN ('pending', 'streaming')
-				THEN 'completed' ELSE m.completion_status END
-		FROM added WHERE m.id = added.message_id`, r.ids, r.messages, r.seqs, r.texts, r.audio, r.at, r.finals, r.traces)
+		-- The conversation's processing time grows by each answer completed.
+		UPDATE alicia_conversations c SET total_duration_ms = c.total_duration_ms + t.ms
+		FROM (SELECT conversation_id, sum(ms) AS ms FROM fin GROUP BY conversation_id) t WHERE c.id = t.conversation_id`,
+		r.ids, r.messages, r.seqs, r.texts, r.audio, r.at, r.finals, r.traces)
 	// A sentence that comes after a barge-in cut its answer was not heard:
 	// the contents of a cut answer are worked out again from its sentences.
 	w.recomputeHeard(r.answers, true)
