@@ -30,7 +30,7 @@ const chromium = "/usr/bin/chromium"
 func TestBrowser(t *testing.T) {
 	web := webDir(t)
 	need(t, web)
-	s := startStack(t)
+	s := startStack(t, judged)
 	runPlaywright(t, web, s, "playwright.config.ts")
 }
 

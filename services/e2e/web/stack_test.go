@@ -56,7 +56,13 @@ type stack struct {
 type stackOptions struct {
 	voice          fakeopenai.Transcriber
 	onVoiceToVoice func(time.Duration)
+	// judged: every answer is judged (the browser specs show the scores);
+	// off, the benchmarks' stack does no more than a turn.
+	judged bool
 }
+
+// judged judges every answer (ALICIA_JUDGE_SAMPLE=1).
+func judged(o *stackOptions) { o.judged = true }
 
 func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
 	t.Helper()
@@ -96,7 +102,10 @@ func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
 	lcfg.MemoryTimeout = 5 * time.Second
 	lcfg.Tools.MCPAllowedHosts = []string{"127.0.0.1"}
 	lcfg.Tools.MCPBackoffMax = time.Second
-	lcfg.Judge.Sample, lcfg.Judge.URL, lcfg.Judge.Model = 1, critic.URL(), criticModel
+	lcfg.Judge.URL, lcfg.Judge.Model = critic.URL(), criticModel
+	if o.judged {
+		lcfg.Judge.Sample = 1
+	}
 	lcfg.Optimizer.URL, lcfg.Optimizer.Model = critic.URL(), criticModel
 	testkit.Go(t, "llm", func(ctx context.Context) error {
 		return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger())
