@@ -110,6 +110,15 @@ test('weights, a run watched to its end, elites compared, promoted and rolled ba
     await shot(page, 'improve-elite')
   }
   await page.setViewportSize(DESKTOP)
+  // Dark, as the system asks (the page picks it when it starts).
+  await page.emulateMedia({ colorScheme: 'dark' })
+  await page.reload()
+  await expect(best.getByTestId('example-candidate').first()).toHaveText(brief.answer)
+  await axe(page, 'improve (dark)')
+  await best.scrollIntoViewIfNeeded()
+  await shot(page, 'improve-elite-dark')
+  await page.emulateMedia({ colorScheme: 'light' })
+  await page.reload()
 
   // Promoted to all new conversations: carol's own system prompt serves.
   await best.getByRole('button', { name: 'Promote' }).click()
@@ -148,4 +157,17 @@ test('weights, a run watched to its end, elites compared, promoted and rolled ba
   await details(page, async (d) => {
     await expect(d.getByTestId('prompt-version').filter({ hasText: /^system / })).toHaveAttribute('title', seedSystem!, { timeout: 1000 })
   })
+})
+
+test("an administrator also improves the installation's prompts", async ({ page }) => {
+  await signIn(page, stack.aliceKey, '/improve')
+  await expect(page.getByRole('heading', { name: 'Improve Alicia' })).toBeVisible()
+  await expect(versionsOf(page, 'system')).toHaveCount(0)
+  await page.getByRole('radio', { name: "Everyone's (installation)" }).check()
+  // The installation's own versions: the built-in prompt serves.
+  const system = versionsOf(page, 'system')
+  await expect(system.first()).toHaveAttribute('data-status', 'active')
+  await expect(system.first()).toContainText('from the built-in prompt')
+  await expect(page.getByTestId('versions-voice_style').getByTestId('version').first()).toHaveAttribute('data-status', 'active')
+  await expect(page.getByText('No runs yet.')).toBeVisible()
 })
