@@ -72,7 +72,10 @@ export const api = {
     p.set('limit', String(o.limit ?? 30))
     return request<ConversationPage>('GET', `/v1/conversations?${p}`, undefined, signal)
   },
-  createConversation: (title?: string) => request<Conversation>('POST', '/v1/conversations', title ? { title } : {}),
+  // A provisional title (the first words of the first message) is a
+  // placeholder the title generated after the first answer replaces.
+  createConversation: (title?: string, provisional = false) =>
+    request<Conversation>('POST', '/v1/conversations', title ? { title, ...(provisional ? { provisionalTitle: true } : {}) } : {}),
   getConversation: (id: string, signal?: AbortSignal) => request<ConversationWithMessages>('GET', `/v1/conversations/${enc(id)}`, undefined, signal),
   getBranch: (id: string, through: string, signal?: AbortSignal) =>
     request<ConversationWithMessages>('GET', `/v1/conversations/${enc(id)}?through=${enc(through)}`, undefined, signal),

@@ -38,7 +38,8 @@ export interface ChatSlice {
   openConversation(id: string): Promise<void>
   closeConversation(): void
   startNew(): void
-  // newConversation makes a conversation and opens it; it returns its id.
+  // newConversation makes a conversation and opens it, titled with a
+  // placeholder (title) that the generated title replaces; it returns its id.
   newConversation(title: string): Promise<string>
   send(text: string): Promise<void>
   stop(): void
@@ -100,7 +101,8 @@ const chatSlice: StateCreator<AppState, [], [], ChatSlice> = (set, get) => ({
     navigate('/')
   },
   async newConversation(title) {
-    const c = await api.createConversation(title)
+    // Its title is a placeholder until the one generated from its content.
+    const c = await api.createConversation(title, true)
     get().addConversation(c)
     navigate({ name: 'conversation', id: c.id })
     set({ chat: fromSnapshot({ ...c, messages: [] }), chatLoad: 'ready' })
