@@ -167,11 +167,12 @@ func (l *listener) onEvent(ev vad.Event) {
 			return
 		}
 		spec := l.confirm()
-		if spec == nil && (l.barged || l.overAnswer) {
+		if spec == nil && (l.barged || l.overAnswer) && !l.r.cfg.NoSpeculation {
 			// Said over an answer with no speculation covering it (no
-			// pause in it, or speculation off): its transcript is asked
-			// for now, so that its words decide (an echo, a backchannel)
-			// before it can become a user message.
+			// pause in it): its transcript is asked for now, so that its
+			// words decide (an echo, a backchannel) before it can become a
+			// user message. (With speculation off, the asr transcribes
+			// the final job as before.)
 			l.speculateAll(ev.Audio, len(ev.Audio), now)
 			spec = l.confirm()
 		}
