@@ -111,8 +111,12 @@ export function conversationId(page: Page): string {
   return decodeURIComponent(m[1])
 }
 
-export async function connected(page: Page): Promise<void> {
-  await expect(page.getByTestId('connection')).toHaveAttribute('data-status', 'open')
+// timeout: how long to wait (back online, the page's first attempt may fail
+// while the browser still reports no network; its next comes after a
+// back-off, and on a loaded machine the gateway's first frame, the
+// server's report with its probes, takes seconds).
+export async function connected(page: Page, timeout = 10_000): Promise<void> {
+  await expect(page.getByTestId('connection')).toHaveAttribute('data-status', 'open', { timeout })
 }
 
 // axe checks the page with axe-core and fails on serious or critical

@@ -56,5 +56,5 @@ test('offline and back: the indicator says so and the page reconnects', async ({
   await expect(page.getByTestId('connection')).toHaveAttribute('data-status', 'offline')
   await expect(page.getByTestId('connection')).toHaveText(/Offline/)
   await context.setOffline(false)
-  await connected(page)
+  await connected(page, 30_000)
 })
