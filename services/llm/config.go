@@ -98,6 +98,16 @@ type Config struct {
 	MemoryTopK      int           // ALICIA_LLM_MEMORY_TOP_K (0: no memories)
 	MemoryThreshold float64       // ALICIA_LLM_MEMORY_THRESHOLD (0: the memory service's default)
 	MemoryTimeout   time.Duration // ALICIA_LLM_MEMORY_TIMEOUT
+	// Demonstrations: up to this many of the person's earlier turns they
+	// up-voted or the judge scored at least DemonstrationsMinScore (mean
+	// of correctness, faithfulness, relevancy), never down-voted, most
+	// similar first, shown to the model as examples
+	// (ALICIA_LLM_DEMONSTRATIONS; 0: off). Choosing them takes at most
+	// DemonstrationsTimeout (ALICIA_LLM_DEMONSTRATIONS_TIMEOUT), else the
+	// turn goes on without (ALICIA_LLM_DEMONSTRATIONS_MIN_SCORE).
+	Demonstrations         int
+	DemonstrationsMinScore float64
+	DemonstrationsTimeout  time.Duration
 	// MetricsAddr serves /metrics when set (ALICIA_LLM_METRICS_ADDR); the
 	// metrics are on the default Prometheus registry either way.
 	svcmain.Metrics
@@ -108,6 +118,9 @@ type Config struct {
 	// Optimizer improves the prompts from feedback (ALICIA_OPTIMIZER*;
 	// optimizer.go).
 	Optimizer OptimizerConfig
+	// Titles names conversations from their content after their answers
+	// (ALICIA_LLM_TITLES, default true; titles.go).
+	Titles bool
 	// Toolbox, when set, replaces the tool registry (tests, embedding).
 	Toolbox Toolbox
 }
@@ -139,9 +152,14 @@ func DefaultConfig() Config {
 		HistoryTimeout:    10 * time.Second,
 		MemoryTopK:        5,
 		MemoryTimeout:     500 * time.Millisecond,
-		Tools:             tools.DefaultConfig(),
-		Judge:             DefaultJudgeConfig(),
-		Optimizer:         DefaultOptimizerConfig(),
+
+		Demonstrations:         3,
+		DemonstrationsMinScore: 0.8,
+		DemonstrationsTimeout:  150 * time.Millisecond,
+		Tools:                  tools.DefaultConfig(),
+		Judge:                  DefaultJudgeConfig(),
+		Optimizer:              DefaultOptimizerConfig(),
+		Titles:                 true,
 	}
 }
 
@@ -184,6 +202,10 @@ func ConfigFrom(src config.Source) (Config, error) {
 		src.Float64("ALICIA_LLM_MEMORY_THRESHOLD", &c.MemoryThreshold),
 		src.Duration("ALICIA_LLM_MEMORY_TIMEOUT", &c.MemoryTimeout),
 		src.Duration("ALICIA_LLM_PROMPT_RELOAD", &c.PromptReload),
+		src.Int("ALICIA_LLM_DEMONSTRATIONS", &c.Demonstrations),
+		src.Bool("ALICIA_LLM_TITLES", &c.Titles),
+		src.Float64("ALICIA_LLM_DEMONSTRATIONS_MIN_SCORE", &c.DemonstrationsMinScore),
+		src.Duration("ALICIA_LLM_DEMONSTRATIONS_TIMEOUT", &c.DemonstrationsTimeout),
 	)
 	if err != nil {
 		return c, err
@@ -271,6 +293,15 @@ func (c Config) Validate() error {
 	}
 	if c.MemoryThreshold < 0 || c.MemoryThreshold > 1 {
 		bad("ALICIA_LLM_MEMORY_THRESHOLD %g is outside 0..1", c.MemoryThreshold)
+	}
+	if c.Demonstrations < 0 || c.Demonstrations > 10 {
+		bad("ALICIA_LLM_DEMONSTRATIONS %d is outside 0..10", c.Demonstrations)
+	}
+	if c.DemonstrationsMinScore < 0 || c.DemonstrationsMinScore > 1 {
+		bad("ALICIA_LLM_DEMONSTRATIONS_MIN_SCORE %g is outside 0..1", c.DemonstrationsMinScore)
+	}
+	if c.Demonstrations > 0 && c.DemonstrationsTimeout <= 0 {
+		bad("ALICIA_LLM_DEMONSTRATIONS_TIMEOUT must be positive (or ALICIA_LLM_DEMONSTRATIONS=0: none)")
 	}
 	if c.Toolbox == nil {
 		if err := c.Tools.Validate(); err != nil {

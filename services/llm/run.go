@@ -12,6 +12,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/promptver"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
+	"github.com/alicia-voice/alicia/services/llm/internal/demos"
 	"github.com/alicia-voice/alicia/services/llm/internal/metrics"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
 	"github.com/alicia-voice/alicia/services/llm/internal/optimize"
@@ -115,15 +116,18 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	engine := turn.New(turn.Deps{
 		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Model: mc, Toolbox: toolbox,
-		Messages: store.New(pool), Prompts: catalog, Metrics: m, Log: log,
+		Messages: store.New(pool), Prompts: catalog, Demonstrations: demonstrations(cfg, pool), Metrics: m, Log: log,
 	}, turn.Settings{
 		MaxToolIterations: cfg.MaxToolIterations,
 		HistoryLimit:      cfg.HistoryLimit, HistoryTimeout: cfg.HistoryTimeout,
 		MemoryTopK: cfg.MemoryTopK, MemoryThreshold: cfg.MemoryThreshold, MemoryTimeout: cfg.MemoryTimeout,
-		PublishTimeout: 5 * time.Second, ToolResultMax: 16 << 10,
+		DemonstrationsTimeout: cfg.DemonstrationsTimeout,
+		PublishTimeout:        5 * time.Second, ToolResultMax: 16 << 10,
 	})
 	// The judge: its own consumer and worker, off the turn path.
 	defer startJudge(ctx, cfg, nc, js, pool, m, log)()
+	// Titles: after answers, on their own consumer, waiting for turns.
+	defer startTitles(ctx, cfg, nc, js, pool, gate, func(outcome string) { m.Titles.WithLabelValues(outcome).Inc() }, log)()
 	unsubscribe, err := engine.Listen(ctx)
 	if err != nil {
 		return err
@@ -160,6 +164,17 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	log.Info().Str("model", cfg.Model).Str("backend", cfg.LLMURL).Int("partitions", cfg.Partitions).Msg("llm running")
 	return consumer.Run(ctx)
+}
+
+// demonstrations is the turns' selector of demonstrations (nil when
+// ALICIA_LLM_DEMONSTRATIONS is 0).
+func demonstrations(cfg Config, pool demos.Querier) turn.Demonstrations {
+	if cfg.Demonstrations <= 0 {
+		return nil
+	}
+	s := demos.New(pool, cfg.Demonstrations)
+	s.MinScore = cfg.DemonstrationsMinScore
+	return s
 }
 
 // probe says at start whether the model backend answers, so a wrong URL is

@@ -42,6 +42,13 @@ type Metrics struct {
 	Judged        *prometheus.CounterVec
 	JudgeDuration prometheus.Histogram
 	JudgeTokens   *prometheus.CounterVec
+	// Titles: conversations' titles by outcome (generated, kept, failed).
+	Titles *prometheus.CounterVec
+	// Demonstrations: turns' demonstration selections by outcome
+	// (included, none, timeout, error); DemonstrationsDuration: how long
+	// one took (bounded by ALICIA_LLM_DEMONSTRATIONS_TIMEOUT).
+	Demonstrations         *prometheus.CounterVec
+	DemonstrationsDuration prometheus.Histogram
 }
 
 var (
@@ -85,6 +92,14 @@ func Default() *Metrics {
 		def.JudgeTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "judge_tokens_total",
 			Help: "Tokens of the judge model's requests, by kind (prompt, completion), as its backend reports them."}, []string{"kind"})
 		prometheus.DefaultRegisterer.MustRegister(def.Judged, def.JudgeDuration, def.JudgeTokens)
+		def.Titles = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "titles_total",
+			Help: "Conversation titles asked of the model after an answer, by outcome: generated (a ConversationUpdate published), kept (the model kept the title, or gave the same), failed (no title after the last try)."}, []string{"outcome"})
+		prometheus.DefaultRegisterer.MustRegister(def.Titles)
+		def.Demonstrations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "demonstrations_total",
+			Help: "Turns' choices of demonstrations (the person's earlier well-rated turns shown as examples), by outcome: included, none (nothing qualified), timeout (over ALICIA_LLM_DEMONSTRATIONS_TIMEOUT), error; the turn goes on without them on timeout or error."}, []string{"outcome"})
+		def.DemonstrationsDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "demonstrations_duration_seconds",
+			Help: "Time to choose a turn's demonstrations (Postgres full-text search over the person's rated turns).", Buckets: buckets})
+		prometheus.DefaultRegisterer.MustRegister(def.Demonstrations, def.DemonstrationsDuration)
 		prometheus.DefaultRegisterer.MustRegister(def.TurnDuration, def.FirstToken, def.FirstSentence, def.Errors, def.ToolCalls, def.ModelAttempts, def.Breaker, def.Preempts)
 	})
 	return def

@@ -14,6 +14,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
+	"github.com/alicia-voice/alicia/services/llm/internal/demos"
 )
 
 // continueInstruction asks the model to go on from an answer it started.
@@ -29,12 +30,15 @@ type prefetch struct {
 	resp rpc.HistoryResponse
 	err  error
 	mems []rpc.Memory
+	// demos are the turn's demonstrations, set when demosReady closes.
+	demos      []demos.Demo
+	demosReady chan struct{}
 	// cached: history.get was not asked, the remembered branch may serve.
 	cached bool
 }
 
 func (t *turn) startPrefetch() *prefetch {
-	pf := &prefetch{}
+	pf := &prefetch{demosReady: make(chan struct{})}
 	if um := t.p.userMsg; um != nil {
 		if head, ok := t.e.branches.head(t.cid); ok && (um.PreviousID == nil || *um.PreviousID == head) {
 			pf.cached = true
@@ -48,6 +52,7 @@ func (t *turn) startPrefetch() *prefetch {
 		})
 	}
 	pf.wg.Go(func() { pf.mems = t.memories() })
+	pf.wg.Go(func() { defer close(pf.demosReady); pf.demos = t.demonstrations() })
 	return pf
 }
 
@@ -209,6 +214,17 @@ func (t *turn) memories() []rpc.Memory {
 		msgID = um.ID // the memory replica that began its search answers
 	}
 	return t.e.searchMemories(t.ctx, t.log, t.userID, msgID, t.p.userText)
+}
+
+// demonstrations chooses the turn's demonstrations (demos.go), or takes
+// those a preemptive answer to the same message and text chose.
+func (t *turn) demonstrations() []demos.Demo {
+	if um := t.p.userMsg; um != nil {
+		if ds, ok := t.e.preempts.demonstrations(t.cid, um.ID, t.p.userText); ok {
+			return ds
+		}
+	}
+	return t.e.demonstrations(t.ctx, t.log, t.userID, t.cid, t.p.userText)
 }
 
 // searchMemories asks memory.search for what is known about the user

@@ -58,8 +58,11 @@ type Deps struct {
 	Messages      Messages
 	// Prompts are the prompt versions (nil: none, an empty system prompt).
 	Prompts *prompts.Catalog
-	Metrics *metrics.Metrics
-	Log     zerolog.Logger
+	// Demonstrations chooses the person's earlier well-rated turns shown
+	// as examples (nil: none).
+	Demonstrations Demonstrations
+	Metrics        *metrics.Metrics
+	Log            zerolog.Logger
 }
 
 // Settings tune a turn.
@@ -70,8 +73,11 @@ type Settings struct {
 	MemoryTopK        int
 	MemoryThreshold   float64
 	MemoryTimeout     time.Duration
-	PublishTimeout    time.Duration
-	ToolResultMax     int // bytes of a tool result given to the model
+	// DemonstrationsTimeout bounds choosing the demonstrations: past it
+	// the turn goes on without.
+	DemonstrationsTimeout time.Duration
+	PublishTimeout        time.Duration
+	ToolResultMax         int // bytes of a tool result given to the model
 }
 
 // Engine runs turns. Its methods are safe for concurrent use.

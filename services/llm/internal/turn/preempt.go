@@ -20,6 +20,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/sentence"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
+	"github.com/alicia-voice/alicia/services/llm/internal/demos"
 	"github.com/alicia-voice/alicia/services/llm/internal/model"
 	"github.com/alicia-voice/alicia/services/llm/internal/think"
 )
@@ -58,6 +59,7 @@ type preempt struct {
 
 	ready chan struct{} // closed when req and mems are set (or it failed before)
 	mems  []rpc.Memory
+	demos []demos.Demo
 	fp    [32]byte // fingerprint of the request
 	built bool
 
@@ -116,6 +118,17 @@ func (ps *preempts) memories(cid, id, text string) ([]rpc.Memory, bool) {
 	}
 	<-p.ready
 	return p.mems, p.built
+}
+
+// demonstrations are the preemptive answer's demonstrations when it chose
+// them for text.
+func (ps *preempts) demonstrations(cid, id, text string) ([]demos.Demo, bool) {
+	p := ps.get(cid, id)
+	if p == nil || p.text != text {
+		return nil, false
+	}
+	<-p.ready
+	return p.demos, p.built
 }
 
 // onPreempt starts a preemptive answer (a SpecPreempt message).
@@ -209,6 +222,7 @@ func (e *Engine) preemptRequest(ctx context.Context, p *preempt, um *protocol.Us
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.mems = e.searchMemories(ctx, log, userID, "", um.Content) }) // not published: nothing began its search
+	wg.Go(func() { p.demos = e.demonstrations(ctx, log, userID, p.cid, um.Content) })
 	hctx, cancel := context.WithTimeout(ctx, e.s.HistoryTimeout)
 	defer cancel()
 	resp, err := rpc.History(hctx, e.d.NC, rpc.HistoryRequest{ConversationID: p.cid, MinSequence: minSeq, Limit: e.s.HistoryLimit + 8})
@@ -229,7 +243,7 @@ func (e *Engine) preemptRequest(ctx context.Context, p *preempt, um *protocol.Us
 	}
 	// The versions the turn will choose: the same catalog, conversation, person and voice.
 	feats, _ := e.features.get(ctx, p.cid)
-	comp := e.compose(ctx, p.cid, userID, feats.audioOutput)
+	comp := e.compose(ctx, p.cid, userID, feats.audioOutput, p.demos)
 	req := model.Request{Messages: e.prompt(comp.system, p.mems, hist, "", um.Content, "")}
 	if e.s.MaxToolIterations > 0 {
 		req.Tools = comp.tools

@@ -203,7 +203,11 @@ func (t *turn) answer(pf *prefetch) (outcome string, err error) {
 	if t.p.edit != nil {
 		t.sendEdit(t.p.edit)
 	}
-	t.comp = t.e.compose(t.ctx, t.cid, t.userID, t.feats.audioOutput)
+	// The demonstrations decide whether their version is named: wait for
+	// them (at most ALICIA_LLM_DEMONSTRATIONS_TIMEOUT, while the history is
+	// read).
+	<-pf.demosReady
+	t.comp = t.e.compose(t.ctx, t.cid, t.userID, t.feats.audioOutput, pf.demos)
 	t.out.send(protocol.New(t.cid, &protocol.StartAnswer{ID: t.p.assistantID, PreviousID: t.p.parentID,
 		ConversationID: t.cid, AnswerType: protocol.Ptr(t.feats.answerType()), PromptVersions: t.comp.ids}), t.p.assistantID+":start")
 	msgs, err := t.buildContext(pf)

@@ -6,6 +6,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/alicia-voice/alicia/services/llm/internal/demos"
 	"github.com/alicia-voice/alicia/services/llm/internal/prompts"
 )
 
@@ -20,8 +21,11 @@ type composed struct {
 }
 
 // compose chooses the versions serving conversation cid of user
-// (internal/prompts) from the catalog in memory: no round trip.
-func (e *Engine) compose(ctx context.Context, cid, user string, spoken bool) composed {
+// (internal/prompts) from the catalog in memory: no round trip. ds are the
+// turn's demonstrations: shown after the instructions, introduced by the
+// demonstrations component, whose version is named only when there are
+// some.
+func (e *Engine) compose(ctx context.Context, cid, user string, spoken bool, ds []demos.Demo) composed {
 	ch := e.d.Prompts.For(cid, user)
 	var c composed
 	text, id, _ := ch.Text(prompts.System)
@@ -31,6 +35,12 @@ func (e *Engine) compose(ctx context.Context, cid, user string, spoken bool) com
 		if v, vid, ok := ch.Text(prompts.VoiceStyle); ok && strings.TrimSpace(v) != "" {
 			c.system += "\n\n" + v
 			c.ids = appendID(c.ids, vid)
+		}
+	}
+	if len(ds) > 0 {
+		if intro, did, ok := ch.Text(prompts.Demonstrations); ok && strings.TrimSpace(intro) != "" {
+			c.system += "\n\n" + demonstrationsBlock(intro, ds)
+			c.ids = appendID(c.ids, did)
 		}
 	}
 	if e.d.Toolbox == nil {
