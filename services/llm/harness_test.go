@@ -79,6 +79,8 @@ func (h *harness) config(fake *fakeopenai.Server) llm.Config {
 	// No judge: its requests would take the answers scripted on the fake
 	// chat model. The judge's tests give it a judge model of its own (judged).
 	cfg.Judge.Sample = 0
+	// No titles either, for the same reason (TestTitles turns them on).
+	cfg.Titles = false
 	return cfg
 }
 

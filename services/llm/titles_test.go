@@ -36,7 +36,9 @@ func titledModels(t *testing.T) *fakeopenai.Server {
 func TestTitles(t *testing.T) {
 	h := newHarness(t)
 	models := titledModels(t)
-	h.replica(h.config(models))
+	cfg := h.config(models)
+	cfg.Titles = true
+	h.replica(cfg)
 	title := func(cid string) (string, string) {
 		var text, source string
 		if err := h.pool.QueryRow(context.Background(), `SELECT title, title_source FROM alicia_conversations WHERE id = $1`, cid).Scan(&text, &source); err != nil {

@@ -211,6 +211,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 		return memory.Run(ctx, mcfg, log.With().Str("service", "memory").Logger())
 	})
 	lcfg := llm.DefaultConfig()
+	lcfg.Titles = false // its requests would take the fakes' scripted answers
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = urls, pgURL, chat.URL(), "fake-chat"
 	lcfg.Streams = streams
 	lcfg.Timeout, lcfg.RetryBackoff, lcfg.BreakerCooldown = 10*time.Second, 10*time.Millisecond, 300*time.Millisecond

@@ -119,6 +119,7 @@ func newStack(t testing.TB, o options) *stack {
 	})
 
 	lcfg := llm.DefaultConfig()
+	lcfg.Titles = false // its requests would take the fakes' scripted answers
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = ns.ClientURL(), pgURL, chat.URL(), "fake-chat"
 	lcfg.Timeout, lcfg.RetryBackoff, lcfg.BreakerCooldown = 2*time.Second, 10*time.Millisecond, 300*time.Millisecond
 	lcfg.Partitions, lcfg.ShutdownGrace = 8, 0

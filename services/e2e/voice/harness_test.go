@@ -135,6 +135,7 @@ func newStack(t testing.TB, o options) *stack {
 	run := func(name string, f func(context.Context) error) { testkit.Go(t, name, f) }
 
 	lcfg := llm.DefaultConfig()
+	lcfg.Titles = false // its requests would take the fakes' scripted answers
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = natsURL, pgURL, chat.URL(), "fake-chat"
 	lcfg.Partitions, lcfg.ShutdownGrace, lcfg.MemoryTopK, lcfg.MetricsAddr = 4, 0, 0, ""
 	lcfg.Streams = streams

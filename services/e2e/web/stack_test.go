@@ -95,6 +95,7 @@ func startStack(t testing.TB, opts ...func(*stackOptions)) *stack {
 	})
 
 	lcfg := llm.DefaultConfig()
+	lcfg.Titles = false // its requests would take the fakes' answers and counts
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = ns.ClientURL(), pgURL, chatURL, chatModel
 	// One attempt: a scripted 503 is the answer's error at once.
 	lcfg.Timeout, lcfg.Attempts, lcfg.RetryBackoff = 10*time.Second, 1, 10*time.Millisecond

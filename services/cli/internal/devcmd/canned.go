@@ -48,6 +48,9 @@ func cannedTurn(req fakeopenai.Request) fakeopenai.Turn {
 		}
 		return fakeopenai.Turn{Text: []string{structured(schema, req.LastUser())}}
 	}
+	if strings.HasPrefix(system, "You name conversations") {
+		return fakeopenai.Text(cannedTitle(req.LastUser()))
+	}
 	if strings.HasPrefix(req.LastUser(), "I provided an assistant") {
 		return fakeopenai.Text(cannedProposal(req.LastUser()))
 	}
@@ -171,4 +174,22 @@ func cannedProposal(prompt string) string {
 		current = strings.TrimSpace(current + " " + cannedBrief + " " + cannedProposalNote)
 	}
 	return "```\n" + current + "\n```"
+}
+
+// cannedTitle names a conversation (the llm's title request shows it as
+// "Person: …" and "Alicia: …" lines) by the first words the person said,
+// so titles can be tried without a model.
+func cannedTitle(transcript string) string {
+	for _, line := range strings.Split(transcript, "\n") {
+		if said, ok := strings.CutPrefix(line, "Person: "); ok {
+			words := strings.Fields(said)
+			if len(words) > 5 {
+				words = words[:5]
+			}
+			if len(words) > 0 {
+				return strings.Join(words, " ")
+			}
+		}
+	}
+	return "KEEP"
 }

@@ -84,6 +84,7 @@ func (s *Stack) StartOptimizer(t *testing.T) {
 	cfg.NATSURL, cfg.PostgresURL, cfg.LLMURL, cfg.Model = s.natsURL, s.pgURL, fake.URL(), "fake-chat"
 	cfg.Optimizer.Enabled, cfg.Optimizer.Only = true, true
 	cfg.Judge.Sample = 0
+	cfg.Titles = false // its requests would take the fakes' scripted answers
 	cfg.ShutdownGrace = 0
 	svc := testkit.Go(t, "llm", func(ctx context.Context) error { return llm.Run(ctx, cfg, zerolog.Nop()) })
 	// The optimiser's worker waits on a 30 s pull that does not hear its
