@@ -70,6 +70,9 @@ type options struct {
 	// cluster runs the services on three JetStream servers routed on
 	// 127.0.0.1, every stream at R3 (stack.cluster), instead of one.
 	cluster bool
+	// llm adjusts the llm service's configuration (e.g. its judge, which
+	// is off unless set: Judge.Sample 0).
+	llm func(*llm.Config)
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -139,6 +142,9 @@ func newStack(t testing.TB, o options) *stack {
 	lcfg.NATSURL, lcfg.PostgresURL, lcfg.LLMURL, lcfg.Model = natsURL, pgURL, chat.URL(), "fake-chat"
 	lcfg.Partitions, lcfg.ShutdownGrace, lcfg.MemoryTopK, lcfg.MetricsAddr = 4, 0, 0, ""
 	lcfg.Streams = streams
+	if o.llm != nil {
+		o.llm(&lcfg)
+	}
 	run("llm", func(ctx context.Context) error { return llm.Run(ctx, lcfg, log.With().Str("service", "llm").Logger()) })
 
 	acfg := asr.DefaultConfig()
