@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -72,6 +73,9 @@ func TestDemonstrations(t *testing.T) {
 	h.rated(t, "user-2", ratedTurn{q: "How do I repot a fern quickly?", a: "FERN-OTHER: just do it.", vote: "up"})
 
 	cfg := h.config(h.fake)
+	// A budget a loaded test machine keeps within (the default 150ms is
+	// BenchmarkSelect's business): only the lock below outlasts it.
+	cfg.DemonstrationsTimeout = 2 * time.Second
 	stop := h.replica(cfg)
 	h.waitSeeded(t)
 	cid := h.conversation()
@@ -144,7 +148,7 @@ func TestDemonstrations(t *testing.T) {
 
 	t.Run("k bounds the count", func(t *testing.T) {
 		cfg := h.config(h.fake)
-		cfg.Demonstrations = 1
+		cfg.Demonstrations, cfg.DemonstrationsTimeout = 1, 2*time.Second
 		stop := h.replica(cfg)
 		defer stop()
 		_, sys := h.turnWith(t, w, cid, testUser, "Should I repot a fern in spring?")
