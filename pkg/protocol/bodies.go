@@ -136,3 +136,9 @@ func (*OptimizationRun) MessageType() MessageType { return TypeOptimizationRun }
 
 // MessageType returns TypeLearningConsent.
 func (*LearningConsent) MessageType() MessageType { return TypeLearningConsent }
+
+// MessageType returns TypeUserSettings.
+func (*UserSettings) MessageType() MessageType { return TypeUserSettings }
+
+// MessageType returns TypeTimer.
+func (*Timer) MessageType() MessageType { return TypeTimer }

@@ -55,6 +55,8 @@ const (
 	TypePromptVersion    MessageType = 71
 	TypeOptimizationRun  MessageType = 72
 	TypeLearningConsent  MessageType = 73
+	TypeUserSettings     MessageType = 74
+	TypeTimer            MessageType = 75
 )
 
 // Body is implemented by every generated body type (as a pointer).
@@ -114,6 +116,8 @@ var registry = map[MessageType]typeInfo{
 	TypePromptVersion:        {"PromptVersion", "prompt_version", func() Body { return new(PromptVersion) }},
 	TypeOptimizationRun:      {"OptimizationRun", "optimization_run", func() Body { return new(OptimizationRun) }},
 	TypeLearningConsent:      {"LearningConsent", "learning_consent", func() Body { return new(LearningConsent) }},
+	TypeUserSettings:         {"UserSettings", "user_settings", func() Body { return new(UserSettings) }},
+	TypeTimer:                {"Timer", "timer", func() Body { return new(Timer) }},
 }
 
 var byToken = func() map[string]MessageType {

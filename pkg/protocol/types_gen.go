@@ -81,6 +81,11 @@ type ASRJob struct {
 	// (speculative jobs): a partial job whose audio reaches this far covers the same
 	// speech.
 	VoicedMs *int32 `json:"voicedMs,omitempty,omitzero"`
+
+	// Hands-free mode: the utterance is answered only if its transcript begins with
+	// one of these words; otherwise nothing of it is published on a stream (the
+	// room-agent hears the decision on core NATS).
+	WakeWords []string `json:"wakeWords,omitempty,omitzero"`
 }
 
 // Acknowledges a stanza. Message type 8, both.
@@ -247,8 +252,23 @@ type Configuration struct {
 	// Last server stanza id the client saw.
 	LastSequenceSeen *int32 `json:"lastSequenceSeen,omitempty,omitzero"`
 
-	// BCP 47 language tag.
+	// BCP 47 language tag: the language this conversation is transcribed and spoken
+	// in (absent: the person's default, else detected).
 	PreferredLanguage *string `json:"preferredLanguage,omitempty,omitzero"`
+
+	// Speaking rate of this conversation's answers, 1 being the voice's own. Absent:
+	// the person's default, else the installation's.
+	SpeechSpeed *float64 `json:"speechSpeed,omitempty,omitzero"`
+
+	// The voice this conversation's answers are spoken in: one of the voices
+	// ServerInfo lists for the speech engine. Absent: the person's default, else the
+	// installation's.
+	Voice *string `json:"voice,omitempty,omitzero"`
+
+	// Hands-free mode: only speech that begins with a wake word (ServerInfo's
+	// wakeWords) is answered; other speech is neither answered nor stored. Absent:
+	// the person's default (off).
+	WakeWord *bool `json:"wakeWord,omitempty,omitzero"`
 }
 
 type ConfigurationFeaturesElem string
@@ -679,6 +699,7 @@ const MemoryActionActionArchive MemoryActionAction = "archive"
 const MemoryActionActionCreate MemoryActionAction = "create"
 const MemoryActionActionDelete MemoryActionAction = "delete"
 const MemoryActionActionPin MemoryActionAction = "pin"
+const MemoryActionActionRate MemoryActionAction = "rate"
 const MemoryActionActionUpdate MemoryActionAction = "update"
 
 type MemoryActionMemory struct {
@@ -706,12 +727,23 @@ type MemoryActionMemory struct {
 	// Who made the memory: user, api or extraction.
 	Source *string `json:"source,omitempty,omitzero"`
 
+	// Where the memory came from (JSON object): for an extraction, the conversation,
+	// the messages and the model.
+	SourceInfo MemoryActionMemorySourceInfo `json:"sourceInfo,omitempty,omitzero"`
+
 	// Message the memory was extracted from.
 	SourceMessageID *string `json:"sourceMessageId,omitempty,omitzero"`
 
 	// Tags corresponds to the JSON schema field "tags".
 	Tags []string `json:"tags,omitempty,omitzero"`
+
+	// The person's rating of the memory's usefulness, 1..5 (action rate).
+	UserRating *int32 `json:"userRating,omitempty,omitzero"`
 }
+
+// Where the memory came from (JSON object): for an extraction, the conversation,
+// the messages and the model.
+type MemoryActionMemorySourceInfo map[string]interface{}
 
 // Confirms a MemoryAction. Message type 25, S→C.
 type MemoryConfirmation struct {
@@ -750,11 +782,25 @@ type MemoryTrace struct {
 	// Assistant message id.
 	MessageID string `json:"messageId"`
 
+	// The text the memory was searched with.
+	QueryPrompt *string `json:"queryPrompt,omitempty,omitzero"`
+
+	// How the search ran (JSON object): the model of the query's embedding, the
+	// candidates, the threshold, whether it was prefetched.
+	QueryPromptMeta MemoryTraceQueryPromptMeta `json:"queryPromptMeta,omitempty,omitzero"`
+
 	// Relevance 0..1.
 	Relevance float64 `json:"relevance"`
 }
 
+// How the search ran (JSON object): the model of the query's embedding, the
+// candidates, the threshold, whether it was prefetched.
+type MemoryTraceQueryPromptMeta map[string]interface{}
+
 type ModelStatus struct {
+	// Languages the engine transcribes (asr) or speaks (tts), BCP 47 tags.
+	Languages []string `json:"languages,omitempty,omitzero"`
+
 	// Name corresponds to the JSON schema field "name".
 	Name string `json:"name"`
 
@@ -958,6 +1004,12 @@ type ServerInfo struct {
 
 	// Models corresponds to the JSON schema field "models".
 	Models ServerInfoModels `json:"models"`
+
+	// Voices the speech engine (models.tts) offers.
+	Voices []ServerInfoVoicesElem `json:"voices,omitempty,omitzero"`
+
+	// The words that address Alicia in hands-free mode (Configuration.wakeWord).
+	WakeWords []string `json:"wakeWords,omitempty,omitzero"`
 }
 
 type ServerInfoConnection struct {
@@ -988,6 +1040,14 @@ type ServerInfoModels struct {
 
 	// TTS corresponds to the JSON schema field "tts".
 	TTS ModelStatus `json:"tts"`
+}
+
+type ServerInfoVoicesElem struct {
+	// ID corresponds to the JSON schema field "id".
+	ID string `json:"id"`
+
+	// BCP 47 language tag the voice speaks.
+	Language *string `json:"language,omitempty,omitzero"`
 }
 
 // Statistics of the session. Message type 27, S→C.
@@ -1135,6 +1195,65 @@ type SyncResponseSyncedMessagesElemStatus string
 const SyncResponseSyncedMessagesElemStatusConflict SyncResponseSyncedMessagesElemStatus = "conflict"
 const SyncResponseSyncedMessagesElemStatusSynced SyncResponseSyncedMessagesElemStatus = "synced"
 
+// A timer or reminder and each change of its state (alicia.sys.timer): set by the
+// llm's timer tools, cancelled by a tool or the person, fired by the replica that
+// delivered it. The latest state of an id holds; stored by persistence
+// (alicia_timers). Message type 75, internal.
+type Timer struct {
+	// The conversation it was set in and is delivered to (ac_…).
+	ConversationID string `json:"conversationId"`
+
+	// When it was set, ms since the Unix epoch.
+	CreatedAt int64 `json:"createdAt"`
+
+	// How a fired one reached the person: spoken in an open call, or a message (and a
+	// notification in an open web app).
+	DeliveredAs *TimerDeliveredAs `json:"deliveredAs,omitempty,omitzero"`
+
+	// When it is due, ms since the Unix epoch.
+	DueAt int64 `json:"dueAt"`
+
+	// Timer id (atm_…).
+	ID string `json:"id"`
+
+	// Kind corresponds to the JSON schema field "kind".
+	Kind TimerKind `json:"kind"`
+
+	// What it is for ("tea", "call Anna"); may be empty for a timer.
+	Label *string `json:"label,omitempty,omitzero"`
+
+	// A fired one's message in the conversation.
+	MessageID *string `json:"messageId,omitempty,omitzero"`
+
+	// Status corresponds to the JSON schema field "status".
+	Status TimerStatus `json:"status"`
+
+	// IANA time zone the person's times were read in.
+	TimeZone *string `json:"timeZone,omitempty,omitzero"`
+
+	// When this state was reached, ms since the Unix epoch.
+	Timestamp int64 `json:"timestamp"`
+
+	// The person it belongs to.
+	UserID string `json:"userId"`
+}
+
+type TimerDeliveredAs string
+
+const TimerDeliveredAsMessage TimerDeliveredAs = "message"
+const TimerDeliveredAsSpoken TimerDeliveredAs = "spoken"
+
+type TimerKind string
+
+const TimerKindReminder TimerKind = "reminder"
+const TimerKindTimer TimerKind = "timer"
+
+type TimerStatus string
+
+const TimerStatusCancelled TimerStatus = "cancelled"
+const TimerStatusFired TimerStatus = "fired"
+const TimerStatusScheduled TimerStatus = "scheduled"
+
 // The tools a source (the built-in set or one MCP server) offers; upserted by
 // name, keeping each tool's enabled flag. Tools of the same source that are not
 // listed are removed. Message type 60, internal (alicia.sys).
@@ -1239,6 +1358,11 @@ const ToolUseResultErrorCodeUnknownTool ToolUseResultErrorCode = "unknown_tool"
 // A partial or final transcription of user speech; the final one is the user's
 // message. Message type 9, S→C.
 type Transcription struct {
+	// Hands-free mode only: whether the utterance began with a wake word. An
+	// unaddressed final transcript goes to the room-agent on core NATS and is never
+	// stored.
+	Addressed *bool `json:"addressed,omitempty,omitzero"`
+
 	// Confidence 0..1.
 	Confidence *float64 `json:"confidence,omitempty,omitzero"`
 
@@ -1357,6 +1481,9 @@ type UserMessage struct {
 	// Message id (am_…).
 	ID string `json:"id"`
 
+	// The client's id of a message written offline and sent with SyncRequest.
+	LocalID *string `json:"localId,omitempty,omitzero"`
+
 	// Id of the message this one answers or follows.
 	PreviousID *string `json:"previousId,omitempty,omitzero"`
 
@@ -1397,6 +1524,36 @@ const UserNoteCategoryContext UserNoteCategory = "context"
 const UserNoteCategoryCorrection UserNoteCategory = "correction"
 const UserNoteCategoryGeneral UserNoteCategory = "general"
 const UserNoteCategoryImprovement UserNoteCategory = "improvement"
+
+// A person's defaults for their conversations (alicia.sys.user_settings): voice,
+// speaking rate, language, time zone and hands-free mode. The latest one holds,
+// whole: an absent field falls back to the installation's default. A
+// conversation's own Configuration overrides it. Published by the gateway on the
+// person's request; stored by persistence (alicia_user_settings). Message type 74,
+// internal.
+type UserSettings struct {
+	// Default language of transcription and speech, a BCP 47 tag (absent: detected).
+	Language *string `json:"language,omitempty,omitzero"`
+
+	// Default speaking rate, 1 being the voice's own.
+	SpeechSpeed *float64 `json:"speechSpeed,omitempty,omitzero"`
+
+	// IANA time zone (Europe/Paris) in which times the person says are read and shown
+	// (timers and reminders).
+	TimeZone *string `json:"timeZone,omitempty,omitzero"`
+
+	// When they were set, ms since the Unix epoch.
+	Timestamp int64 `json:"timestamp"`
+
+	// The person.
+	UserID string `json:"userId"`
+
+	// Default voice of answers: one of the voices ServerInfo lists.
+	Voice *string `json:"voice,omitempty,omitzero"`
+
+	// Hands-free mode by default in voice conversations.
+	WakeWord *bool `json:"wakeWord,omitempty,omitzero"`
+}
 
 type Weights struct {
 	// Short answers when spoken.

@@ -26,6 +26,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       content: { t: 'string' },
       conversationId: { t: 'string' },
       id: { t: 'string' },
+      localId: { t: 'string' },
       previousId: { t: 'string' },
       timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
     },
@@ -112,6 +113,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
     t: 'object',
     required: ['conversationId', 'final', 'id', 'text'],
     props: {
+      addressed: { t: 'boolean' },
       confidence: { t: 'number', min: 0, max: 1 },
       conversationId: { t: 'string' },
       final: { t: 'boolean' },
@@ -153,6 +155,9 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       features: { t: 'array', items: { t: 'string', enum: ['streaming', 'partial_responses', 'audio_output', 'reasoning_steps', 'tool_use'] } },
       lastSequenceSeen: { t: 'integer', min: -2147483648, max: 2147483647 },
       preferredLanguage: { t: 'string' },
+      speechSpeed: { t: 'number', min: 0.5, max: 2 },
+      voice: { t: 'string' },
+      wakeWord: { t: 'boolean' },
     },
   },
   // StartAnswer
@@ -178,6 +183,8 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       id: { t: 'string' },
       memoryId: { t: 'string' },
       messageId: { t: 'string' },
+      queryPrompt: { t: 'string' },
+      queryPromptMeta: { t: 'object' },
       relevance: { t: 'number' },
     },
   },
@@ -316,7 +323,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
     t: 'object',
     required: ['action', 'id', 'timestamp'],
     props: {
-      action: { t: 'string', enum: ['create', 'update', 'delete', 'pin', 'archive'] },
+      action: { t: 'string', enum: ['create', 'update', 'delete', 'pin', 'archive', 'rate'] },
       id: { t: 'string' },
       memory: {
         t: 'object',
@@ -330,8 +337,10 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
           importance: { t: 'number', min: 0, max: 1 },
           pinned: { t: 'boolean' },
           source: { t: 'string' },
+          sourceInfo: { t: 'object' },
           sourceMessageId: { t: 'string' },
           tags: { t: 'array', items: { t: 'string' } },
+          userRating: { t: 'integer', min: 1, max: 5 },
         },
       },
       timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
@@ -379,6 +388,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
             t: 'object',
             required: ['name', 'reachable'],
             props: {
+              languages: { t: 'array', items: { t: 'string' } },
               name: { t: 'string' },
               reachable: { t: 'boolean' },
             },
@@ -387,6 +397,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
             t: 'object',
             required: ['name', 'reachable'],
             props: {
+              languages: { t: 'array', items: { t: 'string' } },
               name: { t: 'string' },
               reachable: { t: 'boolean' },
             },
@@ -395,6 +406,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
             t: 'object',
             required: ['name', 'reachable'],
             props: {
+              languages: { t: 'array', items: { t: 'string' } },
               name: { t: 'string' },
               reachable: { t: 'boolean' },
             },
@@ -403,12 +415,25 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
             t: 'object',
             required: ['name', 'reachable'],
             props: {
+              languages: { t: 'array', items: { t: 'string' } },
               name: { t: 'string' },
               reachable: { t: 'boolean' },
             },
           },
         },
       },
+      voices: {
+        t: 'array',
+        items: {
+          t: 'object',
+          required: ['id'],
+          props: {
+            id: { t: 'string' },
+            language: { t: 'string' },
+          },
+        },
+      },
+      wakeWords: { t: 'array', items: { t: 'string' } },
     },
   },
   // SessionStats
@@ -618,6 +643,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       transcriptConfidence: { t: 'number', min: 0, max: 1 },
       utteranceId: { t: 'string' },
       voicedMs: { t: 'integer', min: 0, max: 2147483647 },
+      wakeWords: { t: 'array', items: { t: 'string' } },
     },
   },
   // SpeechAudio
@@ -746,6 +772,39 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
     required: ['share', 'timestamp', 'userId'],
     props: {
       share: { t: 'boolean' },
+      timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
+      userId: { t: 'string' },
+    },
+  },
+  // UserSettings
+  74: {
+    t: 'object',
+    required: ['timestamp', 'userId'],
+    props: {
+      language: { t: 'string' },
+      speechSpeed: { t: 'number', min: 0.5, max: 2 },
+      timeZone: { t: 'string' },
+      timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
+      userId: { t: 'string' },
+      voice: { t: 'string' },
+      wakeWord: { t: 'boolean' },
+    },
+  },
+  // Timer
+  75: {
+    t: 'object',
+    required: ['conversationId', 'createdAt', 'dueAt', 'id', 'kind', 'status', 'timestamp', 'userId'],
+    props: {
+      conversationId: { t: 'string' },
+      createdAt: { t: 'integer', min: 0, max: 9007199254740991 },
+      deliveredAs: { t: 'string', enum: ['spoken', 'message'] },
+      dueAt: { t: 'integer', min: 0, max: 9007199254740991 },
+      id: { t: 'string' },
+      kind: { t: 'string', enum: ['timer', 'reminder'] },
+      label: { t: 'string' },
+      messageId: { t: 'string' },
+      status: { t: 'string', enum: ['scheduled', 'cancelled', 'fired'] },
+      timeZone: { t: 'string' },
       timestamp: { t: 'integer', min: 0, max: 9007199254740991 },
       userId: { t: 'string' },
     },

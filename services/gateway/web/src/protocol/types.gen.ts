@@ -62,6 +62,10 @@ export interface UserMessage {
    * Milliseconds since the Unix epoch.
    */
   timestamp?: number
+  /**
+   * The client's id of a message written offline and sent with SyncRequest.
+   */
+  localId?: string
 }
 
 // 3: assistant_message.json
@@ -278,6 +282,10 @@ export interface Transcription {
    * BCP 47 language tag.
    */
   language?: string
+  /**
+   * Hands-free mode only: whether the utterance began with a wake word. An unaddressed final transcript goes to the room-agent on core NATS and is never stored.
+   */
+  addressed?: boolean
 }
 
 // 10: control_stop.json
@@ -341,7 +349,7 @@ export interface Configuration {
   lastSequenceSeen?: number
   clientVersion?: string
   /**
-   * BCP 47 language tag.
+   * BCP 47 language tag: the language this conversation is transcribed and spoken in (absent: the person's default, else detected).
    */
   preferredLanguage?: string
   device?: string
@@ -349,6 +357,18 @@ export interface Configuration {
    * Client features.
    */
   features?: ('streaming' | 'partial_responses' | 'audio_output' | 'reasoning_steps' | 'tool_use')[]
+  /**
+   * The voice this conversation's answers are spoken in: one of the voices ServerInfo lists for the speech engine. Absent: the person's default, else the installation's.
+   */
+  voice?: string
+  /**
+   * Speaking rate of this conversation's answers, 1 being the voice's own. Absent: the person's default, else the installation's.
+   */
+  speechSpeed?: number
+  /**
+   * Hands-free mode: only speech that begins with a wake word (ServerInfo's wakeWords) is answered; other speech is neither answered nor stored. Absent: the person's default (off).
+   */
+  wakeWord?: boolean
 }
 
 // 13: start_answer.json
@@ -411,6 +431,16 @@ export interface MemoryTrace {
    * Relevance 0..1.
    */
   relevance: number
+  /**
+   * The text the memory was searched with.
+   */
+  queryPrompt?: string
+  /**
+   * How the search ran (JSON object): the model of the query's embedding, the candidates, the threshold, whether it was prefetched.
+   */
+  queryPromptMeta?: {
+    [k: string]: unknown
+  }
 }
 
 // 15: commentary.json
@@ -612,7 +642,7 @@ export interface NoteConfirmation {
  */
 export interface MemoryAction {
   id: string
-  action: 'create' | 'update' | 'delete' | 'pin' | 'archive'
+  action: 'create' | 'update' | 'delete' | 'pin' | 'archive' | 'rate'
   memory?: {
     /**
      * Memory id (amem_…).
@@ -645,6 +675,16 @@ export interface MemoryAction {
      * Confidence 0..1.
      */
     confidence?: number
+    /**
+     * The person's rating of the memory's usefulness, 1..5 (action rate).
+     */
+    userRating?: number
+    /**
+     * Where the memory came from (JSON object): for an extraction, the conversation, the messages and the model.
+     */
+    sourceInfo?: {
+      [k: string]: unknown
+    }
   }
   /**
    * Milliseconds since the Unix epoch.
@@ -681,10 +721,28 @@ export interface ServerInfo {
     name: string
     status: string
   }[]
+  /**
+   * Voices the speech engine (models.tts) offers.
+   */
+  voices?: {
+    id: string
+    /**
+     * BCP 47 language tag the voice speaks.
+     */
+    language?: string
+  }[]
+  /**
+   * The words that address Alicia in hands-free mode (Configuration.wakeWord).
+   */
+  wakeWords?: string[]
 }
 export interface ModelStatus {
   name: string
   reachable: boolean
+  /**
+   * Languages the engine transcribes (asr) or speaks (tts), BCP 47 tags.
+   */
+  languages?: string[]
 }
 
 // 27: session_stats.json
@@ -1073,6 +1131,10 @@ export interface ASRJob {
    * When the job was made, ms since the Unix epoch.
    */
   createdAt: number
+  /**
+   * Hands-free mode: the utterance is answered only if its transcript begins with one of these words; otherwise nothing of it is published on a stream (the room-agent hears the decision on core NATS).
+   */
+  wakeWords?: string[]
 }
 
 // 65: speech_audio.json
@@ -1408,6 +1470,90 @@ export interface LearningConsent {
   timestamp: number
 }
 
+// 74: user_settings.json
+/**
+ * A person's defaults for their conversations (alicia.sys.user_settings): voice, speaking rate, language, time zone and hands-free mode. The latest one holds, whole: an absent field falls back to the installation's default. A conversation's own Configuration overrides it. Published by the gateway on the person's request; stored by persistence (alicia_user_settings). Message type 74, internal.
+ */
+export interface UserSettings {
+  /**
+   * The person.
+   */
+  userId: string
+  /**
+   * Default voice of answers: one of the voices ServerInfo lists.
+   */
+  voice?: string
+  /**
+   * Default speaking rate, 1 being the voice's own.
+   */
+  speechSpeed?: number
+  /**
+   * Default language of transcription and speech, a BCP 47 tag (absent: detected).
+   */
+  language?: string
+  /**
+   * IANA time zone (Europe/Paris) in which times the person says are read and shown (timers and reminders).
+   */
+  timeZone?: string
+  /**
+   * Hands-free mode by default in voice conversations.
+   */
+  wakeWord?: boolean
+  /**
+   * When they were set, ms since the Unix epoch.
+   */
+  timestamp: number
+}
+
+// 75: timer.json
+/**
+ * A timer or reminder and each change of its state (alicia.sys.timer): set by the llm's timer tools, cancelled by a tool or the person, fired by the replica that delivered it. The latest state of an id holds; stored by persistence (alicia_timers). Message type 75, internal.
+ */
+export interface Timer {
+  /**
+   * Timer id (atm_…).
+   */
+  id: string
+  /**
+   * The person it belongs to.
+   */
+  userId: string
+  /**
+   * The conversation it was set in and is delivered to (ac_…).
+   */
+  conversationId: string
+  kind: 'timer' | 'reminder'
+  /**
+   * What it is for ("tea", "call Anna"); may be empty for a timer.
+   */
+  label?: string
+  /**
+   * When it is due, ms since the Unix epoch.
+   */
+  dueAt: number
+  /**
+   * IANA time zone the person's times were read in.
+   */
+  timeZone?: string
+  status: 'scheduled' | 'cancelled' | 'fired'
+  /**
+   * How a fired one reached the person: spoken in an open call, or a message (and a notification in an open web app).
+   */
+  deliveredAs?: 'spoken' | 'message'
+  /**
+   * A fired one's message in the conversation.
+   */
+  messageId?: string
+  /**
+   * When it was set, ms since the Unix epoch.
+   */
+  createdAt: number
+  /**
+   * When this state was reached, ms since the Unix epoch.
+   */
+  timestamp: number
+}
+
 // Message type numbers (x-alicia-type); reserved types are left out.
 export const MessageType = {
   ErrorMessage: 1,
@@ -1455,6 +1601,8 @@ export const MessageType = {
   PromptVersion: 71,
   OptimizationRun: 72,
   LearningConsent: 73,
+  UserSettings: 74,
+  Timer: 75,
 } as const
 
 export type MessageTypeName = keyof typeof MessageType
@@ -1507,6 +1655,8 @@ export interface BodyByType {
   71: PromptVersion
   72: OptimizationRun
   73: LearningConsent
+  74: UserSettings
+  75: Timer
 }
 
 // The body interface of each message type name.
@@ -1556,6 +1706,8 @@ export interface BodyByName {
   PromptVersion: PromptVersion
   OptimizationRun: OptimizationRun
   LearningConsent: LearningConsent
+  UserSettings: UserSettings
+  Timer: Timer
 }
 
 // Message types a client may send (x-alicia-senders has 'client'); the edges refuse others with 203.
@@ -1624,4 +1776,6 @@ export const MESSAGE_TOKENS: Readonly<Record<MessageTypeNumber, string>> = {
   71: 'prompt_version',
   72: 'optimization_run',
   73: 'learning_consent',
+  74: 'user_settings',
+  75: 'timer',
 }
