@@ -108,9 +108,11 @@ var wantTables = []string{
 	"alicia_sentences",
 	"alicia_session_stats",
 	"alicia_stream_offsets",
+	"alicia_timers",
 	"alicia_tool_uses",
 	"alicia_tools",
 	"alicia_user_conversation_commentaries",
+	"alicia_user_settings",
 	"alicia_votes",
 	// The optimiser's tables keep the seeds' names (00012).
 	"prompt_candidates",
@@ -294,7 +296,7 @@ func checkSchema(t *testing.T, db *sql.DB) {
 }
 
 // migrationCount is the number of migration files, numbered 1..n.
-const migrationCount = 14
+const migrationCount = 15
 
 func TestUpDownUp(t *testing.T) {
 	t.Parallel()

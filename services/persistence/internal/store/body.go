@@ -143,6 +143,10 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return w.eliteSelect(env, b, at)
 	case *protocol.LearningConsent:
 		return w.learningConsent(env, b, at)
+	case *protocol.UserSettings:
+		return w.userSettings(env, b, at)
+	case *protocol.Timer:
+		return w.timer(b, at)
 	case *protocol.MCPServerConfig:
 		return w.mcpServerConfig(b, at)
 	case *protocol.MCPServerStatus:
@@ -228,6 +232,15 @@ func (w *writer) configuration(cid string, b *protocol.Configuration) {
 	st.prefsSeq = w.seq
 	if b.PreferredLanguage != nil {
 		st.prefs["preferredLanguage"] = *b.PreferredLanguage
+	}
+	if b.Voice != nil {
+		st.prefs["voice"] = *b.Voice
+	}
+	if b.SpeechSpeed != nil {
+		st.prefs["speechSpeed"] = *b.SpeechSpeed
+	}
+	if b.WakeWord != nil {
+		st.prefs["wakeWord"] = *b.WakeWord
 	}
 	if b.Device != nil {
 		st.prefs["device"] = *b.Device

@@ -20,6 +20,7 @@ var (
 	errUtteranceID         = errors.New("AudioChunk meta alicia.utterance_id is not a non-empty string")
 	errPromptVersion       = errors.New("prompt version cannot be stored")
 	errOptimization        = errors.New("prompt optimisation record cannot be stored")
-	errSystemOnly          = errors.New("an internal record (OptimizationRun, EliteOptions, DimensionPreference, EliteSelect, LearningConsent) belongs on alicia.sys.{type}, never on a conversation subject")
+	errEveryday            = errors.New("settings or timer record cannot be stored")
+	errSystemOnly          = errors.New("an internal record (OptimizationRun, EliteOptions, DimensionPreference, EliteSelect, LearningConsent, UserSettings, Timer) belongs on alicia.sys.{type}, never on a conversation subject")
 	errUnknownRef          = errors.New("the envelope names an optimisation run or candidate that was never stored")
 )

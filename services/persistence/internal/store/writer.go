@@ -200,7 +200,7 @@ func placed(t protocol.MessageType, o subjects.Origin, onConversation bool) erro
 			return fmt.Errorf("%w: %s", errNotAgentSubject, t)
 		}
 	case protocol.TypeOptimizationRun, protocol.TypeEliteOptions, protocol.TypeDimensionPreference, protocol.TypeEliteSelect,
-		protocol.TypeLearningConsent:
+		protocol.TypeLearningConsent, protocol.TypeUserSettings, protocol.TypeTimer:
 		if onConversation {
 			return fmt.Errorf("%w: %s", errSystemOnly, t)
 		}
