@@ -273,6 +273,7 @@ type Configuration struct {
 
 type ConfigurationFeaturesElem string
 
+const ConfigurationFeaturesElemAcknowledgements ConfigurationFeaturesElem = "acknowledgements"
 const ConfigurationFeaturesElemAudioOutput ConfigurationFeaturesElem = "audio_output"
 const ConfigurationFeaturesElemPartialResponses ConfigurationFeaturesElem = "partial_responses"
 const ConfigurationFeaturesElemReasoningSteps ConfigurationFeaturesElem = "reasoning_steps"

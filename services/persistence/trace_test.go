@@ -108,8 +108,10 @@ func TestTraceIDColumn(t *testing.T) {
 	// An answer whose StartAnswer had none takes the completing one's.
 	s.server(cid, &protocol.StartAnswer{ID: second, PreviousID: userMsg, ConversationID: cid}, nil)
 	s.server(cid, &protocol.AssistantMessage{ID: second, ConversationID: cid, Content: "Or an omelette."}, traced(tSecond))
-	last := s.client(cid, 4, &protocol.SyncRequest{Messages: []protocol.SyncRequestMessagesElem{
-		{LocalID: "local-1", Role: "user", Contents: "Offline question", SequenceNumber: 4, CreatedAt: 1700000000000}}}, traced(tSync))
+	// A message written offline: the edge publishes it as a UserMessage
+	// with its localId (a SyncRequest itself makes no row).
+	last := s.client(cid, 4, &protocol.UserMessage{ID: protocol.SyncedMessageID(cid, "local-1"), ConversationID: cid,
+		Content: "Offline question", LocalID: protocol.Ptr("local-1"), Timestamp: protocol.Ptr(int64(1700000000000))}, traced(tSync))
 	s.history(cid, last)
 
 	var syncID string

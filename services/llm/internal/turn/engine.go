@@ -184,7 +184,7 @@ func (e *Engine) GiveUp(ctx context.Context, q queue.Turn, err error) {
 
 // assistantID names the answer of a turn: derived from the turn envelope's
 // stream sequence, so whichever replica (re)does the turn uses the same id.
-func assistantID(q queue.Turn) string { return protocol.DeriveID("am", q.ConversationID, q.Sequence) }
+func assistantID(q queue.Turn) string { return protocol.AnswerID(q.ConversationID, q.Sequence) }
 
 func errorEnvelope(cid, origin string, code int32, recoverable bool, msg string) protocol.Envelope {
 	e := &protocol.ErrorMessage{ID: protocol.DeriveID("aerr", cid, origin, code), ConversationID: cid, Code: code,

@@ -19,6 +19,7 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 	switch b := env.Body.(type) {
 	case *protocol.UserMessage:
 		w.addMessage(b.ID, cid, b.PreviousID, "user", b.Content, "completed", at)
+		w.synced(cid, b, at)
 		return b.ID, nil
 	case *protocol.AssistantMessage:
 		// A StartAnswer may have created the row (an answer for a client
@@ -151,12 +152,11 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return w.mcpServerConfig(b, at)
 	case *protocol.MCPServerStatus:
 		return w.mcpServerStatus(b), nil
-	case *protocol.SyncRequest:
-		w.sync(cid, b, at)
-		return "", nil
 	default:
 		// Acknowledgement, ControlVariation, confirmations, ServerInfo,
-		// SyncResponse: kept in the stream; only stanza ids and meta are rows.
+		// SyncRequest (its messages come as UserMessages, sync.go in
+		// pkg/edge), SyncResponse: kept in the stream; only stanza ids and
+		// meta are rows.
 		return "", nil
 	}
 }

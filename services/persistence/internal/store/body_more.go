@@ -88,17 +88,17 @@ func (w *writer) audioChunk(cid string, b *protocol.AudioChunk, at time.Time) st
 	return id
 }
 
-// sync stores offline messages under a server id derived from the local id,
-// so a client that syncs twice creates nothing twice.
-func (w *writer) sync(cid string, b *protocol.SyncRequest, at time.Time) {
-	for _, m := range b.Messages {
-		id := derivedID("am", cid, m.LocalID)
-		w.q(`INSERT INTO alicia_messages (id, conversation_id, previous_id, sequence_number, message_role, contents,
-				local_id, server_id, sync_status, synced_at, completion_status, trace_id, created_at, updated_at)
-			VALUES ($1, $2, (SELECT id FROM alicia_messages WHERE conversation_id = $2 AND (id = $3 OR local_id = $3) LIMIT 1),
-				$4, $5::message_role, $6, $7, $1, 'synced', $8, 'completed', $9, $8, $8)
-			ON CONFLICT (id) DO NOTHING`, id, cid, deref(m.PreviousID), m.SequenceNumber, string(m.Role), m.Contents, m.LocalID, at, w.trace)
+// synced marks a message written offline (UserMessage.localId, published
+// by the edge for a SyncRequest): local_id and synced_at; its id is the one
+// derived from the local id (protocol.SyncedMessageID), so server_id is the
+// row's own. Set once: a redelivery changes nothing.
+func (w *writer) synced(cid string, b *protocol.UserMessage, at time.Time) {
+	if b.LocalID == nil || *b.LocalID == "" {
+		return
 	}
+	w.q(`UPDATE alicia_messages SET local_id = $2, server_id = id, sync_status = 'synced', synced_at = $3
+		WHERE id = $1 AND conversation_id = $4 AND local_id IS NULL
+			AND NOT EXISTS (SELECT 1 FROM alicia_messages o WHERE o.conversation_id = $4 AND o.local_id = $2)`, b.ID, *b.LocalID, at, cid)
 }
 
 func nilIfEmpty(b []byte) []byte {

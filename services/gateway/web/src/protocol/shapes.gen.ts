@@ -152,7 +152,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
       clientVersion: { t: 'string' },
       conversationId: { t: 'string' },
       device: { t: 'string' },
-      features: { t: 'array', items: { t: 'string', enum: ['streaming', 'partial_responses', 'audio_output', 'reasoning_steps', 'tool_use'] } },
+      features: { t: 'array', items: { t: 'string', enum: ['streaming', 'partial_responses', 'audio_output', 'reasoning_steps', 'tool_use', 'acknowledgements'] } },
       lastSequenceSeen: { t: 'integer', min: -2147483648, max: 2147483647 },
       preferredLanguage: { t: 'string' },
       speechSpeed: { t: 'number', min: 0.5, max: 2 },

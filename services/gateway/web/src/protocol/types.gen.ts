@@ -356,7 +356,9 @@ export interface Configuration {
   /**
    * Client features.
    */
-  features?: ('streaming' | 'partial_responses' | 'audio_output' | 'reasoning_steps' | 'tool_use')[]
+  features?: (
+    'streaming' | 'partial_responses' | 'audio_output' | 'reasoning_steps' | 'tool_use' | 'acknowledgements'
+  )[]
   /**
    * The voice this conversation's answers are spoken in: one of the voices ServerInfo lists for the speech engine. Absent: the person's default, else the installation's.
    */
