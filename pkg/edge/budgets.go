@@ -238,12 +238,6 @@ func (b Budgets) checkTexts(env *protocol.Envelope, frame int) *OverBudget {
 	switch body := env.Body.(type) {
 	case *protocol.UserMessage:
 		return CheckText(BudgetMessage, "content", body.Content, b.MessageChars)
-	case *protocol.SyncRequest:
-		for i, m := range body.Messages {
-			if o := CheckText(BudgetMessage, fmt.Sprintf("messages[%d].contents", i), m.Contents, b.MessageChars); o != nil {
-				return o
-			}
-		}
 	case *protocol.ControlVariation:
 		if body.NewContent != nil {
 			return CheckText(BudgetMessage, "newContent", *body.NewContent, b.MessageChars)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -45,10 +46,12 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 	}
 	if why := refuse(&env); why != "" {
 		s.sendError(protocol.CodeForbidden, why, nil)
+		s.acknowledge(&env, false)
 		return
 	}
 	if why := s.limits.checkMeta(env.Meta); why != "" {
 		s.sendError(protocol.CodeInvalidBody, why, nil)
+		s.acknowledge(&env, false)
 		return
 	}
 	if o := s.budgets.checkTexts(&env, len(frame)); o != nil {
@@ -87,7 +90,31 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 			return
 		}
 	}
-	s.publish(ctx, env)
+	if !s.publish(ctx, env) {
+		return
+	}
+	if b, ok := env.Body.(*protocol.SyncRequest); ok {
+		s.startSync(cid, env.StanzaID, b)
+	}
+}
+
+// acknowledge tells a client that asked for them (Configuration.features
+// "acknowledgements") whether its envelope was stored by JetStream (the
+// publish ack) or refused (after the ErrorMessage saying why). Not stored:
+// it answers this connection only.
+func (s *Session) acknowledge(env *protocol.Envelope, ok bool) {
+	s.mu.Lock()
+	acks, cid := s.acks, s.cid
+	s.mu.Unlock()
+	if !acks || env.StanzaID <= 0 {
+		return
+	}
+	frame, err := protocol.Encode(protocol.New(cid, &protocol.Acknowledgement{ConversationID: cid, AcknowledgedStanzaID: env.StanzaID, Success: ok}))
+	if err != nil {
+		s.opts.Log.Error().Err(err).Msg("encode Acknowledgement")
+		return
+	}
+	s.enqueue(frame)
 }
 
 // refuseForBacklog answers input refused because the stream is too far
@@ -110,6 +137,7 @@ func (s *Session) refuseForBacklog(env *protocol.Envelope) bool {
 	if frame, err := protocol.Encode(out); err == nil {
 		s.enqueue(frame)
 	}
+	s.acknowledge(env, false)
 	return true
 }
 
@@ -134,6 +162,7 @@ func (s *Session) overBudget(o *OverBudget, env *protocol.Envelope) {
 	refused(o.Budget)
 	s.logger().Info().Str("user", s.opts.User).Str("budget", o.Budget).Str("type", env.Type.String()).Msg("input over budget refused")
 	s.enqueue(frame)
+	s.acknowledge(env, false)
 }
 
 // overLimit answers an envelope refused for the rate (nothing published) and
@@ -153,7 +182,8 @@ func (s *Session) overLimit(why string) {
 	s.sendError(protocol.CodeOverloaded, why, nil)
 }
 
-func (s *Session) publish(ctx context.Context, env protocol.Envelope) {
+// publish stores a client envelope in JetStream, and reports whether it did.
+func (s *Session) publish(ctx context.Context, env protocol.Envelope) bool {
 	env.Meta = clientMeta(env.Meta, s.opts.User) // alicia.* keys are set by the edge and services, never trusted from the client
 	// A new trace per envelope received (the client's own trace context is
 	// not trusted): its id goes into the envelope's meta, and from there
@@ -168,7 +198,11 @@ func (s *Session) publish(ctx context.Context, env protocol.Envelope) {
 		span.SetStatus(codes.Error, err.Error())
 		s.logger().Error().Err(err).Str("type", env.Type.String()).Msg("publish client envelope")
 		s.sendError(protocol.CodeInternal, "could not store the envelope; send it again", nil)
+		s.acknowledge(&env, false)
+		return false
 	}
+	s.acknowledge(&env, true)
+	return true
 }
 
 // configure binds the session: a new conversation when the Configuration has
@@ -228,6 +262,7 @@ func (s *Session) configure(ctx context.Context, env protocol.Envelope) {
 	}
 	s.mu.Lock()
 	s.cid, s.cfgStanza = cid, env.StanzaID
+	s.acks = slices.Contains(cfg.Features, protocol.ConfigurationFeaturesElemAcknowledgements)
 	s.mu.Unlock()
 
 	var after int32

@@ -91,6 +91,9 @@ func (s *Session) forward(ctx context.Context, m jetstream.Msg) {
 		s.logger().Error().Err(err).Uint64("seq", md.Sequence.Stream).Msg("invalid server envelope in the stream; not forwarded")
 		return
 	}
+	if sa, ok := env.Body.(*protocol.StartAnswer); ok {
+		s.answerStarted(sa.ID) // a sync may wait for it (sync.go)
+	}
 	if err := bus.StampServer(&env, md.Sequence.Stream); err != nil {
 		s.fail(err)
 		return
@@ -109,8 +112,13 @@ func (s *Session) stopForwarding() {
 	s.mu.Lock()
 	stop := s.cancel
 	s.cancel, s.stopped = nil, true
+	syncs := s.syncs
+	s.syncs = nil
 	s.mu.Unlock()
 	if stop != nil {
 		stop()
+	}
+	for _, c := range syncs {
+		c() // a sync stops with its session: the client sends it again
 	}
 }

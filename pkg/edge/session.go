@@ -87,7 +87,10 @@ type Options struct {
 	// refused (504, recoverable, saying when to retry) rather than the
 	// stream dropping envelopes persistence has not applied.
 	Backlog Backlog
-	Log     zerolog.Logger
+	// SyncAnswerWait bounds the wait for the answer to one synced offline
+	// message before the next is sent (default DefaultSyncAnswerWait).
+	SyncAnswerWait time.Duration
+	Log            zerolog.Logger
 }
 
 // Backlog says whether client input must be refused because the stream
@@ -116,6 +119,10 @@ type Session struct {
 	rate      bucket             // the session's envelopes per second
 	sentAudio atomic.Bool        // an AudioChunk came on this connection (Pace)
 	refused   int                // envelopes refused for the rate since the last one taken
+	acks      bool               // the client asked for Acknowledgements (features)
+	syncing   *syncState         // the running sync's view of started answers
+	syncs     []context.CancelFunc
+	syncMu    sync.Mutex // one sync at a time
 	done      chan struct{}
 	err       error
 	once      sync.Once
