@@ -139,6 +139,9 @@ func startVoice(t testing.TB, o stackOptions, natsURL string, gcfg *gateway.Conf
 	// The voice benchmark's figures are beyond the fixed end silence: the
 	// adaptive end of turn would shorten it after the fake's complete sentences.
 	rcfg.AdaptiveEnd = false
+	// The first spec reads the call's SessionStats after hanging up: the
+	// agent leaves (and the session ends) 3 s after the person did.
+	rcfg.EmptyTimeout = 3 * time.Second
 	testkit.Go(t, "room-agent", func(ctx context.Context) error {
 		return roomagent.Run(ctx, rcfg, log.With().Str("service", "room-agent").Logger())
 	})

@@ -104,6 +104,12 @@ test('a spoken question, its answer heard, and a barge-in that cuts it off', asy
   await page.reload()
   await expect(answers(page).first().getByTestId('not-heard')).toContainText('Enjoy your day in Paris!')
   await expect(answers(page).first()).toContainText('Interrupted')
+  // The call's SessionStats, once the agent left the room: shown live, and
+  // from what was stored after another reload.
+  await expect(page.getByTestId('last-call')).toContainText(/Last call: \d+ s · [1-9]\d* messages/, { timeout: 30_000 })
+  await page.reload()
+  await expect(page.getByTestId('last-call')).toContainText(/Last call: \d+ s · [1-9]\d* messages/)
+  await shot(page, 'last-call')
 })
 
 test('mute and push-to-talk send nothing until the person allows it', async ({ page }) => {
@@ -142,5 +148,9 @@ test('voice on a phone', async ({ page }) => {
   await axe(page, 'voice')
   await expect(state(page)).toHaveAttribute('data-phase', 'user', { timeout: at.question + 10_000 })
   await shot(page, 'voice')
+  // Its question is answered, then the call ends: what it amounted to shows.
+  await expect(answers(page).first()).toHaveAttribute('data-status', 'completed', { timeout: 30_000 })
   await page.getByRole('button', { name: 'End voice' }).click()
+  await expect(page.getByTestId('last-call')).toContainText(/Last call: \d+ s · [1-9]\d* messages/, { timeout: 30_000 })
+  await shot(page, 'last-call')
 })

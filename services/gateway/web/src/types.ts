@@ -59,6 +59,8 @@ export interface ConversationWithMessages extends Conversation {
   // The CONVERSATIONS stream's last sequence, read before the messages: a
   // WebSocket resuming after it misses nothing the snapshot lacks.
   streamSeq?: number
+  // The last voice call that ended (its SessionStats), if any.
+  lastVoiceSession?: Rest.VoiceSession
 }
 
 export type ConversationPage = Rest.ConversationPage

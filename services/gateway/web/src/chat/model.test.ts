@@ -231,3 +231,17 @@ describe('voice', () => {
     expect([v.cut, v.heard, v.notHeard]).toEqual([true, 'One.', 'Two.'])
   })
 })
+
+describe('last voice call', () => {
+  it('comes from the snapshot, then from a SessionStats as a call ends, and survives a snapshot that has none yet', () => {
+    seq = 0
+    const snap = snapshot([msg('am_u1', 'user', 'hi')])
+    let s = fromSnapshot({ ...snap, lastVoiceSession: { messageCount: 2, toolCallCount: 0, memoriesUsed: 1, durationMs: 30000, startedAt: 1, endedAt: 30001 } })
+    expect(s.lastCall).toEqual({ messageCount: 2, toolCallCount: 0, memoriesUsed: 1, durationMs: 30000 })
+    s = apply(s, server(MessageType.SessionStats, { messageCount: 6, toolCallCount: 2, memoriesUsed: 3, sessionDurationMs: 185000 }))
+    expect(s.lastCall).toEqual({ messageCount: 6, toolCallCount: 2, memoriesUsed: 3, durationMs: 185000 })
+    // A snapshot read before persistence stored the stats keeps the live one.
+    s = mergeSnapshot(s, snap)
+    expect(s.lastCall?.messageCount).toBe(6)
+  })
+})

@@ -4,7 +4,7 @@
 // and branch switches are tested without a browser.
 import type {
   AssistantMessage, AssistantSentence, BranchUpdate, ControlStop, ConversationUpdate, Envelope, ErrorMessage,
-  MemoryTrace, ReasoningStep, SentencePlayout, StartAnswer, ToolUseRequest, ToolUseResult, Transcription, UserMessage,
+  MemoryTrace, ReasoningStep, SentencePlayout, SessionStats, StartAnswer, ToolUseRequest, ToolUseResult, Transcription, UserMessage,
 } from '../protocol'
 import { MessageType } from '../protocol'
 import type { ConversationWithMessages, Message, Playout } from '../types'
@@ -43,6 +43,17 @@ export interface ChatState {
   partial?: string
   // Sibling counts announced by a BranchUpdate before the sibling arrived.
   siblingHints: Record<string, number>
+  // The last voice call that ended (its SessionStats), if any.
+  lastCall?: LastCall
+}
+
+// LastCall is what a voice session amounted to: the messages of its turns,
+// the tool calls and memories its answers used, and how long it lasted.
+export interface LastCall {
+  messageCount: number
+  toolCallCount: number
+  memoriesUsed: number
+  durationMs: number
 }
 
 export function emptyChat(conversationId: string): ChatState {
@@ -61,8 +72,10 @@ export function fromSnapshot(c: ConversationWithMessages, lastSeq = c.streamSeq 
     if (sentences) cm.sentences = Object.fromEntries(sentences.map((x) => [x.sequence, x.text]))
     byId[m.id] = cm
   }
+  const v = c.lastVoiceSession
   return {
     conversationId: c.id, title: c.title, status: c.status, order: c.messages.map((m) => m.id), byId, lastSeq, errors: [], siblingHints: {},
+    ...(v ? { lastCall: { messageCount: v.messageCount, toolCallCount: v.toolCallCount, memoriesUsed: v.memoriesUsed, durationMs: v.durationMs } } : {}),
   }
 }
 
@@ -85,6 +98,7 @@ export function mergeSnapshot(s: ChatState, c: ConversationWithMessages): ChatSt
     if (old && m && old.status === 'streaming' && m.status !== 'completed' && m.status !== 'failed') next.byId[id] = { ...m, ...pickLive(old) }
   }
   next.errors = s.errors
+  if (!next.lastCall && s.lastCall) next.lastCall = s.lastCall
   return next
 }
 
@@ -282,6 +296,10 @@ export function apply(s: ChatState, env: Envelope, now: number = Date.now()): Ch
     case MessageType.ConversationUpdate: {
       const b = env.body as ConversationUpdate
       return { ...s, title: b.title ?? s.title, status: b.status ?? s.status }
+    }
+    case MessageType.SessionStats: {
+      const b = env.body as SessionStats
+      return { ...s, lastCall: { messageCount: b.messageCount, toolCallCount: b.toolCallCount, memoriesUsed: b.memoriesUsed, durationMs: b.sessionDurationMs } }
     }
     case MessageType.BranchUpdate: {
       const b = env.body as BranchUpdate

@@ -1,7 +1,7 @@
 import { startTransition, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore, type FormEvent, type KeyboardEvent } from 'react'
 import { useVirtualizer } from '@tanstack/react-virtual'
 import { LiveChat, type ChatSource } from '../chat/live'
-import { streamingAnswer, visible } from '../chat/model'
+import { streamingAnswer, visible, type LastCall } from '../chat/model'
 import { ChatTail } from '../chat/tail'
 import { href, navigate } from '../router'
 import { useApp } from '../store/app'
@@ -170,6 +170,18 @@ const appChat: ChatSource = {
   }),
 }
 
+// LastCallLine tells what the conversation's last voice call amounted to.
+function LastCallLine({ call }: { call: LastCall }) {
+  const min = Math.floor(call.durationMs / 60000)
+  const sec = Math.round((call.durationMs % 60000) / 1000)
+  const n = (k: number, one: string, many: string) => `${k} ${k === 1 ? one : many}`
+  return (
+    <p data-testid="last-call" className="border-b border-slate-200 px-4 py-1 text-xs text-slate-600 dark:border-slate-800 dark:text-slate-400">
+      Last call: {min > 0 ? `${min} min ${sec} s` : `${sec} s`} · {n(call.messageCount, 'message', 'messages')} · {n(call.toolCallCount, 'tool call', 'tool calls')} · {n(call.memoriesUsed, 'memory used', 'memories used')}
+    </p>
+  )
+}
+
 export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
   const [live] = useState(() => new LiveChat(appChat))
   const chat = useSyncExternalStore(live.subscribe, live.getShown)
@@ -209,6 +221,7 @@ export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
           {id && <ConnectionBadge />}
         </div>
       </header>
+      {chat?.lastCall && <LastCallLine call={chat.lastCall} />}
       {chatLoad === 'error' && (
         <p role="alert" className="m-3 rounded bg-red-50 p-2 text-sm text-red-900 dark:bg-red-950 dark:text-red-100">
           The conversation could not be loaded: {chatError}
