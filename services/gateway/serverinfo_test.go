@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -147,7 +148,7 @@ func TestServerInfo(t *testing.T) {
 		TTS:        protocol.ModelStatus{Name: "espeak-ng (voice en-us)", Reachable: true},
 		Embeddings: protocol.ModelStatus{Name: "bge-m3", Reachable: false},
 	}
-	if si.Models != want || si.Connection.Status != "connected" || si.MCPServers == nil {
+	if !reflect.DeepEqual(si.Models, want) || si.Connection.Status != "connected" || si.MCPServers == nil {
 		t.Fatalf("ServerInfo %+v, want models %+v", si, want)
 	}
 	// Then the connection works as before.

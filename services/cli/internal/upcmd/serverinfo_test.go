@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func checkServerInfo(t *testing.T, httpBase, key, llmURL, asrURL string) {
 		TTS:        protocol.ModelStatus{Name: "espeak-ng (voice en-us)", Reachable: true},
 		Embeddings: protocol.ModelStatus{Name: "BAAI/bge-m3"},
 	}
-	if si.Models != want {
+	if !reflect.DeepEqual(si.Models, want) {
 		t.Errorf("ServerInfo models %+v, want %+v", si.Models, want)
 	}
 }
