@@ -56,6 +56,7 @@ func (h *Handler) takeAudioFault(e *endpointFault) Fault {
 func (h *Handler) mountAudio() {
 	h.mux.HandleFunc("POST /v1/audio/transcriptions", h.transcribe)
 	h.mux.HandleFunc("POST /v1/audio/speech", h.speak)
+	h.mux.HandleFunc("GET /v1/audio/speech/voices", h.voices)
 }
 
 func (h *Handler) resetAudio() {

@@ -33,6 +33,55 @@ type SpeechConfig struct {
 	Chunk time.Duration
 	// ChunkDelay is the wait between pieces (0: as fast as the client reads).
 	ChunkDelay time.Duration
+	// Voices are what GET /v1/audio/speech/voices lists (nil: DefaultVoices).
+	// With RejectUnknownVoices a speech request naming another voice is
+	// answered 400, as a real server answers a voice it does not have.
+	Voices              []Voice
+	RejectUnknownVoices bool
+}
+
+// Voice is one voice of the fake's speech model, as speaches lists it.
+type Voice struct {
+	ID       string `json:"voice_id"`
+	Model    string `json:"model_id,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Language string `json:"language,omitempty"` // BCP 47
+}
+
+// DefaultVoices are a few of Kokoro's voices (the default, af_sarah, first).
+var DefaultVoices = []Voice{
+	{ID: "af_sarah", Name: "Sarah", Language: "en-US"},
+	{ID: "am_adam", Name: "Adam", Language: "en-US"},
+	{ID: "bf_emma", Name: "Emma", Language: "en-GB"},
+	{ID: "bm_george", Name: "George", Language: "en-GB"},
+	{ID: "ff_siwis", Name: "Siwis", Language: "fr-FR"},
+	{ID: "ef_dora", Name: "Dora", Language: "es-ES"},
+}
+
+// voices answers GET /v1/audio/speech/voices as speaches does: a JSON list
+// of the speech model's voices.
+func (h *Handler) voices(w http.ResponseWriter, _ *http.Request) {
+	h.mu.Lock()
+	vs := h.audio.speech.Voices
+	h.mu.Unlock()
+	if vs == nil {
+		vs = DefaultVoices
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(vs)
+}
+
+// knownVoice reports whether id is one of vs (nil: DefaultVoices).
+func knownVoice(vs []Voice, id string) bool {
+	if vs == nil {
+		vs = DefaultVoices
+	}
+	for _, v := range vs {
+		if v.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (c SpeechConfig) withDefaults() SpeechConfig {
@@ -110,6 +159,11 @@ func (h *Handler) speak(w http.ResponseWriter, r *http.Request) {
 			req.ResponseFormat = "mp3" // OpenAI's default
 		}
 		param, msg = checkSpeech(req)
+		h.mu.Lock()
+		if sc := h.audio.speech; msg == "" && sc.RejectUnknownVoices && !knownVoice(sc.Voices, req.Voice) {
+			param, msg = "voice", "voice "+strconv.Quote(req.Voice)+" is not one of the model's voices"
+		}
+		h.mu.Unlock()
 	}
 	req.Rejected = msg
 	h.record(func() { h.audio.spRequests = append(h.audio.spRequests, req) })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 )
 
@@ -36,10 +37,18 @@ type Config struct {
 	// URL of the OpenAI-compatible server (ALICIA_TTS_URL), with or
 	// without the /v1 suffix: http://speaches:8000 and
 	// http://speaches:8000/v1 both reach …/v1/audio/speech.
-	URL    string
-	Model  string // ALICIA_TTS_MODEL (openai)
-	Voice  string // ALICIA_TTS_VOICE: af_sarah for openai, en-us for espeak unless set
-	APIKey string // ALICIA_TTS_API_KEY or ALICIA_TTS_API_KEY_FILE
+	URL   string
+	Model string // ALICIA_TTS_MODEL (openai)
+	Voice string // ALICIA_TTS_VOICE: af_sarah for openai, en-us for espeak unless set
+	// Speed is the installation's speaking rate, 1 being the voice's own
+	// (ALICIA_TTS_SPEED); a person's or conversation's own comes first.
+	Speed float64
+	// PostgresURL (ALICIA_POSTGRES_URL + _FILE, read-only) is where each
+	// conversation's and person's voice, speed and language are read
+	// (pkg/prefs); without it every conversation speaks with the
+	// installation's, except for changes heard live.
+	PostgresURL string
+	APIKey      string // ALICIA_TTS_API_KEY or ALICIA_TTS_API_KEY_FILE
 	// ResponseFormat asked of the openai backend: pcm (24 kHz mono s16le)
 	// or wav (any rate, resampled to 24 kHz) (ALICIA_TTS_RESPONSE_FORMAT).
 	ResponseFormat string
@@ -95,6 +104,7 @@ func DefaultConfig() Config {
 		URL:            engines.DefaultTTSURL,
 		Model:          engines.DefaultTTSModel,
 		ResponseFormat: "pcm",
+		Speed:          1,
 		EspeakPath:     engines.DefaultEspeakPath,
 		Timeout:        30 * time.Second,
 		RetryDelay:     100 * time.Millisecond,
@@ -129,6 +139,8 @@ func ConfigFrom(src config.Source) (Config, error) {
 	err := errors.Join(
 		c.Bus.From(src),
 		src.Secret("ALICIA_TTS_API_KEY", &c.APIKey),
+		src.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
+		src.Float64("ALICIA_TTS_SPEED", &c.Speed),
 		src.Duration("ALICIA_TTS_TIMEOUT", &c.Timeout),
 		src.Duration("ALICIA_TTS_RETRY_DELAY", &c.RetryDelay),
 		src.Bool("ALICIA_TTS_STORE_AUDIO", &c.StoreAudio),
@@ -176,6 +188,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("ALICIA_TTS_ENGINE %q is neither %s nor %s", c.Engine, EngineOpenAI, EngineEspeak)
+	}
+	if c.Speed < prefs.MinSpeed || c.Speed > prefs.MaxSpeed {
+		bad("ALICIA_TTS_SPEED %v is outside %v..%v", c.Speed, prefs.MinSpeed, prefs.MaxSpeed)
 	}
 	if c.Timeout <= 0 {
 		bad("ALICIA_TTS_TIMEOUT must be positive")

@@ -7,6 +7,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/tts/internal/metrics"
@@ -58,8 +60,13 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		}
 		defer unwatch()
 	}
+	cache, closePrefs, err := newPrefs(ctx, cfg, log)
+	if err != nil {
+		return fmt.Errorf("tts: %w", err)
+	}
+	defer closePrefs()
 	sp := speech.New(speech.Deps{
-		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Synth: synthesizer, Metrics: metrics.Default(), Log: log,
+		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Synth: synthesizer, Prefs: cache, Metrics: metrics.Default(), Log: log,
 	}, speech.Settings{
 		Chunk: cfg.Chunk, MaxAhead: cfg.MaxAhead, MaxTurns: cfg.MaxTurns, AckWait: cfg.AckWait,
 		TurnIdle: cfg.TurnIdle, MaxLag: cfg.MaxLag, Timeout: cfg.Timeout, RetryDelay: cfg.RetryDelay,
@@ -80,6 +87,21 @@ func newSynthesizer(ctx context.Context, cfg Config) (speech.Synthesizer, func()
 	}
 	o := synth.NewOpenAI(synth.OpenAIConfig{URL: cfg.URL, APIKey: cfg.APIKey, Model: cfg.Model, Voice: cfg.voice(), Format: cfg.ResponseFormat})
 	return o, o.Close, nil
+}
+
+// newPrefs is the cache of the conversations' voices: read from Postgres
+// when ALICIA_POSTGRES_URL is set, heard live on the bus either way.
+func newPrefs(ctx context.Context, cfg Config, log zerolog.Logger) (*prefs.Cache, func(), error) {
+	d := prefs.Defaults{Voice: cfg.voice(), SpeechSpeed: cfg.Speed}
+	if cfg.PostgresURL == "" {
+		log.Warn().Msg("no ALICIA_POSTGRES_URL: conversations speak with the installation's voice unless a change is heard live")
+		return prefs.NewCache(nil, d), func() {}, nil
+	}
+	pool, err := pgread.Open(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return prefs.NewCache(pool, d), pool.Close, nil
 }
 
 // RegisterMetrics registers the service's metrics on the default registry

@@ -291,6 +291,9 @@ func TestConfig(t *testing.T) {
 		{"ahead ttl default", nil, true, func(c tts.Config) bool { return c.AheadTTL == 30*time.Second }},
 		{"nothing ahead", map[string]string{"ALICIA_TTS_AHEAD_TTL": "0s"}, true, func(c tts.Config) bool { return c.AheadTTL == 0 }},
 		{"ahead ttl negative", map[string]string{"ALICIA_TTS_AHEAD_TTL": "-1s"}, false, nil},
+		{"speed default", nil, true, func(c tts.Config) bool { return c.Speed == 1 }},
+		{"speed", map[string]string{"ALICIA_TTS_SPEED": "1.2"}, true, func(c tts.Config) bool { return c.Speed == 1.2 }},
+		{"speed too fast", map[string]string{"ALICIA_TTS_SPEED": "3"}, false, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

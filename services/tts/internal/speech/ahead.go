@@ -274,7 +274,7 @@ func (sp *Speaker) onSpecSpeak(_ context.Context, _ protocol.Envelope, b *protoc
 	case strings.TrimSpace(b.Text) == "":
 		return nil
 	}
-	e, ctx := sp.ahead.begin(sp.synthesisFor(cid, b.Text))
+	e, ctx := sp.ahead.begin(sp.synthesisFor(context.Background(), cid, b.Text))
 	if e == nil {
 		return nil
 	}

@@ -50,6 +50,10 @@ func (sp *Speaker) routes() *bus.Routes {
 	bus.On(rt, "sentence", subjects.AllOfType(subjects.OriginServer, protocol.TypeAssistantSentence), sp.onSentence, limits)
 	bus.On(rt, "start_answer", subjects.AllOfType(subjects.OriginServer, protocol.TypeStartAnswer), sp.onStart, limits, bus.ConversationSubject())
 	bus.On(rt, "error", subjects.AllOfType(subjects.OriginServer, protocol.TypeErrorMessage), sp.onError, limits)
+	if sp.d.Prefs != nil {
+		// A conversation's or person's new voice applies from the next sentence.
+		sp.d.Prefs.Route(rt)
+	}
 	if sp.ahead != nil {
 		// One replica synthesises a sentence ahead; every replica hears
 		// the cancellations (the one holding the entry drops it).

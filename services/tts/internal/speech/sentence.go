@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/alicia-voice/alicia/pkg/audio"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/tts/internal/synth"
@@ -35,7 +36,7 @@ func (t *turn) speak(s sentence) {
 	defer span.End()
 	synthStart := time.Now()
 	out := t.newChunks(ctx, s, synthStart)
-	req := sp.synthesisFor(t.cid, s.body.Text)
+	req := sp.synthesisFor(ctx, t.cid, s.body.Text)
 	var ahead *aheadEntry
 	if s.body.Sequence == 1 && sp.ahead != nil {
 		ahead = sp.ahead.take(req)
@@ -114,20 +115,59 @@ func (t *turn) speak(s sentence) {
 // turn's sentence and the same sentence synthesised ahead both get theirs
 // from synthesisFor, so audio made ahead is the audio the turn would have
 // made; an entry ahead is used only for an equal request. The backend's
-// model, voice and format are the replica's (Config), the same for every
-// conversation.
+// model and format are the replica's (Config); the voice, speed and
+// language are the conversation's as they are when the sentence is
+// synthesised (pkg/prefs), so a change applies from the next sentence.
 type synthesis struct {
 	cid    string
 	engine string
 	text   string
+	voice  synth.Voice // zero: the installation's
 }
 
-func (sp *Speaker) synthesisFor(cid, text string) synthesis {
-	return synthesis{cid: cid, engine: sp.d.Synth.Engine(), text: text}
+func (sp *Speaker) synthesisFor(ctx context.Context, cid, text string) synthesis {
+	return synthesis{cid: cid, engine: sp.d.Synth.Engine(), text: text, voice: sp.voiceOf(ctx, cid)}
 }
 
+// prefsTimeout bounds reading a conversation's preferences (a cache miss).
+const prefsTimeout = 2 * time.Second
+
+// voiceOf is how conversation cid is spoken now: what the conversation or
+// its owner chose, the rest left to the backend's configuration.
+func (sp *Speaker) voiceOf(ctx context.Context, cid string) synth.Voice {
+	if sp.d.Prefs == nil {
+		return synth.Voice{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, prefsTimeout)
+	defer cancel()
+	eff, err := sp.d.Prefs.Get(ctx, cid)
+	if err != nil {
+		sp.d.Log.Warn().Err(err).Str("conversation_id", cid).Msg("preferences not read; speaking with what is known")
+	}
+	var v synth.Voice
+	if eff.VoiceFrom != prefs.FromInstallation {
+		v.Name = eff.Voice
+	}
+	if eff.SpeechSpeed != 1 {
+		v.Speed = eff.SpeechSpeed
+	}
+	if eff.LanguageFrom != prefs.FromInstallation {
+		v.Language = eff.Language
+	}
+	return v
+}
+
+// synthesize makes req's audio. A voice or speed the backend refuses (a
+// voice it does not have) never fails the sentence: it is spoken with the
+// installation's voice, and the refusal is logged.
 func (sp *Speaker) synthesize(ctx context.Context, req synthesis, emit synth.Emit) error {
-	return sp.d.Synth.Synthesize(ctx, req.text, emit)
+	err := sp.d.Synth.Synthesize(ctx, req.text, req.voice, emit)
+	if errors.Is(err, synth.ErrRejected) && req.voice != (synth.Voice{}) && ctx.Err() == nil {
+		sp.d.Log.Warn().Err(err).Str("conversation_id", req.cid).Str("voice", req.voice.Name).Float64("speed", req.voice.Speed).
+			Str("language", req.voice.Language).Msg("the conversation's voice was refused; speaking with the installation's")
+		return sp.d.Synth.Synthesize(ctx, req.text, synth.Voice{}, emit)
+	}
+	return err
 }
 
 // store publishes the sentence's SentenceAudio for persistence. Its audio

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/subjects"
 	"github.com/alicia-voice/alicia/services/tts/internal/metrics"
@@ -35,7 +36,7 @@ var tracer = otel.Tracer("github.com/alicia-voice/alicia/services/tts")
 // Synthesizer turns text into mono 16-bit PCM at synth.Rate, emitted as it
 // is produced (internal/synth.OpenAI, internal/synth.Espeak).
 type Synthesizer interface {
-	Synthesize(ctx context.Context, text string, emit synth.Emit) error
+	Synthesize(ctx context.Context, text string, v synth.Voice, emit synth.Emit) error
 	// Engine names the backend and model or voice (SentenceAudio.engine).
 	Engine() string
 }
@@ -46,8 +47,11 @@ type Deps struct {
 	Conversations jetstream.Stream // CONVERSATIONS, for direct gets
 	Publisher     *bus.Publisher
 	Synth         Synthesizer
-	Metrics       *metrics.Metrics
-	Log           zerolog.Logger
+	// Prefs gives each conversation's voice, speed and language (nil: the
+	// backend's configured voice for all).
+	Prefs   *prefs.Cache
+	Metrics *metrics.Metrics
+	Log     zerolog.Logger
 }
 
 // Settings tune the speaker.

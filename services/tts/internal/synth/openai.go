@@ -59,14 +59,20 @@ func (o *OpenAI) Close() { o.hc.CloseIdleConnections() }
 // Engine names the backend and model for SentenceAudio.engine.
 func (o *OpenAI) Engine() string { return "openai:" + o.cfg.Model }
 
-// Synthesize asks for text and emits PCM while the body streams in.
-// Cancelling ctx aborts the request.
-func (o *OpenAI) Synthesize(ctx context.Context, text string, emit Emit) error {
+// Synthesize asks for text in voice v (its name and speed; the API takes
+// no language: a voice speaks one) and emits PCM while the body streams
+// in. Cancelling ctx aborts the request.
+func (o *OpenAI) Synthesize(ctx context.Context, text string, v Voice, emit Emit) error {
+	voice := o.cfg.Voice
+	if v.Name != "" {
+		voice = v.Name
+	}
 	res, err := o.c.CreateSpeech(ctx, openai.CreateSpeechRequest{
 		Model:          openai.SpeechModel(o.cfg.Model),
 		Input:          text,
-		Voice:          openai.SpeechVoice(o.cfg.Voice),
+		Voice:          openai.SpeechVoice(voice),
 		ResponseFormat: openai.SpeechResponseFormat(o.cfg.Format),
+		Speed:          v.Speed, // 0 is left out: the server's 1
 	})
 	if err != nil {
 		return classify(ctx, err)

@@ -17,3 +17,11 @@ var Format = audio.PCMFormat(Rate)
 // The slice is only valid during the call. Byte counts need not be even:
 // a sample may be split across two calls.
 type Emit func(pcm []byte) error
+
+// Voice is how one request speaks, the conversation's preferences (pkg/prefs);
+// a zero field is the backend's own (its configured voice, speed 1).
+type Voice struct {
+	Name     string  // the engine's voice name
+	Speed    float64 // speaking rate, 1 being the voice's own
+	Language string  // BCP 47; an engine whose voices are languages (espeak-ng) uses it when Name is empty
+}

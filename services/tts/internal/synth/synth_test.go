@@ -86,7 +86,7 @@ func TestEspeakSpeaks24kHz(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got collect
-			if err := e.Synthesize(context.Background(), c.text, got.emit); err != nil {
+			if err := e.Synthesize(context.Background(), c.text, synth.Voice{}, got.emit); err != nil {
 				t.Fatal(err)
 			}
 			s := got.samples()
@@ -109,7 +109,7 @@ func TestEspeakDurationFollowsText(t *testing.T) {
 	}
 	length := func(text string) int {
 		var c collect
-		if err := e.Synthesize(context.Background(), text, c.emit); err != nil {
+		if err := e.Synthesize(context.Background(), text, synth.Voice{}, c.emit); err != nil {
 			t.Fatal(err)
 		}
 		return len(c.samples())
@@ -150,7 +150,7 @@ func TestEspeakCancelKillsProcess(t *testing.T) {
 	defer cancel()
 	long := strings.Repeat("This sentence goes on and on for a very long time. ", 200)
 	start := time.Now()
-	err = e.Synthesize(ctx, long, func([]byte) error { cancel(); return nil })
+	err = e.Synthesize(ctx, long, synth.Voice{}, func([]byte) error { cancel(); return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -192,7 +192,7 @@ func TestReadWAVStreams(t *testing.T) {
 				var got collect
 				srv := pcmServer(t, func(w http.ResponseWriter) { _, _ = io.Copy(w, r.r) })
 				o := synth.NewOpenAI(synth.OpenAIConfig{URL: srv.URL, Model: "m", Voice: "v", Format: "wav"})
-				if err := o.Synthesize(context.Background(), "x", got.emit); err != nil {
+				if err := o.Synthesize(context.Background(), "x", synth.Voice{}, got.emit); err != nil {
 					t.Fatalf("%s: %v", r.name, err)
 				}
 				o.Close()
@@ -227,7 +227,7 @@ func TestReadWAVRejects(t *testing.T) {
 			srv := pcmServer(t, func(w http.ResponseWriter) { _, _ = w.Write(c.body) })
 			o := synth.NewOpenAI(synth.OpenAIConfig{URL: srv.URL, Model: "m", Voice: "v", Format: "wav"})
 			defer o.Close()
-			if err := o.Synthesize(context.Background(), "x", func([]byte) error { return nil }); !errors.Is(err, c.want) {
+			if err := o.Synthesize(context.Background(), "x", synth.Voice{}, func([]byte) error { return nil }); !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
 		})
@@ -283,7 +283,7 @@ func TestOpenAIStreamsBeforeBodyEnds(t *testing.T) {
 	}
 	var got collect
 	early := 0
-	err := o.Synthesize(context.Background(), "Hello there.", func(p []byte) error {
+	err := o.Synthesize(context.Background(), "Hello there.", synth.Voice{}, func(p []byte) error {
 		select {
 		case <-release:
 		default:
@@ -330,7 +330,7 @@ func TestOpenAIAgainstFake(t *testing.T) {
 			defer o.Close()
 			text := "Twenty characters ok"
 			var got collect
-			if err := o.Synthesize(context.Background(), text, got.emit); err != nil {
+			if err := o.Synthesize(context.Background(), text, synth.Voice{}, got.emit); err != nil {
 				t.Fatal(err)
 			}
 			s := got.samples()
@@ -365,7 +365,7 @@ func TestOpenAIErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fake.SetSpeechFault(c.fault)
 			defer fake.SetSpeechFault(fakeopenai.Fault{})
-			err := o.Synthesize(context.Background(), "A sentence long enough for several chunks of audio.", func([]byte) error { return nil })
+			err := o.Synthesize(context.Background(), "A sentence long enough for several chunks of audio.", synth.Voice{}, func([]byte) error { return nil })
 			if !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
@@ -376,13 +376,48 @@ func TestOpenAIErrors(t *testing.T) {
 		defer fake.SetSpeechFault(fakeopenai.Fault{})
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		if err := o.Synthesize(ctx, "x", func([]byte) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		if err := o.Synthesize(ctx, "x", synth.Voice{}, func([]byte) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want deadline exceeded", err)
 		}
 	})
 	t.Run("rejected input", func(t *testing.T) {
-		if err := o.Synthesize(context.Background(), "", func([]byte) error { return nil }); !errors.Is(err, synth.ErrRejected) {
+		if err := o.Synthesize(context.Background(), "", synth.Voice{}, func([]byte) error { return nil }); !errors.Is(err, synth.ErrRejected) {
 			t.Fatalf("err = %v, want ErrRejected", err)
 		}
 	})
+}
+
+// TestEspeakVoice: a conversation's speed sets espeak-ng's words per
+// minute (twice as fast: well under three quarters of the audio), its
+// language picks the voice when it names none, and a voice espeak-ng does
+// not have is refused (ErrRejected: the tts falls back to its own).
+func TestEspeakVoice(t *testing.T) {
+	needEspeak(t)
+	ctx := context.Background()
+	e, err := synth.NewEspeak(ctx, "espeak-ng", "en-us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	length := func(v synth.Voice) (int, error) {
+		n := 0
+		err := e.Synthesize(ctx, "This sentence is spoken at two different rates.", v, func(p []byte) error { n += len(p); return nil })
+		return n, err
+	}
+	normal, err := length(synth.Voice{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := length(synth.Voice{Speed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fast*4 > normal*3 {
+		t.Fatalf("speed 2: %d bytes, speed 1: %d", fast, normal)
+	}
+	if _, err := length(synth.Voice{Language: "fr"}); err != nil {
+		t.Fatalf("language fr: %v", err)
+	}
+	if _, err := length(synth.Voice{Name: "no-such-voice"}); !errors.Is(err, synth.ErrRejected) {
+		t.Fatalf("unknown voice: %v", err)
+	}
 }
