@@ -184,7 +184,7 @@ const readSQL = `SELECT coalesce(c.user_id, ''),
 	CASE WHEN jsonb_typeof(c.preferences->'speechSpeed') = 'number' THEN (c.preferences->>'speechSpeed')::float8 END,
 	CASE WHEN jsonb_typeof(c.preferences->'preferredLanguage') = 'string' THEN c.preferences->>'preferredLanguage' END,
 	CASE WHEN jsonb_typeof(c.preferences->'wakeWord') = 'boolean' THEN (c.preferences->>'wakeWord')::boolean END,
-	s.voice, s.speech_speed::float8, s.language, s.time_zone, s.wake_word
+	s.voice, round(s.speech_speed::numeric, 3)::float8, s.language, s.time_zone, s.wake_word
 FROM alicia_conversations c
 LEFT JOIN alicia_user_settings s ON s.user_id = c.user_id
 WHERE c.id = $1 AND c.deleted_at IS NULL`
@@ -207,7 +207,7 @@ func Read(ctx context.Context, q Querier, conversationID string) (Stored, error)
 
 // PersonSQL reads a person's settings (alicia_user_settings), for callers
 // that have no conversation (the gateway's GET /v1/settings).
-const personSQL = `SELECT voice, speech_speed::float8, language, time_zone, wake_word FROM alicia_user_settings WHERE user_id = $1`
+const personSQL = `SELECT voice, round(speech_speed::numeric, 3)::float8, language, time_zone, wake_word FROM alicia_user_settings WHERE user_id = $1`
 
 // ReadPerson returns a person's layer (empty when they set nothing).
 func ReadPerson(ctx context.Context, q Querier, userID string) (Layer, error) {

@@ -43,7 +43,7 @@ func TestResolveLayers(t *testing.T) {
 	seed(t, pool, "ac_own", "ana", `{"voice":"bf_emma","speechSpeed":1.5,"preferredLanguage":"pt-BR","wakeWord":true,"device":"web"}`)
 	seed(t, pool, "ac_none", "ana", `{"device":"web"}`)
 	seed(t, pool, "ac_bad", "bob", `{"voice":3,"speechSpeed":"fast"}`)
-	person(t, pool, "ana", "am_adam", 0.75, "fr")
+	person(t, pool, "ana", "am_adam", 0.8, "fr")
 
 	cases := []struct {
 		name, cid string
@@ -54,7 +54,7 @@ func TestResolveLayers(t *testing.T) {
 			Language: "pt-BR", LanguageFrom: prefs.FromConversation, WakeWord: true, WakeWordFrom: prefs.FromConversation,
 			TimeZone: "Europe/Paris", TimeZoneFrom: prefs.FromInstallation}},
 		{"the person's when the conversation sets none", "ac_none", prefs.Effective{UserID: "ana",
-			Voice: "am_adam", VoiceFrom: prefs.FromPerson, SpeechSpeed: 0.75, SpeechSpeedFrom: prefs.FromPerson,
+			Voice: "am_adam", VoiceFrom: prefs.FromPerson, SpeechSpeed: 0.8, SpeechSpeedFrom: prefs.FromPerson,
 			Language: "fr", LanguageFrom: prefs.FromPerson, WakeWordFrom: prefs.FromInstallation,
 			TimeZone: "Europe/Paris", TimeZoneFrom: prefs.FromInstallation}},
 		{"values of the wrong type ignored, the installation's", "ac_bad", prefs.Effective{UserID: "bob",
