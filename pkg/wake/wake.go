@@ -215,3 +215,22 @@ func foldAccent(r rune) rune {
 var accents = map[rune]rune{'á': 'a', 'à': 'a', 'â': 'a', 'ä': 'a', 'ã': 'a', 'å': 'a', 'é': 'e', 'è': 'e', 'ê': 'e', 'ë': 'e',
 	'í': 'i', 'ì': 'i', 'î': 'i', 'ï': 'i', 'ó': 'o', 'ò': 'o', 'ô': 'o', 'ö': 'o', 'õ': 'o', 'ú': 'u', 'ù': 'u', 'û': 'u',
 	'ü': 'u', 'ç': 'c', 'ñ': 'n', 'ý': 'y', 'ÿ': 'y'}
+
+// EnvWords is the setting that names the wake words, comma-separated
+// (ALICIA_WAKE_WORDS; default "alicia").
+const EnvWords = "ALICIA_WAKE_WORDS"
+
+// ParseWords reads a comma-separated list of wake words (ALICIA_WAKE_WORDS),
+// trimmed and in lower case; empty means DefaultWords.
+func ParseWords(s string) []string {
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.ToLower(strings.Join(strings.Fields(w), " ")); w != "" {
+			out = append(out, w)
+		}
+	}
+	if len(out) == 0 {
+		return append([]string(nil), DefaultWords...)
+	}
+	return out
+}

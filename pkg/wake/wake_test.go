@@ -1,6 +1,7 @@
 package wake_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/alicia-voice/alicia/pkg/wake"
@@ -87,5 +88,18 @@ func TestConfiguredWords(t *testing.T) {
 	}
 	if got := wake.New([]string{"", " "}).Words(); len(got) != 1 || got[0] != "alicia" {
 		t.Errorf("no words: Words() = %q; want the default", got)
+	}
+}
+
+func TestParseWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                         "alicia",
+		" , ":                      "alicia",
+		"Alicia":                   "alicia",
+		"alicia, Hey  Computer ,,": "alicia|hey computer",
+	} {
+		if got := strings.Join(wake.ParseWords(in), "|"); got != want {
+			t.Errorf("ParseWords(%q) = %q; want %q", in, got, want)
+		}
 	}
 }

@@ -34,7 +34,8 @@ const (
 	outRejected      = "rejected"
 	outRetry         = "retry"
 	outCanceled      = "canceled"
-	outFailed        = "failed" // a speculative job's publish failed (not retried)
+	outFailed        = "failed"    // a speculative job's publish failed (not retried)
+	outWakeOnly      = "wake_only" // hands-free: only the wake word was said
 )
 
 // process does one valid job; free is called when it needs the backend no more.
@@ -124,13 +125,18 @@ func (w *Worker) process(ctx context.Context, j *job, free func()) (err error) {
 	if lang := firstNonEmpty(res.Language, deref(b.Language), w.s.Language); lang != "" {
 		tr.Language = &lang
 	}
+	handsFree, request := handsFree(j, tr)
 	switch {
 	case j.speculative():
-		return w.speculate(ctx, j, tr, &outcome)
+		return w.speculate(ctx, j, tr, request, &outcome)
+	case !j.final() && handsFree:
+		return w.partialHandsFree(ctx, j, tr, &outcome)
 	case !j.final():
 		return w.partial(ctx, j, tr, &outcome)
+	case handsFree && !*tr.Addressed:
+		return w.notAddressed(ctx, j, tr, log, &outcome)
 	}
-	return w.final(ctx, j, tr, reused, span, log, &outcome)
+	return w.final(ctx, j, tr, request, reused, span, log, &outcome)
 }
 
 func (w *Worker) partial(ctx context.Context, j *job, tr *protocol.Transcription, outcome *string) error {
@@ -152,8 +158,9 @@ func (w *Worker) partial(ctx context.Context, j *job, tr *protocol.Transcription
 // final publishes the final Transcription (always: the client learns how
 // the utterance ended), then — when something was said with enough
 // confidence, and it was no backchannel over an answer nor its echo — the UserMessage
-// the llm answers.
-func (w *Worker) final(ctx context.Context, j *job, tr *protocol.Transcription, reused bool, span trace.Span, log zerolog.Logger, outcome *string) error {
+// the llm answers, holding request (the transcript, without the wake word
+// in hands-free mode).
+func (w *Worker) final(ctx context.Context, j *job, tr *protocol.Transcription, request string, reused bool, span trace.Span, log zerolog.Logger, outcome *string) error {
 	if !reused {
 		if _, err := w.publishTranscription(ctx, j, tr, false); err != nil {
 			return fmt.Errorf("publish final transcription: %w", err)
@@ -187,8 +194,11 @@ func (w *Worker) final(ctx context.Context, j *job, tr *protocol.Transcription, 
 		*outcome = outLowConfidence
 		log.Info().Float64("confidence", *tr.Confidence).Float64("floor", w.s.MinConfidence).Msg("final transcript below the confidence floor: no user message")
 		return nil
+	case request == "":
+		*outcome = outWakeOnly
+		return nil
 	}
-	if err := w.publishUserMessage(ctx, j, tr.Text); err != nil {
+	if err := w.publishUserMessage(ctx, j, request); err != nil {
 		return fmt.Errorf("publish user message: %w", err)
 	}
 	*outcome = outUserMessage

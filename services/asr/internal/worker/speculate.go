@@ -138,9 +138,11 @@ func (w *Worker) transcribeSpeculative(ctx context.Context, j *job, span trace.S
 // speculate publishes a speculative job's transcript on core NATS — always,
 // so the room-agent learns it even when nothing was said — and, when it has
 // words and enough confidence, the UserMessage it would become, for the
-// llm to start on. Nothing goes to the conversation's stream. A failed
-// publish is not retried: the final job is transcribed as usual then.
-func (w *Worker) speculate(ctx context.Context, j *job, tr *protocol.Transcription, outcome *string) error {
+// llm to start on (request: without the wake word in hands-free mode,
+// where one not addressed starts nothing). Nothing goes to the
+// conversation's stream. A failed publish is not retried: the final job is
+// transcribed as usual then.
+func (w *Worker) speculate(ctx context.Context, j *job, tr *protocol.Transcription, request string, outcome *string) error {
 	env := protocol.New(j.cid, tr)
 	env.Meta = copyMeta(j.env.Meta)
 	if err := w.publishSpeculative(ctx, j, subjects.SpecTranscript(j.cid), env); err != nil {
@@ -154,8 +156,14 @@ func (w *Worker) speculate(ctx context.Context, j *job, tr *protocol.Transcripti
 	case tr.Confidence != nil && *tr.Confidence < w.s.MinConfidence:
 		*outcome = outLowConfidence
 		return nil
+	case tr.Addressed != nil && !*tr.Addressed:
+		*outcome = outNotAddressed
+		return nil
+	case request == "":
+		*outcome = outWakeOnly
+		return nil
 	}
-	if err := w.publishSpeculative(ctx, j, subjects.SpecPreempt(j.cid), userMessage(j, tr.Text)); err != nil {
+	if err := w.publishSpeculative(ctx, j, subjects.SpecPreempt(j.cid), userMessage(j, request)); err != nil {
 		*outcome = outFailed
 		return fmt.Errorf("%w: publish speculative user message: %w", errDone, err)
 	}
