@@ -43,6 +43,10 @@ type Config struct {
 	// MinConfidence: a final transcript scoring below it is shown to the
 	// client but does not become a user message (ALICIA_ASR_MIN_CONFIDENCE).
 	MinConfidence float64
+	// PostgresURL (ALICIA_POSTGRES_URL + _FILE, read-only) is where each
+	// conversation's and person's language is read (pkg/prefs); without it
+	// only changes heard live apply.
+	PostgresURL string
 
 	// Concurrency is how many transcriptions one replica runs at once
 	// (ALICIA_ASR_CONCURRENCY); storing a finished job's results overlaps
@@ -98,6 +102,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 	err := errors.Join(
 		c.Bus.From(src),
 		src.Secret("ALICIA_ASR_API_KEY", &c.APIKey),
+		src.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		src.Duration("ALICIA_ASR_TIMEOUT", &c.Timeout),
 		src.Int("ALICIA_ASR_ATTEMPTS", &c.Attempts),
 		src.Duration("ALICIA_ASR_RETRY_BACKOFF", &c.RetryBackoff),

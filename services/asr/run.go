@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
 	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
@@ -37,9 +40,14 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	wc := whisper.New(whisper.Config{BaseURL: cfg.BaseURL(), APIKey: cfg.APIKey, Model: cfg.Model,
 		Timeout: cfg.Timeout, Attempts: cfg.Attempts, Backoff: cfg.RetryBackoff})
 	defer wc.Close()
+	cache, closePrefs, err := followPrefs(ctx, cfg, nc, log)
+	if err != nil {
+		return fmt.Errorf("asr: %w", err)
+	}
+	defer closePrefs()
 	w, err := worker.Ensure(ctx, worker.Deps{
 		JS: js, Jobs: jobs, Conversations: convs, Publisher: bus.NewPublisher(js), DeadLetters: bus.NewDeadLetters(js),
-		ASR: wc, Metrics: metrics.Default(), Log: log,
+		ASR: wc, Prefs: cache, Metrics: metrics.Default(), Log: log,
 	}, worker.Settings{
 		Consumer: cfg.Consumer, Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
 		MinConfidence: cfg.MinConfidence, Language: cfg.Language, Attempts: cfg.Attempts, PublishTimeout: 5 * time.Second,
@@ -73,6 +81,33 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	// The naks of jobs given back are on their way out: send them before closing.
 	_ = nc.FlushTimeout(2 * time.Second)
 	return err
+}
+
+// followPrefs is the cache of the conversations' languages: read from
+// Postgres when ALICIA_POSTGRES_URL is set, heard live on the bus either
+// way (a Configuration or UserSettings applies from the next utterance).
+func followPrefs(ctx context.Context, cfg Config, nc *nats.Conn, log zerolog.Logger) (*prefs.Cache, func(), error) {
+	d := prefs.Defaults{Language: cfg.Language}
+	var cache *prefs.Cache
+	closePool := func() {}
+	if cfg.PostgresURL == "" {
+		log.Warn().Msg("no ALICIA_POSTGRES_URL: conversations are transcribed in the installation's language unless a change is heard live")
+		cache = prefs.NewCache(nil, d)
+	} else {
+		pool, err := pgread.Open(ctx, cfg.PostgresURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		cache, closePool = prefs.NewCache(pool, d), pool.Close
+	}
+	rt := bus.NewRoutes("asr", log)
+	cache.Route(rt)
+	subs, err := rt.Subscribe(ctx, nc)
+	if err != nil {
+		closePool()
+		return nil, nil, err
+	}
+	return cache, func() { subs.Close(); closePool() }, nil
 }
 
 // probe says at start whether the backend answers, so a wrong URL is

@@ -492,8 +492,8 @@ func TestChecksCatch(t *testing.T) {
 			f.Services["gateway"].Environment["ALICIA_ASR_CONCURRENCY"] = "8"
 		}, "gateway", compose.RuleEnv, "ALICIA_ASR_CONCURRENCY"},
 		{"a _FILE variable the service does not read", func(f *compose.File, _ *compose.Contract) {
-			f.Services["asr"].Environment["ALICIA_POSTGRES_URL_FILE"] = "/run/secrets/postgres_url"
-		}, "asr", compose.RuleEnv, "ALICIA_POSTGRES_URL_FILE is given but never read"},
+			f.Services["asr"].Environment["ALICIA_LLM_API_KEY_FILE"] = "/run/secrets/llm_api_key"
+		}, "asr", compose.RuleEnv, "ALICIA_LLM_API_KEY_FILE is given but never read"},
 		{"a third-party variable the image ignores", func(f *compose.File, _ *compose.Contract) {
 			f.Services["speaches"].Environment["WHISPER__MODEL"] = "large-v3"
 		}, "speaches", compose.RuleEnv, "WHISPER__MODEL"},
@@ -689,6 +689,8 @@ func TestPostgresRoles(t *testing.T) {
 		"gateway":     {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"llm":         {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"memory":      {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
+		"asr":         {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
+		"tts":         {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"migrate": {
 			"ALICIA_POSTGRES_URL_FILE":          deploycmd.PostgresURL,
 			"ALICIA_POSTGRES_MIGRATOR_URL_FILE": deploycmd.PostgresMigratorURL,

@@ -93,6 +93,7 @@ func (w *Worker) work(ctx context.Context, data []byte, d bus.Delivery, free fun
 		free()
 		return w.reject(ctx, data, d, j, err)
 	}
+	w.applyLanguage(ctx, j)
 	return w.process(ctx, j, free)
 }
 

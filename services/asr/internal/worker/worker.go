@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/services/asr/internal/metrics"
 	"github.com/alicia-voice/alicia/services/asr/internal/whisper"
 )
@@ -34,8 +35,10 @@ type Deps struct {
 	Publisher     *bus.Publisher
 	DeadLetters   *bus.DeadLetters
 	ASR           Transcriber
-	Metrics       *metrics.Metrics
-	Log           zerolog.Logger
+	// Prefs gives each conversation's language (nil: the job's).
+	Prefs   *prefs.Cache
+	Metrics *metrics.Metrics
+	Log     zerolog.Logger
 }
 
 // Settings tune a worker.
