@@ -153,6 +153,10 @@ const llmOptimize = "llm-optimize"
 // (services/llm/internal/queue.LeaseBucket).
 const llmTurnLeases = "LLM_TURN_LEASES"
 
+// timerClaims is the llm's bucket of timers being delivered
+// (services/llm/internal/timers.ClaimBucket).
+const timerClaims = "TIMER_CLAIMS"
+
 // Client subjects only the edges publish wholesale; other services publish
 // single types on the user's behalf.
 var (
@@ -204,6 +208,10 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, readBacklog()...)
 		// server-info asks the room-agents what they listen with.
 		p.Publish = append(p.Publish, rpc.VoiceAgentInfoSubject)
+		// PUT /v1/settings: a person's voice, speed, language, time zone.
+		p.Publish = append(p.Publish, subjects.System(protocol.TypeUserSettings))
+		// DELETE /v1/timers/{id}: the person cancels a timer.
+		p.Publish = append(p.Publish, subjects.System(protocol.TypeTimer))
 	case RoomAgent:
 		// The LiveKit edge: client envelopes from the data channel and on
 		// the user's behalf (ControlStop, AudioChunk, Configuration),
@@ -213,6 +221,10 @@ func For(service string) Permissions {
 		p.Subscribe = []string{subjects.AllAudioOut, subjects.AllSpecTranscripts}
 		// Its micro service (rpc.VoiceAgentService) answers server-info.
 		p.Subscribe = append(p.Subscribe, "$SRV.>")
+		// Whether a call is open in a room it is in (the llm's timers).
+		p.Subscribe = append(p.Subscribe, rpc.VoiceRoomSubjects)
+		// Hands-free mode turned on or off (pkg/prefs), heard on core NATS.
+		p.Subscribe = append(p.Subscribe, client(protocol.TypeConfiguration), subjects.System(protocol.TypeUserSettings))
 		p.Responses = true
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, serverAll)...)
 		p.Publish = append(p.Publish, consume(bus.StreamDispatch)...)
@@ -226,6 +238,8 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, consume(bus.StreamASRJobs)...)
 		p.Publish = append(p.Publish, lastOf(bus.StreamConversations, server(protocol.TypeTranscription), client(protocol.TypeUserMessage))...)
 		p.Publish = append(p.Publish, lastOf(bus.StreamASRJobs, subjects.ASRJob("*"))...)
+		// Languages changed (pkg/prefs), heard on core NATS.
+		p.Subscribe = append(p.Subscribe, client(protocol.TypeConfiguration), subjects.System(protocol.TypeUserSettings))
 	case LLM:
 		// Answers; tool registrations and MCP server status on alicia.sys;
 		// stops and configurations heard on core NATS.
@@ -274,6 +288,12 @@ func For(service string) Permissions {
 		p.Publish = append(p.Publish, agent(protocol.TypeTurnJudgement), subjects.DeadLetter(llmJudge))
 		// Titles: the same answer ends, ConversationUpdates on the server subject.
 		p.Publish = append(p.Publish, subjects.DeadLetter(llmTitles))
+		// Timers: set, cancelled and fired on alicia.sys.timer, heard by
+		// every replica on core NATS; claimed by one replica in a bucket;
+		// spoken when a room-agent says a call is open.
+		p.Publish = append(p.Publish, subjects.System(protocol.TypeTimer), rpc.VoiceRoomSubjects)
+		p.Subscribe = append(p.Subscribe, subjects.System(protocol.TypeTimer))
+		p.Publish = append(p.Publish, keyValue(timerClaims)...)
 	case TTS:
 		// SpeechAudio on core NATS, one SentenceAudio record per sentence;
 		// hears the turn's sentences, starts, stops and errors on core NATS.
@@ -282,7 +302,9 @@ func For(service string) Permissions {
 			server(protocol.TypeStartAnswer), server(protocol.TypeErrorMessage),
 			// First sentences of preemptive answers, synthesised ahead,
 			// and their cancellation.
-			subjects.AllSpecSpeak, agent(protocol.TypeTurnEvent)}
+			subjects.AllSpecSpeak, agent(protocol.TypeTurnEvent),
+			// Voices, speeds and languages changed (pkg/prefs).
+			client(protocol.TypeConfiguration), subjects.System(protocol.TypeUserSettings)}
 		// A turn's sentences and the stops after its start are read through
 		// consumers filtered on the turn's subjects.
 		p.Publish = append(p.Publish, consumeFiltered(bus.StreamConversations, server(protocol.TypeStartAnswer),

@@ -16,6 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
+	"github.com/alicia-voice/alicia/services/llm/internal/timers"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 )
 
@@ -121,7 +122,11 @@ type Config struct {
 	// Titles names conversations from their content after their answers
 	// (ALICIA_LLM_TITLES, default true; titles.go).
 	Titles bool
-	// Toolbox, when set, replaces the tool registry (tests, embedding).
+	// Timers: the timer tools and their delivery (ALICIA_LLM_TIMERS_*,
+	// ALICIA_TIME_ZONE; internal/timers).
+	Timers timers.Config
+	// Toolbox, when set, replaces the tool registry (tests, embedding);
+	// the timer tools are then not offered (their delivery still runs).
 	Toolbox Toolbox
 }
 
@@ -160,6 +165,7 @@ func DefaultConfig() Config {
 		Judge:                  DefaultJudgeConfig(),
 		Optimizer:              DefaultOptimizerConfig(),
 		Titles:                 true,
+		Timers:                 timers.DefaultConfig(),
 	}
 }
 
@@ -173,6 +179,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 	src.String("ALICIA_LLM_MODEL", &c.Model)
 	src.String("ALICIA_LLM_SYSTEM_PROMPT", &c.SystemPrompt)
 	src.String("ALICIA_LLM_VOICE_STYLE", &c.VoiceStyle)
+	src.String("ALICIA_TIME_ZONE", &c.Timers.TimeZone)
 	c.Metrics.From(src, metricsAddrVar)
 	tc, terr := tools.ConfigFrom(src)
 	c.Tools = tc
@@ -204,6 +211,10 @@ func ConfigFrom(src config.Source) (Config, error) {
 		src.Duration("ALICIA_LLM_PROMPT_RELOAD", &c.PromptReload),
 		src.Int("ALICIA_LLM_DEMONSTRATIONS", &c.Demonstrations),
 		src.Bool("ALICIA_LLM_TITLES", &c.Titles),
+		src.Int("ALICIA_LLM_TIMERS_PER_USER", &c.Timers.PerUser),
+		src.Duration("ALICIA_LLM_TIMERS_MAX_AHEAD", &c.Timers.MaxAhead),
+		src.Duration("ALICIA_LLM_TIMERS_CLAIM_TIMEOUT", &c.Timers.ClaimTimeout),
+		src.Duration("ALICIA_LLM_TIMERS_RESYNC", &c.Timers.Resync),
 		src.Float64("ALICIA_LLM_DEMONSTRATIONS_MIN_SCORE", &c.DemonstrationsMinScore),
 		src.Duration("ALICIA_LLM_DEMONSTRATIONS_TIMEOUT", &c.DemonstrationsTimeout),
 	)
@@ -230,7 +241,8 @@ func temperature(src config.Source, dst **float32) error {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	errs = append(errs, c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar), c.Judge.Validate(), c.Optimizer.Validate())
+	errs = append(errs, c.Bus.Validate(), c.Postgres.Validate(), c.Metrics.Validate(metricsAddrVar), c.Judge.Validate(), c.Optimizer.Validate(),
+		c.Timers.Validate())
 	if u, err := url.Parse(c.LLMURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("ALICIA_LLM_URL %q is not an http(s) URL", c.LLMURL)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/alicia-voice/alicia/services/llm/internal/optimize"
 	"github.com/alicia-voice/alicia/services/llm/internal/queue"
 	"github.com/alicia-voice/alicia/services/llm/internal/store"
+	"github.com/alicia-voice/alicia/services/llm/internal/timers"
 	"github.com/alicia-voice/alicia/services/llm/internal/tools"
 	"github.com/alicia-voice/alicia/services/llm/internal/turn"
 )
@@ -90,6 +91,16 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	go func() { defer close(probed); probe(pctx, mc, cfg, log) }()
 	defer func() { stopProbe(); <-probed }()
 
+	// Timers: every replica knows the scheduled ones and one delivers
+	// each when due (internal/timers).
+	sched, err := timers.New(cfg.Timers, nc, js, pool, timerHooks(m), log)
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	if err := sched.Start(ctx, cfg.Streams.Replicas); err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	defer sched.Close()
 	toolbox := cfg.Toolbox
 	if toolbox == nil {
 		reg, err := tools.New(ctx, cfg.Tools, nc, js, pool, log)
@@ -97,6 +108,9 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 			return fmt.Errorf("llm: tools: %w", err)
 		}
 		defer reg.Close()
+		if err := reg.AddBuiltins(ctx, sched.Tools()...); err != nil {
+			return fmt.Errorf("llm: tools: %w", err)
+		}
 		toolbox = reg
 	}
 	// The prompt versions: seeded, loaded, kept fresh (prompts.go).
@@ -117,6 +131,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	engine := turn.New(turn.Deps{
 		NC: nc, Conversations: convs, Publisher: bus.NewPublisher(js), Model: mc, Toolbox: toolbox,
 		Messages: store.New(pool), Prompts: catalog, Demonstrations: demonstrations(cfg, pool), Metrics: m, Log: log,
+		Zones: sched,
 	}, turn.Settings{
 		MaxToolIterations: cfg.MaxToolIterations,
 		HistoryLimit:      cfg.HistoryLimit, HistoryTimeout: cfg.HistoryTimeout,
@@ -164,6 +179,20 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	}
 	log.Info().Str("model", cfg.Model).Str("backend", cfg.LLMURL).Int("partitions", cfg.Partitions).Msg("llm running")
 	return consumer.Run(ctx)
+}
+
+// timerHooks counts what the timers do (alicia_llm_timers_*).
+func timerHooks(m *metrics.Metrics) timers.Hooks {
+	return timers.Hooks{
+		Set:       func(kind string) { m.TimersSet.WithLabelValues(kind).Inc() },
+		Cancelled: func() { m.TimersCancelled.Inc() },
+		Failed:    func() { m.TimersFailed.Inc() },
+		Scheduled: func(n int) { m.TimersScheduled.Set(float64(n)) },
+		Delivered: func(as string, late time.Duration) {
+			m.TimersDelivered.WithLabelValues(as).Inc()
+			m.TimerLateness.Observe(late.Seconds())
+		},
+	}
 }
 
 // demonstrations is the turns' selector of demonstrations (nil when

@@ -49,6 +49,15 @@ type Metrics struct {
 	// one took (bounded by ALICIA_LLM_DEMONSTRATIONS_TIMEOUT).
 	Demonstrations         *prometheus.CounterVec
 	DemonstrationsDuration prometheus.Histogram
+	// Timers: set by a tool (by kind), cancelled by a tool, delivered by
+	// this replica (by how: spoken, message) and how late, deliveries that
+	// failed (retried), and the scheduled timers the replica knows.
+	TimersSet       *prometheus.CounterVec
+	TimersCancelled prometheus.Counter
+	TimersDelivered *prometheus.CounterVec
+	TimerLateness   prometheus.Histogram
+	TimersFailed    prometheus.Counter
+	TimersScheduled prometheus.Gauge
 }
 
 var (
@@ -100,6 +109,20 @@ func Default() *Metrics {
 		def.DemonstrationsDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "demonstrations_duration_seconds",
 			Help: "Time to choose a turn's demonstrations (Postgres full-text search over the person's rated turns).", Buckets: buckets})
 		prometheus.DefaultRegisterer.MustRegister(def.Demonstrations, def.DemonstrationsDuration)
+		def.TimersSet = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "timers_set_total",
+			Help: "Timers and reminders set by the model's tools, by kind (timer, reminder)."}, []string{"kind"})
+		def.TimersCancelled = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "timers_cancelled_total",
+			Help: "Timers and reminders cancelled by the model's cancel_timer tool (not those the person cancels in the web app: DELETE /v1/timers/{id} at the gateway)."})
+		def.TimersDelivered = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "timers_delivered_total",
+			Help: "Timers and reminders this replica delivered, by how: spoken (a call was open) or message."}, []string{"as"})
+		def.TimerLateness = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "alicia", Subsystem: "llm", Name: "timers_lateness_seconds",
+			Help:    "Due time to the delivered message published, per timer this replica delivered (a timer due while every replica was down counts its downtime).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}})
+		def.TimersFailed = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "alicia", Subsystem: "llm", Name: "timers_failed_total",
+			Help: "Timer deliveries or claims that failed and are tried again."})
+		def.TimersScheduled = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "alicia", Subsystem: "llm", Name: "timers_scheduled",
+			Help: "Scheduled timers and reminders this replica knows (every replica knows them all)."})
+		prometheus.DefaultRegisterer.MustRegister(def.TimersSet, def.TimersCancelled, def.TimersDelivered, def.TimerLateness, def.TimersFailed, def.TimersScheduled)
 		prometheus.DefaultRegisterer.MustRegister(def.TurnDuration, def.FirstToken, def.FirstSentence, def.Errors, def.ToolCalls, def.ModelAttempts, def.Breaker, def.Preempts)
 	})
 	return def

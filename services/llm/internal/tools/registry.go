@@ -158,6 +158,25 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	return r, nil
 }
 
+// AddBuiltins registers more built-in tools (the timers', whose scheduler
+// starts after the registry) and publishes the built-in set again.
+func (r *Registry) AddBuiltins(ctx context.Context, ts ...Tool) error {
+	for _, t := range ts {
+		if err := r.add(t, nil); err != nil {
+			return err
+		}
+	}
+	r.mu.RLock()
+	var specs []Spec
+	for _, e := range r.tools {
+		if e.server == nil {
+			specs = append(specs, e.spec)
+		}
+	}
+	r.mu.RUnlock()
+	return r.publishRegistration(ctx, SourceBuiltin, "", specs)
+}
+
 // add registers a tool (replacing one of the same name).
 func (r *Registry) add(t Tool, server *mcpServer) error {
 	spec := t.Spec()

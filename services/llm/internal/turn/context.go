@@ -35,6 +35,8 @@ type prefetch struct {
 	demosReady chan struct{}
 	// cached: history.get was not asked, the remembered branch may serve.
 	cached bool
+	// loc is the person's time zone.
+	loc *time.Location
 }
 
 func (t *turn) startPrefetch() *prefetch {
@@ -52,6 +54,7 @@ func (t *turn) startPrefetch() *prefetch {
 		})
 	}
 	pf.wg.Go(func() { pf.mems = t.memories() })
+	pf.wg.Go(func() { pf.loc = t.e.location(t.ctx, t.userID) })
 	pf.wg.Go(func() { defer close(pf.demosReady); pf.demos = t.demonstrations() })
 	return pf
 }
@@ -69,10 +72,14 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 		t.hist = hist
 	}
 	for _, m := range mems {
-		t.out.send(protocol.New(t.cid, &protocol.MemoryTrace{ID: protocol.DeriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
-			ConversationID: t.cid, MemoryID: m.ID, Content: m.Content, Relevance: clamp01(m.Similarity)}), t.p.assistantID+":m:"+m.ID)
+		tr := &protocol.MemoryTrace{ID: protocol.DeriveID("amu", t.p.assistantID, m.ID), MessageID: t.p.assistantID,
+			ConversationID: t.cid, MemoryID: m.ID, Content: m.Content, Relevance: clamp01(m.Similarity)}
+		if m.Query != nil { // which search found it (rpc.MemoryQuery)
+			tr.QueryPrompt, tr.QueryPromptMeta = &m.Query.Text, m.Query.Meta()
+		}
+		t.out.send(protocol.New(t.cid, tr), t.p.assistantID+":m:"+m.ID)
 	}
-	return t.e.prompt(t.comp.system, mems, hist, t.p.assistantID, t.p.userText, t.ans.prefixText()), nil
+	return t.e.prompt(t.comp.system, mems, pf.loc, hist, t.p.assistantID, t.p.userText, t.ans.prefixText()), nil
 }
 
 // prompt assembles the model's messages: the system text (the versions
@@ -80,8 +87,8 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 // messages), the user's text, and a continuation's prefix. A preemptive
 // answer (preempt.go) is built by the same function, so the confirmed
 // turn's request can be compared with it.
-func (e *Engine) prompt(system string, mems []rpc.Memory, hist []rpc.HistoryMessage, skip, userText, prefix string) []openai.ChatCompletionMessage {
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(system, mems)}}
+func (e *Engine) prompt(system string, mems []rpc.Memory, loc *time.Location, hist []rpc.HistoryMessage, skip, userText, prefix string) []openai.ChatCompletionMessage {
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(system, mems, time.Now(), loc)}}
 	for _, h := range hist {
 		if h.ID == skip || h.CompletionStatus == "failed" || strings.TrimSpace(h.Contents) == "" {
 			continue // only what the user saw: failed answers are left out
@@ -102,12 +109,21 @@ func (e *Engine) prompt(system string, mems []rpc.Memory, hist []rpc.HistoryMess
 	return msgs
 }
 
-func systemPrompt(system string, mems []rpc.Memory) string {
+// systemPrompt is the system text, the person's local time (for the timer
+// tools and any question about dates) and the memories.
+func systemPrompt(system string, mems []rpc.Memory, now time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
 	var b strings.Builder
 	b.WriteString(system)
-	b.WriteString("\n\nToday is ")
-	b.WriteString(time.Now().UTC().Format("Monday, 2 January 2006"))
-	b.WriteString(" (UTC).")
+	b.WriteString("\n\nIt is now ")
+	b.WriteString(now.In(loc).Format("Monday, 2 January 2006, 15:04"))
+	b.WriteString(" in the user's time zone, ")
+	b.WriteString(loc.String())
+	b.WriteString(" (UTC")
+	b.WriteString(now.In(loc).Format("-07:00"))
+	b.WriteString(").")
 	if len(mems) > 0 {
 		b.WriteString("\n\nWhat you remember about the user from earlier conversations (use it only when it helps):")
 		for _, m := range mems {
@@ -249,6 +265,14 @@ func (e *Engine) searchMemories(ctx context.Context, log zerolog.Logger, userID,
 		return nil
 	}
 	return resp.Memories[:min(len(resp.Memories), e.s.MemoryTopK)]
+}
+
+// location is the person's time zone (UTC when unknown).
+func (e *Engine) location(ctx context.Context, userID string) *time.Location {
+	if e.d.Zones == nil {
+		return time.UTC
+	}
+	return e.d.Zones.Location(ctx, userID)
 }
 
 func indexOf(msgs []rpc.HistoryMessage, id string) int {

@@ -63,6 +63,14 @@ type Deps struct {
 	Demonstrations Demonstrations
 	Metrics        *metrics.Metrics
 	Log            zerolog.Logger
+	// Zones gives the person's time zone, in which the model is told the
+	// time (nil: UTC).
+	Zones Zones
+}
+
+// Zones tells a person's time zone (internal/timers.Scheduler).
+type Zones interface {
+	Location(ctx context.Context, userID string) *time.Location
 }
 
 // Settings tune a turn.

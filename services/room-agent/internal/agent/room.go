@@ -17,6 +17,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/pkg/rpc"
 )
 
 // Deps are what rooms share.
@@ -161,9 +162,19 @@ func (r *Room) start() error {
 		subs.Close()
 		return err
 	}
+	// Whether a call is open here: the llm asks before delivering a timer.
+	unserve, err := rpc.ServeVoiceRoom(r.d.NC, r.cid, func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.humans)
+	})
+	if err != nil {
+		subs.Close()
+		return fmt.Errorf("agent: %w", err)
+	}
 	r.wg.Add(1)
 	go func() { defer r.wg.Done(); r.player.Run(r.ctx) }()
-	go func() { <-r.ctx.Done(); subs.Close() }()
+	go func() { <-r.ctx.Done(); subs.Close(); unserve() }()
 	return nil
 }
 
