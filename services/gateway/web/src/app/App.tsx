@@ -6,6 +6,7 @@ import { ChatView } from '../components/ChatView'
 import { IconClose, IconMenu } from '../ui/Icons'
 import { Sidebar } from '../conversations/Sidebar'
 import { SignIn } from '../session/SignIn'
+import { OfflineOutbox } from '../components/Outbox'
 
 // Screens other than the conversation load when first opened.
 const Memories = lazy(() => import('../memories/Memories').then((m) => ({ default: m.Memories })))
@@ -43,6 +44,7 @@ export function App() {
         <h1 className="mt-3 text-xl font-semibold">You are offline</h1>
         <p className="mt-2 text-slate-600 dark:text-slate-400">Alicia cannot be reached without the network. This page comes back by itself when you are online again.</p>
         <button type="button" onClick={() => void useApp.getState().loadSession()} className="focus-ring mt-4 rounded-lg bg-indigo-600 px-4 py-2 text-white">Try again</button>
+        <OfflineOutbox />
       </main>
     )
   if (session === null) return <SignIn />

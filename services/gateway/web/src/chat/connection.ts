@@ -43,7 +43,7 @@ interface Pending {
 }
 
 export const CLIENT_VERSION = 'web/0.1.0'
-const DEFAULT_FEATURES: Configuration['features'] = ['streaming', 'partial_responses', 'reasoning_steps', 'tool_use']
+const DEFAULT_FEATURES: Configuration['features'] = ['streaming', 'partial_responses', 'reasoning_steps', 'tool_use', 'acknowledgements']
 
 export class Connection {
   private ws?: WebSocket

@@ -8,6 +8,7 @@ import { useApp } from '../store/app'
 import { errorMeaning } from '../ui/errors'
 import { IconSend, IconStop } from '../ui/Icons'
 import { MessageView } from './MessageView'
+import { OutboxList } from './Outbox'
 import { ConnectionBadge } from '../ui/Status'
 import { MicButton, VoicePanel } from '../voice/Voice'
 
@@ -26,7 +27,8 @@ function Composer({ busy }: { busy: boolean }) {
     const t = box.value.trim()
     // The newest state, not the one React shows: an answer may have started.
     const latest = useApp.getState().chat
-    if (!t || (latest && streamingAnswer(latest))) return
+    // Offline, an answer cut off mid-stream does not hold the composer.
+    if (!t || (latest && streamingAnswer(latest) && useApp.getState().online)) return
     box.value = ''
     startTransition(() => {
       setHasText(false)
@@ -247,6 +249,7 @@ export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
         <MessageList live={live} focusId={focusId} />
       )}
       {chatLoad === 'loading' && <p className="p-3 text-center text-sm text-slate-500">Loading…</p>}
+      {id && <OutboxList conversationId={id} />}
       <Composer busy={busy} />
     </section>
   )

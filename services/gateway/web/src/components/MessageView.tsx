@@ -3,6 +3,7 @@ import { api } from '../api'
 import { spokenView, type ChatMessage, type SpokenView } from '../chat/model'
 import { useApp } from '../store/app'
 import { Notes, VoteBar } from '../improve/Feedback'
+import { DeliveredMark } from './Outbox'
 import { AnswerDetails, MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
 import { Waterfall } from '../timeline/Waterfall'
 import { errorMeaning } from '../ui/errors'
@@ -207,6 +208,7 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
           {/* While an answer streams these stay in place, disabled: the
               messages keep their layout (nothing above the answer moves or
               is painted again). */}
+          {user && <DeliveredMark id={m.id} />}
           {user && (
             <button type="button" aria-label="Edit message" disabled={busy} onClick={() => { setDraft(m.content); setEditing(true) }}
               className="focus-ring rounded p-1 text-slate-600 hover:bg-slate-100 disabled:opacity-40 disabled:hover:bg-transparent dark:text-slate-400 dark:hover:bg-slate-800">

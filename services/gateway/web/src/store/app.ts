@@ -8,6 +8,8 @@ import { create, type StateCreator } from 'zustand'
 import { api, ApiError } from '../api'
 import { Connection, type ConnectionStatus } from '../chat/connection'
 import { whenIdle } from '../chat/live'
+import { delivered, offlineEnvelope, syncOutbox } from '../chat/offline'
+import { outbox } from '../chat/outbox'
 import { addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, streamingAnswer, type ChatState } from '../chat/model'
 import { conversationsSlice, type ConversationsSlice } from '../conversations/slice'
 import { newId } from '../ids'
@@ -123,9 +125,16 @@ const chatSlice: StateCreator<AppState, [], [], ChatSlice> = (set, get) => ({
     const previousId = chat.order.at(-1)
     const cid = chat.conversationId
     const at = Date.now()
+    if (!get().online) {
+      // Offline: kept in the outbox (IndexedDB) and sent in a SyncRequest
+      // once the connection is back (src/chat/outbox.ts).
+      await outbox.add(cid, content, previousId, at)
+      return
+    }
     // Out first, then shown (drawn by the chat's tail, not rendered by React
     // in this task: src/chat/live.ts).
-    get().conn?.send(MessageType.UserMessage, { id, previousId, conversationId: cid, content, timestamp: at })
+    const sent = get().conn?.send(MessageType.UserMessage, { id, previousId, conversationId: cid, content, timestamp: at })
+    if (sent?.stanzaId) delivered.expect(sent.stanzaId, id)
     set({ chat: addLocalUserMessage(chat, id, content, at) })
     // The conversation moves to the top of the sidebar, as the server orders
     // it, once the main thread is idle: the sidebar's render is not in the
@@ -186,11 +195,15 @@ const chatSlice: StateCreator<AppState, [], [], ChatSlice> = (set, get) => ({
           if (get().conn !== c) return
           set({ connection: st })
           if (st === 'reconnecting') get().checkSession()
+          // Messages written offline go out once the connection is back.
+          if (st === 'open') void syncOutbox(c, id)
+          else outbox.unsent(id)
         },
         envelope: (env) => {
           if (get().conn !== c) return
           const chat = get().chat
           if (!chat || chat.conversationId !== id) return
+          if (offlineEnvelope(env)) get().refresh(id) // a SyncResponse: the server's rows
           const next = apply(chat, env)
           if (next !== chat) set({ chat: next })
           // An answer to a message this page has not seen (sent from another
