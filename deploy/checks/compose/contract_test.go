@@ -492,7 +492,7 @@ func TestChecksCatch(t *testing.T) {
 			f.Services["gateway"].Environment["ALICIA_ASR_CONCURRENCY"] = "8"
 		}, "gateway", compose.RuleEnv, "ALICIA_ASR_CONCURRENCY"},
 		{"a _FILE variable the service does not read", func(f *compose.File, _ *compose.Contract) {
-			f.Services["asr"].Environment["ALICIA_LLM_API_KEY_FILE"] = "/run/secrets/llm_api_key"
+			f.Services["asr"].Environment["ALICIA_LLM_API_KEY_FILE"] = "/run/secrets/nats_password_asr"
 		}, "asr", compose.RuleEnv, "ALICIA_LLM_API_KEY_FILE is given but never read"},
 		{"a third-party variable the image ignores", func(f *compose.File, _ *compose.Contract) {
 			f.Services["speaches"].Environment["WHISPER__MODEL"] = "large-v3"
