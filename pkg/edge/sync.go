@@ -140,7 +140,7 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 			inRequest[m.LocalID], inRequest[id] = true, true
 			continue
 		}
-		if c := s.syncConflict(m, onBranch, inRequest); c != nil {
+		if c := s.syncConflict(cid, m, onBranch, inRequest); c != nil {
 			out[i].Status, out[i].Conflict = protocol.SyncResponseSyncedMessagesElemStatusConflict, c
 			continue
 		}
@@ -177,7 +177,7 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 }
 
 // syncConflict says why message m cannot be applied, or nil.
-func (s *Session) syncConflict(m protocol.SyncRequestMessagesElem, onBranch map[string]rpc.HistoryMessage, inRequest map[string]bool) protocol.SyncResponseSyncedMessagesElemConflict {
+func (s *Session) syncConflict(cid string, m protocol.SyncRequestMessagesElem, onBranch map[string]rpc.HistoryMessage, inRequest map[string]bool) protocol.SyncResponseSyncedMessagesElemConflict {
 	switch {
 	case m.Role != "user":
 		return conflict(ConflictRole, "only the person's own messages are synced")
@@ -190,7 +190,8 @@ func (s *Session) syncConflict(m protocol.SyncRequestMessagesElem, onBranch map[
 		return c
 	}
 	if p := deref(m.PreviousID); p != "" {
-		if _, ok := onBranch[p]; !ok && !inRequest[p] {
+		_, ok := onBranch[p]
+		if _, synced := onBranch[protocol.SyncedMessageID(cid, p)]; !ok && !synced && !inRequest[p] { // a localId synced before counts
 			c := conflict(ConflictPrevious, "the message follows one this conversation no longer shows (another branch or another conversation): send it again as a new message")
 			c["previousId"] = p
 			return c

@@ -143,11 +143,12 @@ func TestOfflineMessagesAreSyncedAndAnsweredInOrder(t *testing.T) {
 		}
 	}
 	// A conflicting message (it follows a message this conversation does
-	// not have) and an empty one beside one that applies.
+	// not have) and an empty one beside one that applies (it follows a
+	// message synced before, named by its localId).
 	_, resp = c.syncUntilResponse(
 		protocol.SyncRequestMessagesElem{LocalID: "local-4", PreviousID: protocol.Ptr("am_nosuchmessage0000"), Role: "user", Contents: "message lost", SequenceNumber: 4, CreatedAt: at + 4000},
 		protocol.SyncRequestMessagesElem{LocalID: "local-5", Role: "user", Contents: "  ", SequenceNumber: 5, CreatedAt: at + 5000},
-		protocol.SyncRequestMessagesElem{LocalID: "local-6", Role: "user", Contents: "message later", SequenceNumber: 6, CreatedAt: at + 6000},
+		protocol.SyncRequestMessagesElem{LocalID: "local-6", PreviousID: protocol.Ptr("local-3"), Role: "user", Contents: "message later", SequenceNumber: 6, CreatedAt: at + 6000},
 	)
 	got := resp.SyncedMessages
 	if got[0].Status != protocol.SyncResponseSyncedMessagesElemStatusConflict || got[0].Conflict["reason"] != "unknown_previous" ||
