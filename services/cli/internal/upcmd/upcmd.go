@@ -215,6 +215,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	// persistence alone writes; up has migrated already.
 	pcfg.PostgresURL, pcfg.Migrate = roles.Writer, false
 	gcfg.PostgresURL, lcfg.PostgresURL, mcfg.PostgresURL = roles.Reader, roles.Reader, roles.Reader
+	// The asr and tts read each conversation's language, voice and speed.
+	voice.asr.PostgresURL, voice.tts.PostgresURL = roles.Reader, roles.Reader
 	for url, service := range map[*string]string{&pcfg.NATSURL: natsauth.Persistence, &gcfg.NATSURL: natsauth.Gateway,
 		&lcfg.NATSURL: natsauth.LLM, &mcfg.NATSURL: natsauth.Memory} {
 		if *url, err = users.url(cfg.NATSURL, service); err != nil {
