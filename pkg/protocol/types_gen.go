@@ -764,6 +764,7 @@ const MemoryConfirmationActionArchive MemoryConfirmationAction = "archive"
 const MemoryConfirmationActionCreate MemoryConfirmationAction = "create"
 const MemoryConfirmationActionDelete MemoryConfirmationAction = "delete"
 const MemoryConfirmationActionPin MemoryConfirmationAction = "pin"
+const MemoryConfirmationActionRate MemoryConfirmationAction = "rate"
 const MemoryConfirmationActionUpdate MemoryConfirmationAction = "update"
 
 // A memory used for an answer. Message type 14, S→C.

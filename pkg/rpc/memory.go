@@ -3,7 +3,9 @@ package rpc
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -38,6 +40,40 @@ type Memory struct {
 	Similarity float64 `msgpack:"similarity,omitempty" json:"similarity,omitempty"`
 	CreatedAt  int64   `msgpack:"createdAt" json:"createdAt"` // ms since the epoch
 	UpdatedAt  int64   `msgpack:"updatedAt" json:"updatedAt"`
+	// UserRating is the person's 1..5 rating (nil: not rated).
+	UserRating *int32 `msgpack:"userRating,omitempty" json:"userRating,omitempty"`
+	// CreatedBy is the user who made the memory, or "extraction".
+	CreatedBy string `msgpack:"createdBy,omitempty" json:"createdBy,omitempty"`
+	// SourceInfo is where an extracted memory came from (alicia_memory.source_info).
+	SourceInfo map[string]any `msgpack:"sourceInfo,omitempty" json:"sourceInfo,omitempty"`
+	// Query is how a search found the memory, set by the caller's
+	// MemorySearch/MemorySearchFor (never sent).
+	Query *MemoryQuery `msgpack:"-" json:"-"`
+}
+
+// MemoryQuery is how a search ran, as a MemoryTrace records it (queryPrompt
+// and queryPromptMeta).
+type MemoryQuery struct {
+	Text           string  // the text searched
+	EmbeddingModel string  // the model of the query's embedding
+	TopK           int     // the most matches asked for
+	Threshold      float64 // the least similarity of a match
+	Candidates     int     // how many memories the search returned
+	Prefetched     bool    // answered by the search begun when the message was published
+	SearchMs       float64 // the caller's wait for the answer
+}
+
+// Meta is q as MemoryTrace.queryPromptMeta.
+func (q *MemoryQuery) Meta() map[string]any {
+	if q == nil {
+		return nil
+	}
+	m := map[string]any{"candidates": q.Candidates, "limit": q.TopK, "threshold": q.Threshold,
+		"prefetched": q.Prefetched, "searchMs": math.Round(q.SearchMs*10) / 10}
+	if q.EmbeddingModel != "" {
+		m["embeddingModel"] = q.EmbeddingModel
+	}
+	return m
 }
 
 // MemorySearchResponse lists matches, pinned first, then by similarity.
@@ -45,12 +81,33 @@ type Memory struct {
 type MemorySearchResponse struct {
 	Memories []Memory `msgpack:"memories"`
 	Enabled  bool     `msgpack:"enabled"`
+	// How the search ran: the embedding model, the top-k and threshold
+	// it resolved to, and whether a prefetched search answered.
+	EmbeddingModel string  `msgpack:"embeddingModel,omitempty"`
+	TopK           int     `msgpack:"topK,omitempty"`
+	Threshold      float64 `msgpack:"threshold,omitempty"`
+	Prefetched     bool    `msgpack:"prefetched,omitempty"`
+}
+
+// annotate sets each memory's Query: how the search for req ran and how
+// long the caller waited.
+func (resp *MemorySearchResponse) annotate(req MemorySearchRequest, took time.Duration) {
+	if len(resp.Memories) == 0 {
+		return
+	}
+	q := &MemoryQuery{Text: req.Query, EmbeddingModel: resp.EmbeddingModel, TopK: resp.TopK, Threshold: resp.Threshold,
+		Candidates: len(resp.Memories), Prefetched: resp.Prefetched, SearchMs: float64(took.Microseconds()) / 1000}
+	for i := range resp.Memories {
+		resp.Memories[i].Query = q
+	}
 }
 
 // MemorySearch calls memory.search.
 func MemorySearch(ctx context.Context, nc *nats.Conn, req MemorySearchRequest) (MemorySearchResponse, error) {
 	var resp MemorySearchResponse
+	start := time.Now()
 	err := Call(ctx, nc, MemorySearchSubject, req, &resp)
+	resp.annotate(req, time.Since(start))
 	return resp, err
 }
 
@@ -76,8 +133,10 @@ func MemoryPrefetchedSubject(id string) string {
 func MemorySearchFor(ctx context.Context, nc *nats.Conn, msgID string, req MemorySearchRequest) (MemorySearchResponse, error) {
 	if subject := MemoryPrefetchedSubject(msgID); subject != "" {
 		var resp MemorySearchResponse
+		start := time.Now()
 		err := callAs(ctx, nc, subject, MemorySearchSubject, req, &resp)
 		if !errors.Is(err, ErrNoResponders) {
+			resp.annotate(req, time.Since(start))
 			return resp, err
 		}
 	}

@@ -72,7 +72,7 @@ func TestMemoryTurn(t *testing.T) {
 		rpc.Respond(r, rpc.MemorySearchResponse{Enabled: true, Memories: []rpc.Memory{
 			{ID: "amem_tea", Content: "The user prefers green tea.", Similarity: 0.91},
 			{ID: "amem_cat", Content: "The user has a cat called Miso.", Similarity: 0.62},
-		}})
+		}, EmbeddingModel: "bge-m3", TopK: 5, Threshold: 0.35, Prefetched: true})
 	})
 	h.replica(h.config(h.fake))
 	cid := h.conversation()
@@ -100,6 +100,17 @@ func TestMemoryTurn(t *testing.T) {
 		traces[0].Content != "The user prefers green tea." || traces[1].MemoryID != "amem_cat" {
 		t.Fatalf("traces %+v", traces)
 	}
+	// Each trace says which search found the memory.
+	for _, tr := range traces {
+		meta := tr.QueryPromptMeta
+		if tr.QueryPrompt == nil || *tr.QueryPrompt != "what should I drink?" || meta["embeddingModel"] != "bge-m3" ||
+			meta["limit"] != int64(5) || meta["threshold"] != 0.35 || meta["prefetched"] != true || meta["candidates"] != int64(2) {
+			t.Fatalf("trace %s: queryPrompt %v meta %#v", tr.MemoryID, tr.QueryPrompt, meta)
+		}
+		if ms, ok := meta["searchMs"].(float64); !ok || ms < 0 {
+			t.Fatalf("trace %s: searchMs %#v", tr.MemoryID, meta["searchMs"])
+		}
+	}
 	ms.mu.Lock()
 	req := ms.requests[0]
 	ms.mu.Unlock()
@@ -116,6 +127,11 @@ func TestMemoryTurn(t *testing.T) {
 		_ = h.pool.QueryRow(context.Background(), `SELECT count(*), COALESCE(max(similarity_score), 0) FROM alicia_memory_used WHERE message_id = $1`, sa.ID).Scan(&n, &best)
 		return n == 2 && best > 0.9
 	}, "memory_used rows")
+	var n int
+	if err := h.pool.QueryRow(context.Background(), `SELECT count(*) FROM alicia_memory_used WHERE message_id = $1 AND query_prompt = 'what should I drink?'
+		AND query_prompt_meta->>'embeddingModel' = 'bge-m3' AND (query_prompt_meta->>'prefetched')::bool AND query_prompt_meta ? 'searchMs'`, sa.ID).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d memory_used rows with the query (%v), want 2", n, err)
+	}
 }
 
 // Without a working memory service a turn is answered without memories.

@@ -51,6 +51,10 @@ type Config struct {
 	// updates the nearest existing one instead of creating a new one
 	// (ALICIA_MEMORY_DUPLICATE_THRESHOLD, default 0.85).
 	DuplicateThreshold float64
+	// RatingWeight is how much similarity each star of a person's rating
+	// above (below) 3 adds to (takes from) a memory when search orders its
+	// matches (ALICIA_MEMORY_RATING_WEIGHT, default 0.02; 0 ignores ratings).
+	RatingWeight float64
 	// EfSearch is hnsw.ef_search for searches (ALICIA_MEMORY_EF_SEARCH, default 64).
 	EfSearch int
 	// Extraction extracts memories after each turn when an LLM URL and an
@@ -97,6 +101,7 @@ func DefaultConfig() Config {
 		MaxTopK:            50,
 		Threshold:          0.35,
 		DuplicateThreshold: 0.85,
+		RatingWeight:       0.02,
 		EfSearch:           64,
 		Extraction:         true,
 		Prefetch:           true,
@@ -130,6 +135,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 		src.Int("ALICIA_MEMORY_EF_SEARCH", &c.EfSearch),
 		src.Float64("ALICIA_MEMORY_THRESHOLD", &c.Threshold),
 		src.Float64("ALICIA_MEMORY_DUPLICATE_THRESHOLD", &c.DuplicateThreshold),
+		src.Float64("ALICIA_MEMORY_RATING_WEIGHT", &c.RatingWeight),
 		src.Bool("ALICIA_MEMORY_EXTRACTION", &c.Extraction),
 		src.Bool("ALICIA_MEMORY_PREFETCH", &c.Prefetch),
 	)
@@ -162,6 +168,9 @@ func (c Config) Validate() error {
 	}
 	if c.Threshold < 0 || c.Threshold > 1 {
 		errs = append(errs, fmt.Errorf("threshold %g is outside 0..1 (ALICIA_MEMORY_THRESHOLD)", c.Threshold))
+	}
+	if c.RatingWeight < 0 || c.RatingWeight > 0.25 {
+		errs = append(errs, fmt.Errorf("rating weight %g is outside 0..0.25 (ALICIA_MEMORY_RATING_WEIGHT); a rating should only nudge the order", c.RatingWeight))
 	}
 	if c.DuplicateThreshold <= 0 || c.DuplicateThreshold > 1 {
 		errs = append(errs, fmt.Errorf("duplicate threshold %g is outside (0, 1] (ALICIA_MEMORY_DUPLICATE_THRESHOLD)", c.DuplicateThreshold))

@@ -52,7 +52,8 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 
 	st := store.New(pool, cfg.EfSearch)
 	a := &app.App{
-		Settings:  app.Settings{TopK: cfg.TopK, MaxTopK: cfg.MaxTopK, Threshold: cfg.Threshold, DuplicateThreshold: cfg.DuplicateThreshold},
+		Settings: app.Settings{TopK: cfg.TopK, MaxTopK: cfg.MaxTopK, Threshold: cfg.Threshold, DuplicateThreshold: cfg.DuplicateThreshold,
+			RatingWeight: cfg.RatingWeight},
 		Memories:  st,
 		Publisher: bus.NewPublisher(js),
 		Applied: func(ctx context.Context, stream string, seq uint64) error {

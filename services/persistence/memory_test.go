@@ -130,7 +130,7 @@ func TestMemoryFromBothStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if source != "extraction" || user != "user-1" || createdBy != "user-1" || sourceMessage != m.userMessage || confidence != 0.75 || importance != 0.8 || tags != "drinks" {
+	if source != "extraction" || user != "user-1" || createdBy != "extraction" || sourceMessage != m.userMessage || confidence != 0.75 || importance != 0.8 || tags != "drinks" {
 		t.Fatalf("row = source %s user %s created_by %s message %s confidence %v importance %v tags %s", source, user, createdBy, sourceMessage, confidence, importance, tags)
 	}
 

@@ -76,6 +76,15 @@ func (a *App) Act(ctx context.Context, userID string, act protocol.MemoryAction)
 		if act.Memory.Tags == nil {
 			act.Memory.Tags = existing.Tags
 		}
+	case protocol.MemoryActionActionRate:
+		if !owned {
+			return rpc.MemoryActionResponse{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		if err := checkRating(act.Memory); err != nil {
+			return rpc.MemoryActionResponse{}, err
+		}
+		// Only the rating travels: persistence sets user_rating alone.
+		act.Memory = &protocol.MemoryActionMemory{UserRating: act.Memory.UserRating}
 	case protocol.MemoryActionActionDelete, protocol.MemoryActionActionPin, protocol.MemoryActionActionArchive:
 		if !owned {
 			return rpc.MemoryActionResponse{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -133,6 +142,17 @@ func derivedID(prefix string, parts ...string) string {
 		b = append(b, alphabet[int(c)%len(alphabet)])
 	}
 	return string(b)
+}
+
+// checkRating reports a rate without a rating from 1 to 5.
+func checkRating(m *protocol.MemoryActionMemory) error {
+	if m == nil || m.UserRating == nil {
+		return fmt.Errorf("%w: rate needs memory.userRating, a whole number from 1 to 5", ErrInvalid)
+	}
+	if r := *m.UserRating; r < 1 || r > 5 {
+		return fmt.Errorf("%w: rating %d is outside 1..5", ErrInvalid, r)
+	}
+	return nil
 }
 
 // checkMemory validates the fields persistence would reject.

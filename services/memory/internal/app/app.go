@@ -56,6 +56,7 @@ type Settings struct {
 	MaxTopK            int
 	Threshold          float64
 	DuplicateThreshold float64
+	RatingWeight       float64 // see store.Query
 }
 
 // App runs the use cases. Embedder and Extractor are nil when not

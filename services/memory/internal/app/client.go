@@ -33,6 +33,13 @@ func (a *App) ClientAction(ctx context.Context, env protocol.Envelope, act *prot
 			Severity: 2, Recoverable: true, OriginatingID: protocol.Ptr(act.ID),
 		})
 	}
+	if act.Action == protocol.MemoryActionActionRate {
+		// Persistence stores no rating outside 1..5 (the schema refuses it
+		// at the edge); say why nothing changed.
+		if err := checkRating(act.Memory); err != nil {
+			return fail(protocol.CodeInvalidBody, "the rating must be a whole number from 1 to 5 (memory.userRating)")
+		}
+	}
 	if err := a.Applied(ctx, bus.StreamConversations, seq); err != nil {
 		if lastAttempt {
 			return fail(protocol.CodeBackendUnavailable, "the memory action was not stored in time")

@@ -48,7 +48,8 @@ func (a *App) ExtractTurn(ctx context.Context, answerID string, seq uint64) erro
 		return nil
 	}
 	start := time.Now()
-	cands, err := a.Extractor.Extract(ctx, a.extractionPrompt(ctx, turn.ConversationID, turn.UserID), turn.Prompt, turn.Answer)
+	system, promptVersion := a.extractionPrompt(ctx, turn.ConversationID, turn.UserID)
+	cands, err := a.Extractor.Extract(ctx, system, turn.Prompt, turn.Answer)
 	switch {
 	case errors.Is(err, models.ErrMalformed):
 		log.Warn().Err(err).Msg("extraction answer is not the expected JSON; skipped")
@@ -72,9 +73,10 @@ func (a *App) ExtractTurn(ctx context.Context, answerID string, seq uint64) erro
 		return err
 	}
 	cands, vecs = a.mergeCandidates(cands, vecs)
+	info := a.sourceInfo(turn, promptVersion)
 	created, updated := 0, 0
 	for i, c := range cands {
-		act, err := a.extractedAction(ctx, turn, c, vecs[i])
+		act, err := a.extractedAction(ctx, turn, c, vecs[i], info)
 		if err != nil {
 			return err
 		}
@@ -99,7 +101,7 @@ func (a *App) ExtractTurn(ctx context.Context, answerID string, seq uint64) erro
 
 // extractedAction is the create or update one candidate leads to, or nil
 // when it would change nothing or the user archived the same memory.
-func (a *App) extractedAction(ctx context.Context, turn store.Turn, c models.Candidate, vec []float32) (*protocol.MemoryAction, error) {
+func (a *App) extractedAction(ctx context.Context, turn store.Turn, c models.Candidate, vec []float32, info protocol.MemoryActionMemorySourceInfo) (*protocol.MemoryAction, error) {
 	m := &protocol.MemoryActionMemory{
 		Content:         c.Content,
 		Tags:            c.Tags,
@@ -108,6 +110,7 @@ func (a *App) extractedAction(ctx context.Context, turn store.Turn, c models.Can
 		EmbeddingModel:  protocol.Ptr(a.Embedder.Model()),
 		Source:          protocol.Ptr(SourceExtraction),
 		SourceMessageID: protocol.Ptr(turn.PromptID),
+		SourceInfo:      info,
 	}
 	act := &protocol.MemoryAction{ID: protocol.NewID("amact"), Action: protocol.MemoryActionActionCreate, Memory: m, Timestamp: time.Now().UnixMilli()}
 	near, sim, err := a.Memories.Nearest(ctx, turn.UserID, vec)
@@ -130,6 +133,24 @@ func (a *App) extractedAction(ctx context.Context, turn store.Turn, c models.Can
 	}
 	m.ID = protocol.Ptr(protocol.NewID("amem"))
 	return act, nil
+}
+
+// sourceInfo is where an extracted memory comes from: the conversation, the
+// user message and the answer, the model that proposed it, the
+// memory_extraction version when one served, and when.
+func (a *App) sourceInfo(turn store.Turn, promptVersion string) protocol.MemoryActionMemorySourceInfo {
+	info := protocol.MemoryActionMemorySourceInfo{
+		"conversationId": turn.ConversationID,
+		"messageIds":     []any{turn.PromptID, turn.AnswerID},
+		"extractedAt":    time.Now().UnixMilli(),
+	}
+	if m, ok := a.Extractor.(interface{ Model() string }); ok && m.Model() != "" {
+		info["model"] = m.Model()
+	}
+	if promptVersion != "" {
+		info["promptVersion"] = promptVersion
+	}
+	return info
 }
 
 // mergeCandidates folds candidates of one answer that are near-duplicates of

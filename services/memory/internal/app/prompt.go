@@ -20,23 +20,24 @@ type PromptVersions interface {
 // extractionPrompt is the memory_extraction version serving conversation
 // cid of user, as the llm chooses its components: the person's own
 // active version, else the installation's, a rollout by conversation id;
-// the built-in text when none serves or they cannot be read. Read from
-// Postgres at each extraction: it runs after the answer, off the turn.
-func (a *App) extractionPrompt(ctx context.Context, cid, user string) string {
+// the built-in text (version id "") when none serves or they cannot be
+// read. Read from Postgres at each extraction: it runs after the answer,
+// off the turn.
+func (a *App) extractionPrompt(ctx context.Context, cid, user string) (text, versionID string) {
 	if a.Prompts == nil {
-		return models.ExtractionPrompt
+		return models.ExtractionPrompt, ""
 	}
 	mine, installation, err := a.Prompts.ActivePromptVersions(ctx, promptver.MemoryExtraction, user)
 	if err != nil {
 		a.Log.Warn().Err(err).Msg("memory_extraction versions unreadable; the built-in prompt serves")
-		return models.ExtractionPrompt
+		return models.ExtractionPrompt, ""
 	}
 	for _, scope := range [][]promptver.Version{mine, installation} {
 		if v, ok := promptver.Choose(scope, cid); ok {
-			return v.Text
+			return v.Text, v.ID
 		}
 	}
-	return models.ExtractionPrompt
+	return models.ExtractionPrompt, ""
 }
 
 // SeedExtractionPrompt publishes the built-in extraction prompt as a

@@ -43,7 +43,9 @@ func (a *App) Search(ctx context.Context, req rpc.MemorySearchRequest) (rpc.Memo
 			attribute.Bool("alicia.memory.prefetched", outcome == prefetch.Hit))
 		metrics.Default().SearchPrefetch.WithLabelValues(string(outcome)).Inc()
 		if outcome == prefetch.Hit {
-			return res.Resp, nil
+			resp := res.Resp
+			resp.Prefetched = true
+			return resp, nil
 		}
 		if outcome == prefetch.Miss {
 			a.learnShape(key)
@@ -134,9 +136,10 @@ func (a *App) search(ctx context.Context, key prefetch.Key, vec []float32) (rpc.
 		}
 		vec = vecs[0]
 	}
-	ms, err := a.Memories.Search(ctx, store.Query{UserID: key.UserID, Vector: vec, Pinned: key.TopK, Limit: key.TopK, Threshold: key.Threshold})
+	ms, err := a.Memories.Search(ctx, store.Query{UserID: key.UserID, Vector: vec, Pinned: key.TopK, Limit: key.TopK, Threshold: key.Threshold,
+		RatingWeight: a.Settings.RatingWeight})
 	if err != nil {
 		return rpc.MemorySearchResponse{}, vec, storeErr(err)
 	}
-	return rpc.MemorySearchResponse{Memories: ms, Enabled: true}, vec, nil
+	return rpc.MemorySearchResponse{Memories: ms, Enabled: true, EmbeddingModel: a.Embedder.Model(), TopK: key.TopK, Threshold: key.Threshold}, vec, nil
 }

@@ -85,6 +85,9 @@ func NewExtractor(baseURL, apiKey, model string, timeout time.Duration) *Extract
 	}
 }
 
+// Model is the chat model extraction asks.
+func (x *Extractor) Model() string { return x.model }
+
 // Extract returns the memories worth keeping from one exchange, possibly
 // none, asked with system prompt system ("": ExtractionPrompt). A reply
 // that is not the schema's JSON is ErrMalformed.

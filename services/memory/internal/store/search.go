@@ -18,12 +18,18 @@ type Query struct {
 	Pinned    int     // at most this many pinned memories, first
 	Limit     int     // at most this many matches after them
 	Threshold float64 // least cosine similarity of a match
+	// RatingWeight moves a rated memory in the order of the matches: each
+	// star above or below 3 counts as this much similarity (0: ratings
+	// are ignored). The threshold applies to the similarity alone.
+	RatingWeight float64
 }
 
 // Search returns the user's pinned memories (most important first, up to
 // q.Pinned), then the nearest other memories with a similarity of at least
-// q.Threshold, best first (up to q.Limit). Archived and deleted memories are
-// never returned.
+// q.Threshold, best first (up to q.Limit): by similarity plus
+// q.RatingWeight per star of the person's rating above 3 (minus below), so
+// a memory rated 5 comes before an equally near unrated one and one rated 1
+// after it. Archived and deleted memories are never returned.
 //
 // Which scan finds the nearest memories is decided here, not left to the
 // planner, which does not count the cost of reading 4 KB vectors out of
@@ -54,9 +60,9 @@ func (s *Store) Search(ctx context.Context, q Query) ([]rpc.Memory, error) {
 			FROM pg_class WHERE oid = 'alicia_memory'::regclass) l`, q.UserID, q.Limit)
 	// Similarity computed after the LIMIT: only for the pinned rows returned.
 	b.Queue(`SELECT id, content, tags, importance, pinned, archived,
-			CASE WHEN embeddings IS NULL THEN 0 ELSE 1 - (embeddings <=> $2) END, created_at, updated_at
+			CASE WHEN embeddings IS NULL THEN 0 ELSE 1 - (embeddings <=> $2) END, created_at, updated_at, user_rating
 		FROM (
-			SELECT id, content, tags, importance, pinned, archived, embeddings, created_at, updated_at
+			SELECT id, content, tags, importance, pinned, archived, embeddings, created_at, updated_at, user_rating
 			FROM alicia_memory
 			WHERE user_id = $1 AND pinned AND NOT archived AND deleted_at IS NULL
 			ORDER BY importance DESC, updated_at DESC
@@ -100,14 +106,15 @@ func (s *Store) Search(ctx context.Context, q Query) ([]rpc.Memory, error) {
 		limit = q.Limit
 	}
 	b.Queue(`WITH nearest AS MATERIALIZED (
-			SELECT id, content, tags, importance, pinned, archived, embeddings <=> $2 AS distance, created_at, updated_at
+			SELECT id, content, tags, importance, pinned, archived, embeddings <=> $2 AS distance, created_at, updated_at, user_rating
 			FROM alicia_memory
 			WHERE user_id = $1 AND NOT archived AND deleted_at IS NULL AND embeddings IS NOT NULL AND NOT (pinned AND $5)
 			ORDER BY embeddings <=> $2
 			LIMIT $3
 		)
-		SELECT id, content, tags, importance, pinned, archived, 1 - distance, created_at, updated_at
-		FROM nearest WHERE distance <= $4 ORDER BY distance`, q.UserID, vec, limit, 1-q.Threshold, allPinned)
+		SELECT id, content, tags, importance, pinned, archived, 1 - distance, created_at, updated_at, user_rating
+		FROM nearest WHERE distance <= $4
+		ORDER BY distance - $6::float8 * (COALESCE(user_rating, 3) - 3), distance`, q.UserID, vec, limit, 1-q.Threshold, allPinned, q.RatingWeight)
 	b.Queue(`COMMIT`)
 	br = conn.SendBatch(ctx, b)
 	var near []rpc.Memory
@@ -151,7 +158,7 @@ func collect(br pgx.BatchResults) ([]rpc.Memory, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (rpc.Memory, error) {
 		var m rpc.Memory
 		var created, updated time.Time
-		err := row.Scan(&m.ID, &m.Content, &m.Tags, &m.Importance, &m.Pinned, &m.Archived, &m.Similarity, &created, &updated)
+		err := row.Scan(&m.ID, &m.Content, &m.Tags, &m.Importance, &m.Pinned, &m.Archived, &m.Similarity, &created, &updated, &m.UserRating)
 		m.CreatedAt, m.UpdatedAt = created.UnixMilli(), updated.UnixMilli()
 		if m.Tags == nil {
 			m.Tags = []string{}

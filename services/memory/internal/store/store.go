@@ -56,14 +56,17 @@ type Memory struct {
 }
 
 const memoryColumns = `id, COALESCE(user_id, ''), content, tags, importance, pinned, archived,
-	deleted_at IS NOT NULL, embeddings IS NOT NULL, created_at, updated_at`
+	deleted_at IS NOT NULL, embeddings IS NOT NULL, created_at, updated_at, user_rating, COALESCE(created_by, ''), source_info`
 
 func scanMemory(row pgx.Row) (Memory, error) {
 	var m Memory
 	var created, updated time.Time
 	err := row.Scan(&m.ID, &m.UserID, &m.Content, &m.Tags, &m.Importance, &m.Pinned, &m.Archived,
-		&m.Deleted, &m.HasEmbedding, &created, &updated)
+		&m.Deleted, &m.HasEmbedding, &created, &updated, &m.UserRating, &m.CreatedBy, &m.SourceInfo)
 	m.CreatedAt, m.UpdatedAt = created.UnixMilli(), updated.UnixMilli()
+	if len(m.SourceInfo) == 0 {
+		m.SourceInfo = nil
+	}
 	if m.Tags == nil {
 		m.Tags = []string{}
 	}
@@ -125,7 +128,7 @@ func scanNearest(row pgx.Row) (Memory, float64, error) {
 	var sim float64
 	var created, updated time.Time
 	err := row.Scan(&m.ID, &m.UserID, &m.Content, &m.Tags, &m.Importance, &m.Pinned, &m.Archived,
-		&m.Deleted, &m.HasEmbedding, &created, &updated, &sim)
+		&m.Deleted, &m.HasEmbedding, &created, &updated, &m.UserRating, &m.CreatedBy, &m.SourceInfo, &sim)
 	m.CreatedAt, m.UpdatedAt = created.UnixMilli(), updated.UnixMilli()
 	if m.Tags == nil {
 		m.Tags = []string{}

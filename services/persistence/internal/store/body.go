@@ -55,18 +55,31 @@ func (w *writer) body(cid string, env *protocol.Envelope, at time.Time) (string,
 		return b.ID, nil
 	case *protocol.MemoryTrace:
 		meta, _ := json.Marshal(map[string]any{"content": b.Content})
+		queryMeta := "{}"
+		if len(b.QueryPromptMeta) > 0 {
+			if qm, err := json.Marshal(b.QueryPromptMeta); err == nil {
+				queryMeta = string(qm)
+			}
+		}
 		w.q(`INSERT INTO alicia_memory_used (id, conversation_id, message_id, memory_id, similarity_score, meta,
-			position_in_results, trace_id, created_at, updated_at)
+			position_in_results, trace_id, query_prompt, query_prompt_meta, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6,
-			        (SELECT count(*) + 1 FROM alicia_memory_used WHERE message_id = $3 AND deleted_at IS NULL), $8, $7, $7)
-			ON CONFLICT (id) DO NOTHING`, b.ID, cid, b.MessageID, b.MemoryID, b.Relevance, meta, at, w.trace)
+			        (SELECT count(*) + 1 FROM alicia_memory_used WHERE message_id = $3 AND deleted_at IS NULL), $8, $9, $10::jsonb, $7, $7)
+			ON CONFLICT (id) DO NOTHING`, b.ID, cid, b.MessageID, b.MemoryID, b.Relevance, meta, at, w.trace, b.QueryPrompt, queryMeta)
 		w.q(`UPDATE alicia_conversations SET retrieval_count = retrieval_count + 1, last_retrieved = $2
 			WHERE id = $1 AND (last_retrieved IS NULL OR last_retrieved < $2)`, cid, at)
 		return b.ID, nil
 	case *protocol.Commentary:
-		w.q(`INSERT INTO alicia_user_conversation_commentaries (id, content, conversation_id, message_id, commentary_type, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING`,
-			b.ID, b.Content, cid, b.MessageID, b.CommentaryType, at)
+		// A comment on the whole conversation (commentaryType
+		// "conversation") names a message of it only to satisfy the
+		// schema: its row has no message.
+		msg := &b.MessageID
+		if b.CommentaryType != nil && *b.CommentaryType == CommentaryConversation {
+			msg = nil
+		}
+		w.q(`INSERT INTO alicia_user_conversation_commentaries (id, content, conversation_id, message_id, commentary_type, created_by, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, NULLIF($7, ''), $6, $6) ON CONFLICT (id) DO NOTHING`,
+			b.ID, b.Content, cid, msg, b.CommentaryType, at, user)
 		return b.ID, nil
 	case *protocol.Feedback:
 		return w.feedback(cid, env, b, at), nil

@@ -6,6 +6,7 @@ import "errors"
 // consume.ErrData, so the envelope is dead-lettered with the reason.
 var (
 	errNoMemory            = errors.New("memory action without a memory")
+	errRating              = errors.New("memory rating is not a whole number from 1 to 5 (memory.userRating)")
 	errEmbeddingSize       = errors.New("memory embedding has the wrong number of dimensions")
 	errEmbeddingValue      = errors.New("memory embedding holds a value that is not a finite number")
 	errToolSource          = errors.New("tool registration source is neither builtin nor mcp:<server>")

@@ -14,7 +14,11 @@ import (
 // EmbeddingDims is the size of alicia_memory.embeddings (vector(1024)).
 const EmbeddingDims = 1024
 
-// memoryAction: create/update/delete/pin/archive.
+// memoryAction: create/update/delete/pin/archive/rate.
+//
+// A rate sets user_rating (1..5) and nothing else. A create stores
+// source_info as given and created_by: "extraction" for an extracted
+// memory, else the acting user (envelope meta alicia.user_id).
 //
 // One memory may arrive twice: from the client's conversation subject
 // without an embedding, and from the memory service on
@@ -52,6 +56,13 @@ func (w *writer) memoryAction(env *protocol.Envelope, b *protocol.MemoryAction, 
 			SELECT 'amt_seq_' || $3::text || '_' || ch.id, ch.id, 'alicia.applied_seq.' || $3::text, $4::bigint::text FROM ch
 			ON CONFLICT (ref, key) DO UPDATE SET value = GREATEST(alicia_meta.value::bigint, EXCLUDED.value::bigint)::text, deleted_at = NULL`,
 			id, userID, w.stream, int64(w.seq))
+		return id, nil
+	case protocol.MemoryActionActionRate:
+		if b.Memory == nil || b.Memory.UserRating == nil || *b.Memory.UserRating < 1 || *b.Memory.UserRating > 5 {
+			return id, errRating
+		}
+		w.q(`UPDATE alicia_memory SET user_rating = $2 WHERE id = $1 AND deleted_at IS NULL
+			AND (user_id IS NULL OR $3 = '' OR user_id = $3) AND user_rating IS DISTINCT FROM $2`, id, *b.Memory.UserRating, userID)
 		return id, nil
 	}
 	if b.Memory == nil {
@@ -91,27 +102,32 @@ func (w *writer) memoryAction(env *protocol.Envelope, b *protocol.MemoryAction, 
 	}
 	w.q(`WITH ch AS (
 			INSERT INTO alicia_memory AS m (id, content, tags, importance, pinned, confidence, created_by, source_type, source_message_id,
-				user_id, embeddings, embeddings_info, created_at, updated_at)
-			VALUES ($1, $2, COALESCE($3::text[], '{}'), COALESCE($4, 0.5), COALESCE($5, false), COALESCE($6, 1.0), NULLIF($7, ''),
+				user_id, embeddings, embeddings_info, source_info, created_at, updated_at)
+			VALUES ($1, $2, COALESCE($3::text[], '{}'), COALESCE($4, 0.5), COALESCE($5, false), COALESCE($6, 1.0),
+				CASE WHEN $8::text = 'extraction' THEN 'extraction' ELSE NULLIF($7, '') END,
 				COALESCE($8, 'user'), (SELECT id FROM alicia_messages WHERE id = $9::text), NULLIF($7, ''), $10::vector,
-				COALESCE($11::jsonb, '{}'), $12, $12)
+				COALESCE($11::jsonb, '{}'), COALESCE($15::jsonb, '{}'), $12, $12)
 			ON CONFLICT (id) DO UPDATE SET
 				tags = COALESCE($3::text[], m.tags), importance = COALESCE($4, m.importance), pinned = COALESCE($5, m.pinned),
 				confidence = COALESCE($6, m.confidence), source_type = COALESCE($8, m.source_type),
 				source_message_id = COALESCE(EXCLUDED.source_message_id, m.source_message_id),
-				user_id = COALESCE(m.user_id, EXCLUDED.user_id), created_by = COALESCE(m.created_by, EXCLUDED.created_by),
+				user_id = COALESCE(m.user_id, EXCLUDED.user_id),
+				created_by = CASE WHEN COALESCE($8, m.source_type) = 'extraction' THEN 'extraction' ELSE COALESCE(m.created_by, EXCLUDED.created_by) END,
 				embeddings = COALESCE(EXCLUDED.embeddings, m.embeddings),
 				embeddings_info = CASE WHEN EXCLUDED.embeddings IS NOT NULL THEN EXCLUDED.embeddings_info ELSE m.embeddings_info END,
+				source_info = COALESCE($15::jsonb, m.source_info),
 				created_at = LEAST(m.created_at, EXCLUDED.created_at)
 			WHERE m.content = EXCLUDED.content
 			AND (m.user_id IS NULL OR EXCLUDED.user_id IS NULL OR m.user_id = EXCLUDED.user_id)
 			AND (m.tags, m.importance, m.pinned, m.confidence, m.source_type, m.source_message_id, m.user_id, m.created_by,
-				m.embeddings, m.embeddings_info, m.created_at) IS DISTINCT FROM (
+				m.embeddings, m.embeddings_info, m.source_info, m.created_at) IS DISTINCT FROM (
 				COALESCE($3::text[], m.tags), COALESCE($4, m.importance), COALESCE($5, m.pinned), COALESCE($6, m.confidence),
 				COALESCE($8, m.source_type), COALESCE(EXCLUDED.source_message_id, m.source_message_id),
-				COALESCE(m.user_id, EXCLUDED.user_id), COALESCE(m.created_by, EXCLUDED.created_by),
+				COALESCE(m.user_id, EXCLUDED.user_id),
+				CASE WHEN COALESCE($8, m.source_type) = 'extraction' THEN 'extraction' ELSE COALESCE(m.created_by, EXCLUDED.created_by) END,
 				COALESCE(EXCLUDED.embeddings, m.embeddings),
 				CASE WHEN EXCLUDED.embeddings IS NOT NULL THEN EXCLUDED.embeddings_info ELSE m.embeddings_info END,
+				COALESCE($15::jsonb, m.source_info),
 				LEAST(m.created_at, EXCLUDED.created_at))
 			AND NOT EXISTS (SELECT 1 FROM alicia_meta v WHERE v.ref = m.id AND v.key = 'alicia.applied_seq.' || $13::text AND v.value::bigint >= $14::bigint)
 			RETURNING m.id
@@ -120,8 +136,21 @@ func (w *writer) memoryAction(env *protocol.Envelope, b *protocol.MemoryAction, 
 		SELECT 'amt_seq_' || $13::text || '_' || ch.id, ch.id, 'alicia.applied_seq.' || $13::text, $14::bigint::text FROM ch
 		ON CONFLICT (ref, key) DO UPDATE SET value = GREATEST(alicia_meta.value::bigint, EXCLUDED.value::bigint)::text, deleted_at = NULL`,
 		id, m.Content, tags, m.Importance, m.Pinned, m.Confidence, userID, m.Source, m.SourceMessageID, emb, info, at,
-		w.stream, int64(w.seq))
+		w.stream, int64(w.seq), sourceInfo(m))
 	return id, nil
+}
+
+// sourceInfo is a memory's sourceInfo as JSON text, nil when it has none
+// (a create that merges keeps the stored one).
+func sourceInfo(m *protocol.MemoryActionMemory) any {
+	if len(m.SourceInfo) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m.SourceInfo)
+	if err != nil {
+		return nil
+	}
+	return string(b)
 }
 
 // embedding checks a memory's embedding and returns it as a pgvector value

@@ -163,6 +163,10 @@ func (w *writer) envelope(it *consume.Item) error {
 // MetaUserID is the envelope meta key the edges set to the authenticated user.
 const MetaUserID = "alicia.user_id"
 
+// CommentaryConversation is the commentaryType of a Commentary on a whole
+// conversation (PROTOCOL.md 15): its messageId only anchors it.
+const CommentaryConversation = "conversation"
+
 // appliedSeqKey prefixes the alicia_meta keys that record the stream
 // sequence of the last change of a row (see system.go); envelope meta may
 // not write them.

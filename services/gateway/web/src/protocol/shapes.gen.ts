@@ -351,7 +351,7 @@ export const BODY_SHAPES: Readonly<Record<number, ObjectShape>> = {
     t: 'object',
     required: ['action', 'memoryId', 'success'],
     props: {
-      action: { t: 'string', enum: ['create', 'update', 'delete', 'pin', 'archive'] },
+      action: { t: 'string', enum: ['create', 'update', 'delete', 'pin', 'archive', 'rate'] },
       memoryId: { t: 'string' },
       success: { t: 'boolean' },
     },

@@ -700,7 +700,7 @@ export interface MemoryAction {
  */
 export interface MemoryConfirmation {
   memoryId: string
-  action: 'create' | 'update' | 'delete' | 'pin' | 'archive'
+  action: 'create' | 'update' | 'delete' | 'pin' | 'archive' | 'rate'
   success: boolean
 }
 
