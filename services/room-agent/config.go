@@ -15,6 +15,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
+	"github.com/alicia-voice/alicia/pkg/wake"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/agent"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
@@ -82,6 +83,15 @@ type Config struct {
 	// StoreAudio keeps utterance audio bytes in alicia_audio (ALICIA_STORE_INPUT_AUDIO).
 	StoreAudio bool
 	Language   string // ALICIA_ASR_LANGUAGE
+	// WakeWords address Alicia in hands-free mode, comma-separated
+	// (ALICIA_WAKE_WORDS, "alicia"): a conversation whose effective
+	// Configuration.wakeWord is on answers only utterances that begin
+	// with one (pkg/wake).
+	WakeWords string
+	// PostgresURL (ALICIA_POSTGRES_URL + _FILE, read-only; optional) is
+	// where the conversations' and people's hands-free mode is read
+	// (pkg/prefs); without it only the changes heard live on the bus apply.
+	PostgresURL string
 
 	MaxRooms     int           // ALICIA_AGENT_MAX_ROOMS
 	Lease        time.Duration // ALICIA_AGENT_LEASE: a dead agent's room is dispatched again after this
@@ -146,11 +156,13 @@ func ConfigFrom(src config.Source) (Config, error) {
 	src.String("ALICIA_BACKCHANNELS", &c.Backchannels)
 	src.String("ALICIA_VAD_MODEL", &c.VADModel)
 	src.String("ALICIA_ONNXRUNTIME_LIB", &c.ONNXRuntimeLib)
+	src.String(wake.EnvWords, &c.WakeWords)
 	c.Metrics.From(src, metricsAddrVar)
 	errs := []error{
 		c.Bus.From(src),
 		src.Secret("ALICIA_LIVEKIT_API_KEY", &c.LiveKitAPIKey),
 		src.Secret("ALICIA_LIVEKIT_API_SECRET", &c.LiveKitAPISecret),
+		src.Secret("ALICIA_POSTGRES_URL", &c.PostgresURL),
 		src.Float64("ALICIA_VAD_THRESHOLD", &c.VADThreshold),
 		src.Duration("ALICIA_VAD_END_SILENCE", &c.EndSilence),
 		src.Duration("ALICIA_VAD_MIN_SPEECH", &c.MinSpeech),
@@ -247,7 +259,7 @@ func (c Config) agent() agent.Config {
 			OnsetHangover: hangover},
 		EndOfTurn:     vad.EndOfTurn{Off: !c.AdaptiveEnd, Min: c.EndSilenceMin, Max: c.EndSilenceMax},
 		NoSpeculation: !c.Speculation,
-		BargeInMin:    c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language,
+		BargeInMin:    c.BargeInMin, StoreAudio: c.StoreAudio, Language: c.Language, WakeWords: wake.ParseWords(c.WakeWords),
 		MaxRooms: c.MaxRooms, Lease: c.Lease, JoinTimeout: c.JoinTimeout, EmptyTimeout: c.EmptyTimeout,
 		OnVoiceToVoice: c.OnVoiceToVoice, Edge: c.Edge, Budgets: c.Budgets,
 		BargeInWordsWait: c.BargeInWordsWait, DuckDB: c.BargeInDuckDB, Backchannels: backchannels(c.Backchannels),

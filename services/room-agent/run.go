@@ -6,11 +6,14 @@ import (
 
 	protoLogger "github.com/livekit/protocol/logger"
 	lksdk "github.com/livekit/server-sdk-go/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/backlog"
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/edge"
+	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/pkg/telemetry"
@@ -74,9 +77,46 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 		return fmt.Errorf("room-agent: %w", err)
 	}
 	defer unregister()
+	handsFree, stopPrefs, err := followPrefs(ctx, cfg, nc, log)
+	if err != nil {
+		return fmt.Errorf("room-agent: %w", err)
+	}
+	defer stopPrefs()
+	ac.HandsFree = handsFree
 	a := agent.New(ac, agent.Deps{NC: nc, JS: js, Log: log, Backlog: streamBacklog})
 	log.Info().Str("livekit", cfg.LiveKitURL).Int("max_rooms", cfg.MaxRooms).Str("vad", kind).Msg("room-agent running")
 	return a.Run(ctx, svcmain.WorkContext(ctx))
+}
+
+// followPrefs returns what tells whether a conversation is in hands-free
+// mode now: its effective Configuration.wakeWord (pkg/prefs), read from
+// Postgres when ALICIA_POSTGRES_URL is set and followed live on the bus
+// (every conversation's Configuration, every UserSettings) either way.
+func followPrefs(ctx context.Context, cfg Config, nc *nats.Conn, log zerolog.Logger) (func(context.Context, string) (bool, error), func(), error) {
+	var q prefs.Querier
+	closePool := func() {}
+	if cfg.PostgresURL == "" {
+		log.Warn().Msg("no ALICIA_POSTGRES_URL: hands-free mode follows only the Configuration and UserSettings heard since start")
+	} else {
+		pool, err := pgread.Open(ctx, cfg.PostgresURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		q, closePool = pool, pool.Close
+	}
+	cache := prefs.NewCache(q, prefs.Defaults{})
+	rt := bus.NewRoutes("room-agent-prefs", log)
+	cache.Route(rt)
+	subs, err := rt.Subscribe(ctx, nc)
+	if err != nil {
+		closePool()
+		return nil, nil, err
+	}
+	handsFree := func(ctx context.Context, cid string) (bool, error) {
+		eff, err := cache.Get(ctx, cid)
+		return eff.WakeWord, err
+	}
+	return handsFree, func() { subs.Close(); closePool() }, nil
 }
 
 // VADImageDir is where the image has the neural VAD's model and runtime

@@ -691,6 +691,7 @@ func TestPostgresRoles(t *testing.T) {
 		"memory":      {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"asr":         {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"tts":         {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
+		"room-agent":  {"ALICIA_POSTGRES_URL_FILE": deploycmd.PostgresReaderURL},
 		"migrate": {
 			"ALICIA_POSTGRES_URL_FILE":          deploycmd.PostgresURL,
 			"ALICIA_POSTGRES_MIGRATOR_URL_FILE": deploycmd.PostgresMigratorURL,

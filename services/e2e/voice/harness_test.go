@@ -162,6 +162,7 @@ func newStack(t testing.TB, o options) *stack {
 	rcfg := roomagent.DefaultConfig()
 	rcfg.NATSURL, rcfg.LiveKitURL, rcfg.LiveKitAPIKey, rcfg.LiveKitAPISecret = natsURL, lk.URL, lk.APIKey, lk.APISecret
 	rcfg.Lease, rcfg.EmptyTimeout = 3*time.Second, 5*time.Second
+	rcfg.PostgresURL = pgURL // hands-free mode (pkg/prefs)
 	rcfg.Streams = streams
 	// The neural VAD listens (a missing runtime fails the start).
 	rcfg.VAD = roomagent.VADNeural

@@ -62,6 +62,9 @@ type interruption struct {
 	// span is the voice.barge_in span: the ControlStop or TurnEvent that
 	// settles the interruption carries it.
 	span trace.SpanContext
+	// notAddressed: an interrupting utterance was hands-free speech not
+	// addressed to Alicia (nothing of it is recorded).
+	notAddressed bool
 }
 
 // bargeIn: utterance (speech since onset) has reached BargeInMin while the
@@ -164,6 +167,13 @@ func (t *tracker) heard(b *protocol.Transcription) {
 			p.echo[b.ID] = strings.TrimSpace(b.Text)
 		}
 		t.noteBackLocked(b.ID, heardEcho)
+	case isNotAddressed(b):
+		// Hands-free: words not addressed to Alicia are no interruption;
+		// once its final transcript says so, the answer goes on.
+		if interrupting && b.Final {
+			p.empty[b.ID] = true
+			p.notAddressed = true
+		}
 	case strings.TrimSpace(b.Text) != "":
 		delete(t.backs, b.ID)
 		t.paused = nil
@@ -318,7 +328,7 @@ func (t *tracker) onSpecTranscript(_ context.Context, _ protocol.Envelope, tr *p
 	paused := t.paused != nil
 	t.mu.Unlock()
 	if paused {
-		t.heard(&protocol.Transcription{ID: tr.ID, ConversationID: tr.ConversationID, Text: tr.Text})
+		t.heard(&protocol.Transcription{ID: tr.ID, ConversationID: tr.ConversationID, Text: tr.Text, Final: tr.Final, Addressed: tr.Addressed})
 	}
 	return nil
 }
@@ -414,6 +424,11 @@ func (t *tracker) resume(p *interruption, now time.Time) {
 		t.m.echo(held)
 		t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).Str("heard", *ev.Transcript).
 			Msg("the answer's own echo: the answer goes on")
+	} else if p.notAddressed {
+		// Hands-free speech not addressed to Alicia leaves no record.
+		t.m.falseInterruption()
+		t.r.log.Info().Str("message_id", p.turn).Dur("held", held).Msg("hands-free: speech not addressed over the answer; playout resumed")
+		return
 	} else {
 		t.m.falseInterruption()
 		t.r.log.Info().Str("message_id", p.turn).Str("utterance_id", p.first).Dur("held", held).

@@ -6,11 +6,11 @@
 package agent
 
 import (
-	"github.com/alicia-voice/alicia/pkg/edge"
-
+	"context"
 	"errors"
 	"time"
 
+	"github.com/alicia-voice/alicia/pkg/edge"
 	"github.com/alicia-voice/alicia/services/room-agent/internal/vad"
 )
 
@@ -44,6 +44,11 @@ type Config struct {
 	StoreAudio bool
 	// Language hint for ASR ("" lets the model detect it).
 	Language string
+	// WakeWords address Alicia in hands-free mode (ALICIA_WAKE_WORDS);
+	// HandsFree tells whether a conversation is in that mode now (its
+	// effective Configuration.wakeWord; nil: never). handsfree.go.
+	WakeWords []string
+	HandsFree func(ctx context.Context, conversationID string) (bool, error)
 	// NoSpeculation turns off speculative transcription at the start of a
 	// silence, and with it preemptive answers (speculate.go).
 	NoSpeculation bool

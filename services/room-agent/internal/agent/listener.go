@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/livekit/media-sdk"
@@ -54,6 +55,11 @@ type listener struct {
 	spec                 *speculation // the open utterance's speculative job (speculate.go)
 	// partials: what each partial job of the open utterance carried (endofturn.go)
 	partials partialJobs
+	// handsFree is the conversation's mode now (handsfree.go);
+	// uttHandsFree, the open utterance's, taken when it began.
+	handsFree    atomic.Bool
+	uttHandsFree bool
+	stopFollow   context.CancelFunc
 }
 
 func newListener(r *Room, identity, trackSID string) (*listener, error) {
@@ -68,7 +74,15 @@ func newListener(r *Room, identity, trackSID string) (*listener, error) {
 		det.Close()
 		return nil, err
 	}
-	return &listener{r: r, identity: identity, trackSID: trackSID, det: det, echo: ec}, nil
+	l := &listener{r: r, identity: identity, trackSID: trackSID, det: det, echo: ec}
+	ctx, cancel := context.WithCancel(r.ctx)
+	l.stopFollow = cancel
+	// The mode is known before the first utterance can begin.
+	first, cancelFirst := context.WithTimeout(ctx, 2*time.Second)
+	l.readHandsFree(first)
+	cancelFirst()
+	go l.followHandsFree(ctx)
+	return l, nil
 }
 
 // decode feeds the track's Opus packets, through a jitter buffer, to a
@@ -134,6 +148,7 @@ func (l *listener) Close() error {
 }
 
 func (l *listener) close() {
+	l.stopFollow()
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
@@ -150,6 +165,7 @@ func (l *listener) onEvent(ev vad.Event) {
 	switch ev.Kind {
 	case vad.Start:
 		l.utt, l.seq, l.barged, l.echoLike = protocol.NewID("am"), 0, false, false
+		l.uttHandsFree = l.handsFree.Load() && len(l.r.cfg.WakeWords) > 0
 		// Its words may be the answer's echo: while it is spoken, and for
 		// echoTail after (the echo of its last words).
 		l.overAnswer = l.r.turns.speaking() || now.Sub(l.echo.LastPlayed()) < echoTail
@@ -197,6 +213,7 @@ func (l *listener) job(pcm []byte, final bool, now time.Time, spec *speculation,
 	if final {
 		j.SpeechEndMs = protocol.Ptr(now.UnixMilli())
 	}
+	j.WakeWords = l.wakeWords()
 	if l.r.cfg.Language != "" {
 		j.Language = &l.r.cfg.Language
 	}
@@ -293,11 +310,19 @@ func (l *listener) record(pcm []byte) {
 	env := protocol.New(cid, c)
 	env.Meta = map[string]any{edge.MetaUserID: l.r.userOr(l.identity), edge.MetaUtteranceID: l.utt}
 	msgID := cid + ":audio:" + l.utt
-	go func() {
-		ctx, cancel := context.WithTimeout(l.r.ctx, 10*time.Second)
-		defer cancel()
-		if _, err := l.r.pub.PublishOnBehalf(ctx, env, msgID); err != nil {
-			l.r.log.Error().Err(err).Msg("publish input audio record")
-		}
-	}()
+	publish := func() {
+		go func() {
+			ctx, cancel := context.WithTimeout(l.r.ctx, 10*time.Second)
+			defer cancel()
+			if _, err := l.r.pub.PublishOnBehalf(ctx, env, msgID); err != nil {
+				l.r.log.Error().Err(err).Msg("publish input audio record")
+			}
+		}()
+	}
+	if l.uttHandsFree {
+		// Stored only once the utterance is known to be addressed.
+		l.r.turns.held.hold(l.utt, publish)
+		return
+	}
+	publish()
 }

@@ -134,7 +134,7 @@ func (l *listener) speculateAll(pcm []byte, voiced int, now time.Time) {
 		Speculative: protocol.Ptr(true), Format: audio.PCMFormat(asrRate), Data: data,
 		DurationMs: int32(audio.FramesDuration(len(data)/2, asrRate) / time.Millisecond),
 		VoicedMs:   protocol.Ptr(int32(audio.FramesDuration(voiced/2, asrRate) / time.Millisecond)),
-		TrackSid:   &l.trackSID, CreatedAt: now.UnixMilli()}
+		TrackSid:   &l.trackSID, CreatedAt: now.UnixMilli(), WakeWords: l.wakeWords()}
 	if l.r.cfg.Language != "" {
 		j.Language = &l.r.cfg.Language
 	}
@@ -272,9 +272,23 @@ func (s *specs) get(id string) *speculation {
 	return s.byID[id]
 }
 
-// onSpecTranscript takes a speculative transcript from the asr.
+// onSpecTranscript takes a speculative transcript from the asr, and in
+// hands-free mode its partial transcripts and an unaddressed final one
+// (handsfree.go).
 func (r *Room) onSpecTranscript(_ context.Context, _ protocol.Envelope, tr *protocol.Transcription, in bus.Inbound) error {
+	if tr.Final {
+		if isNotAddressed(tr) {
+			r.notAddressed(tr)
+		}
+		return nil
+	}
 	sp := r.specs.get(in.Header.Get(HeaderASRJob))
+	if sp == nil && tr.Addressed != nil {
+		// A hands-free partial: it adapts the end of turn as one on the
+		// stream would.
+		r.endOfTurn(tr, in.Header.Get(HeaderASRJob), false)
+		return nil
+	}
 	if sp == nil || tr.ID != sp.utt {
 		return nil // dropped or already settled
 	}

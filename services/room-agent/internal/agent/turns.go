@@ -82,6 +82,9 @@ type tracker struct {
 	echoLike map[string]bool
 	// barging makes one barge-in decision at a time (two users may barge in at once).
 	barging sync.Mutex
+	// held are hands-free utterances' audio records waiting to be known
+	// addressed (handsfree.go).
+	held heldRecords
 }
 
 func newTracker(r *Room, m turnMetrics) *tracker {
@@ -116,6 +119,7 @@ func (t *tracker) follow(ctx context.Context) error {
 		case *protocol.Transcription:
 			if b.Final {
 				t.transcribed(b.ID)
+				t.r.addressed(b)
 			}
 			t.heard(b)
 			t.r.endOfTurn(b, transcriptJobID(m.Headers()), false)
