@@ -731,6 +731,44 @@ type TimelinePage struct {
 	Last uint64 `json:"last"`
 }
 
+// Timer defines model for Timer.
+type Timer struct {
+	// ID atm_…
+	ID string `json:"id"`
+
+	// ConversationID where it was set and is delivered
+	ConversationID string `json:"conversationId"`
+	Kind           string `json:"kind"`
+
+	// Label what it is for; may be empty for a timer
+	Label string `json:"label"`
+
+	// DueAt when it is due, milliseconds since the Unix epoch
+	DueAt int64 `json:"dueAt"`
+
+	// TimeZone the IANA zone the person's times were read in
+	TimeZone string `json:"timeZone"`
+	Status   string `json:"status"`
+
+	// DeliveredAs a fired one: spoken in an open call, or a message
+	DeliveredAs *string `json:"deliveredAs,omitempty"`
+
+	// MessageID a fired one's message in the conversation
+	MessageID *string `json:"messageId,omitempty"`
+
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
+
+	// EndedAt when it fired or was cancelled, milliseconds since the Unix epoch
+	EndedAt *int64 `json:"endedAt,omitempty"`
+}
+
+// TimerList defines model for TimerList.
+type TimerList struct {
+	// Timers scheduled (soonest first), then fired or cancelled in the last 7 days (newest first), at most 200
+	Timers []Timer `json:"timers"`
+}
+
 // Tool defines model for Tool.
 type Tool struct {
 	Name        string `json:"name"`

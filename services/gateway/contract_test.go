@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -284,6 +285,19 @@ func TestAnswersMatchTheContract(t *testing.T) {
 	call(alice("GET", "/v1/memories/"+mem.ID+"/uses", nil), http.StatusOK, &uses)
 	call(alice("POST", "/v1/memories/"+mem.ID+"/archive", nil), http.StatusOK, &mem)
 	call(alice("DELETE", "/v1/memories/"+mem.ID, nil), http.StatusNoContent, nil)
+
+	// Timers: one set by the llm's tool, listed and cancelled.
+	zone, now := "UTC", time.Now()
+	s.publish(t, "", protocol.New("", &protocol.Timer{ID: "atm_contract", UserID: "alice", ConversationID: cid, Kind: protocol.TimerKindTimer,
+		DueAt: now.Add(time.Hour).UnixMilli(), TimeZone: &zone, Status: protocol.TimerStatusScheduled, CreatedAt: now.UnixMilli(), Timestamp: now.UnixMilli()}))
+	var timers restapi.TimerList
+	call(alice("GET", "/v1/timers", nil), http.StatusOK, &timers)
+	if len(timers.Timers) != 1 || timers.Timers[0].ID != "atm_contract" {
+		t.Fatalf("timers %+v", timers)
+	}
+	var timer restapi.Timer
+	call(alice("DELETE", "/v1/timers/atm_contract", nil), http.StatusOK, &timer)
+	call(alice("DELETE", "/v1/timers/atm_contract", nil), http.StatusConflict, nil)
 
 	// Tools and MCP servers: a user sees less than an administrator.
 	s.publish(t, "", protocol.New("", &protocol.ToolRegistration{Source: "builtin", Tools: []protocol.ToolRegistrationToolsElem{

@@ -101,6 +101,9 @@ func (a *API) Register(g *echo.Group) {
 	g.POST("/memories/:id/pin", a.pinMemory)
 	g.POST("/memories/:id/archive", a.archiveMemory)
 	g.GET("/memories/:id/uses", a.memoryUses)
+	// Timers and reminders (set by the llm's tools).
+	g.GET("/timers", a.listTimers)
+	g.DELETE("/timers/:id", a.cancelTimer)
 
 	// Tools and MCP servers are the installation's: everyone may list them
 	// (internals only for administrators), administrators change them.

@@ -1054,6 +1054,52 @@ export interface TimelinePage {
    */
   last: number
 }
+export interface Timer {
+  /**
+   * atm_…
+   */
+  id: string
+  /**
+   * where it was set and is delivered
+   */
+  conversationId: string
+  kind: 'timer' | 'reminder'
+  /**
+   * what it is for; may be empty for a timer
+   */
+  label: string
+  /**
+   * when it is due, milliseconds since the Unix epoch
+   */
+  dueAt: number
+  /**
+   * the IANA zone the person's times were read in
+   */
+  timeZone: string
+  status: 'scheduled' | 'cancelled' | 'fired'
+  /**
+   * a fired one: spoken in an open call, or a message
+   */
+  deliveredAs?: 'spoken' | 'message'
+  /**
+   * a fired one's message in the conversation
+   */
+  messageId?: string
+  /**
+   * milliseconds since the Unix epoch
+   */
+  createdAt: number
+  /**
+   * when it fired or was cancelled, milliseconds since the Unix epoch
+   */
+  endedAt?: number
+}
+export interface TimerList {
+  /**
+   * scheduled (soonest first), then fired or cancelled in the last 7 days (newest first), at most 200
+   */
+  timers: Timer[]
+}
 export interface Tool {
   name: string
   description: string
