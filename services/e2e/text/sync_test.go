@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/protocol"
+	"github.com/alicia-voice/alicia/services/gateway"
 )
 
 // syncRow is a message row of the conversation, in branch order.
@@ -57,7 +59,7 @@ func (c *client) syncUntilResponse(msgs ...protocol.SyncRequestMessagesElem) ([]
 // lost) makes no row and no turn and reports the server's copies; a message
 // that follows a message this conversation does not have is a conflict.
 func TestOfflineMessagesAreSyncedAndAnsweredInOrder(t *testing.T) {
-	s := newStack(t, options{})
+	s := newStack(t, options{gateway: func(c *gateway.Config) { c.Quotas.Budgets.MessageChars = 40 }})
 	for _, w := range []string{"one", "two", "three", "online", "later"} {
 		s.chat.On(fakeopenai.LastUserContains("message "+w), fakeopenai.Text("Answer to "+w+"."))
 	}
@@ -143,11 +145,12 @@ func TestOfflineMessagesAreSyncedAndAnsweredInOrder(t *testing.T) {
 		}
 	}
 	// A conflicting message (it follows a message this conversation does
-	// not have) and an empty one beside one that applies (it follows a
+	// not have), an empty one and one too long beside one that applies (it follows a
 	// message synced before, named by its localId).
 	_, resp = c.syncUntilResponse(
 		protocol.SyncRequestMessagesElem{LocalID: "local-4", PreviousID: protocol.Ptr("am_nosuchmessage0000"), Role: "user", Contents: "message lost", SequenceNumber: 4, CreatedAt: at + 4000},
 		protocol.SyncRequestMessagesElem{LocalID: "local-5", Role: "user", Contents: "  ", SequenceNumber: 5, CreatedAt: at + 5000},
+		protocol.SyncRequestMessagesElem{LocalID: "local-7", Role: "user", Contents: strings.Repeat("long ", 10), SequenceNumber: 5, CreatedAt: at + 5500},
 		protocol.SyncRequestMessagesElem{LocalID: "local-6", PreviousID: protocol.Ptr("local-3"), Role: "user", Contents: "message later", SequenceNumber: 6, CreatedAt: at + 6000},
 	)
 	got := resp.SyncedMessages
@@ -158,10 +161,13 @@ func TestOfflineMessagesAreSyncedAndAnsweredInOrder(t *testing.T) {
 	if got[1].Status != protocol.SyncResponseSyncedMessagesElemStatusConflict || got[1].Conflict["reason"] != "empty" {
 		t.Fatalf("empty message: %+v", got[1])
 	}
-	if got[2].Status != protocol.SyncResponseSyncedMessagesElemStatusSynced {
-		t.Fatalf("the applicable message: %+v", got[2])
+	if got[2].Status != protocol.SyncResponseSyncedMessagesElemStatusConflict || got[2].Conflict["reason"] != "too_long" {
+		t.Fatalf("a message over ALICIA_BUDGET_MESSAGE_CHARS: %+v", got[2])
 	}
-	c.answer(got[2].ServerID)
+	if got[3].Status != protocol.SyncResponseSyncedMessagesElemStatusSynced {
+		t.Fatalf("the applicable message: %+v", got[3])
+	}
+	c.answer(got[3].ServerID)
 	// The second sync made no turn: the model was asked once more, for "later".
 	if n := len(s.chat.Requests()); n != requests+1 {
 		t.Fatalf("the model was asked %d more times, want 1 (only the message that applied)", n-requests)
