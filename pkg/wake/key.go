@@ -85,8 +85,10 @@ func key(w string) []byte {
 	return out
 }
 
-// distance is the edit distance between a and b (insertions, deletions,
-// substitutions), or limit+1 when it is over limit.
+// distance is the edit distance between a and b — an insertion or a
+// deletion costs 1, a substitution 1 between like sounds ("s"
+// and "sh", voiced and voiceless pairs, "m" and "n") and 2 otherwise — or
+// limit+1 when it is over limit.
 func distance(a, b []byte, limit int) int {
 	if d := len(a) - len(b); d > limit || -d > limit {
 		return limit + 1
@@ -100,11 +102,7 @@ func distance(a, b []byte, limit int) int {
 		cur[0] = i
 		best := cur[0]
 		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+substitution(a[i-1], b[j-1]))
 			best = min(best, cur[j])
 		}
 		if best > limit {
@@ -113,4 +111,18 @@ func distance(a, b []byte, limit int) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// like are pairs of sounds a transcript may swap for one another.
+var like = map[[2]byte]bool{{'s', 'S'}: true, {'S', 'j'}: true, {'s', 'z'}: true, {'k', 'g'}: true, {'t', 'd'}: true,
+	{'p', 'b'}: true, {'f', 'v'}: true, {'m', 'n'}: true}
+
+func substitution(x, y byte) int {
+	switch {
+	case x == y:
+		return 0
+	case like[[2]byte{x, y}] || like[[2]byte{y, x}]:
+		return 1
+	}
+	return 2
 }

@@ -9,7 +9,8 @@
 // or a hesitation) are compared with each wake word by sound: both are
 // reduced to a rough phonetic key (vowels one class, "ci"/"ti"/"sh"
 // before a vowel one sound, silent final e dropped) and match when the
-// keys begin alike and are at most one edit apart (none for keys of three
+// keys begin alike and are at most one edit apart (a sound added or left
+// out, or swapped for a like one: "s" for "sh"; none for keys of three
 // sounds or fewer, nor for a wake word heard as several words). "Alice",
 // "militia" or "a delicious" do not match "Alicia".
 package wake
@@ -54,10 +55,16 @@ func New(words []string) *Detector {
 			continue
 		}
 		var joined strings.Builder
+		var k []byte
 		for _, t := range toks {
 			joined.WriteString(t.norm)
+			next := key(t.norm)
+			if len(k) > 0 && len(next) > 0 && k[len(k)-1] == next[0] {
+				next = next[1:]
+			}
+			k = append(k, next...)
 		}
-		d.words = append(d.words, wordKey{word: joined.String(), key: key(joined.String())})
+		d.words = append(d.words, wordKey{word: joined.String(), key: k})
 	}
 	if len(d.words) == 0 {
 		return New(DefaultWords)
@@ -110,10 +117,15 @@ func (d *Detector) Detect(text string) Result {
 // matchAt reports whether a wake word is spoken by the words from i, and
 // the index after the last of them. The shortest span that matches wins.
 func (d *Detector) matchAt(toks []token, i int) (int, bool) {
-	var joined strings.Builder
+	var k []byte
 	for end := i + 1; end <= len(toks) && end-i <= maxSpan; end++ {
-		joined.WriteString(toks[end-1].norm)
-		k := key(joined.String())
+		// Each word's key, joined: a sound never spans two words ("Alice
+		// I" is not "Alicia").
+		next := key(toks[end-1].norm)
+		if len(k) > 0 && len(next) > 0 && k[len(k)-1] == next[0] {
+			next = next[1:]
+		}
+		k = append(k, next...)
 		for _, w := range d.words {
 			// Words joined ("a Leesha") must sound exactly like it: a
 			// near match across words ("compute the" for "computer")
@@ -127,15 +139,10 @@ func (d *Detector) matchAt(toks []token, i int) (int, bool) {
 }
 
 // similar: the keys begin with the same sound and are at most one edit
-// apart (equal when the wake word's key has three sounds or fewer); or the
-// word's first sound, a vowel, was not heard and the rest is the same
-// ("Leesha").
+// apart (equal when the wake word's key has three sounds or fewer).
 func similar(heard, word []byte) bool {
-	if len(heard) == 0 || len(word) == 0 {
+	if len(heard) == 0 || len(word) == 0 || heard[0] != word[0] {
 		return false
-	}
-	if heard[0] != word[0] {
-		return word[0] == vowelKey && len(word) > 3 && string(heard) == string(word[1:])
 	}
 	limit := 1
 	if len(word) <= 3 {
