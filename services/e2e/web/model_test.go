@@ -32,6 +32,9 @@ const (
 	// continueInstruction is the llm's request to continue an answer
 	// (services/llm/internal/turn/context.go).
 	continueInstruction = "Continue your previous answer"
+	// timers.spec.ts: a timer due in a few seconds, a reminder in an hour.
+	timerPhrase    = "Set a tea timer"
+	reminderPhrase = "Remind me to water the plants"
 )
 
 // chunkPace is the wait before each streamed chunk of a slow answer.
@@ -89,6 +92,13 @@ func newModel() http.Handler {
 	// prompt when it asks for one sentence.
 	repeat(fakeopenai.All(user(gardenPhrase), systemContains(briefInstruction)), fakeopenai.Text(briefAnswer))
 	repeat(user(gardenPhrase), fakeopenai.Text(longAnswer))
+	// Timers (timers.spec.ts): the tools of the llm's real registry.
+	setTimer := fakeopenai.ToolCall{Name: "set_timer", Arguments: `{"duration":"PT4S","label":"tea"}`}
+	repeat(fakeopenai.All(user(timerPhrase), fakeopenai.Not(fakeopenai.HasToolResult())), fakeopenai.Calls(setTimer))
+	repeat(fakeopenai.All(user(timerPhrase), fakeopenai.HasToolResult()), fakeopenai.Text("Your tea timer is set for four seconds."))
+	setReminder := fakeopenai.ToolCall{Name: "set_reminder", Arguments: `{"when":"in 1 hour","label":"water the plants"}`}
+	repeat(fakeopenai.All(user(reminderPhrase), fakeopenai.Not(fakeopenai.HasToolResult())), fakeopenai.Calls(setReminder))
+	repeat(fakeopenai.All(user(reminderPhrase), fakeopenai.HasToolResult()), fakeopenai.Text("I will remind you in an hour."))
 	// The voice specs (voice_test.go).
 	repeat(user(voiceQuestion), fakeopenai.Text(strings.Join(voiceAnswer, " ")))
 	repeat(user(voiceInterrupt), fakeopenai.Text(voiceJoke))

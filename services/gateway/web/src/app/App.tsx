@@ -7,6 +7,7 @@ import { IconClose, IconMenu } from '../ui/Icons'
 import { Sidebar } from '../conversations/Sidebar'
 import { SignIn } from '../session/SignIn'
 import { OfflineOutbox } from '../components/Outbox'
+import { TimerToasts } from '../timers/Timers'
 
 // Screens other than the conversation load when first opened.
 const Memories = lazy(() => import('../memories/Memories').then((m) => ({ default: m.Memories })))
@@ -104,6 +105,7 @@ export function App() {
         </div>
         <Suspense fallback={<p className="p-6 text-slate-500">Loading…</p>}>{main}</Suspense>
       </main>
+      <TimerToasts />
     </div>
   )
 }

@@ -8,6 +8,7 @@ import { href, navigate, useRoute } from '../router'
 import type { Conversation } from '../types'
 import { useAction } from '../ui/hooks'
 import { IconPlus } from '../ui/Icons'
+import { TimersPanel } from '../timers/Timers'
 
 // A row re-renders only when its conversation or whether it is open
 // changes: a message sent moves one conversation to the top, and the
@@ -190,6 +191,7 @@ export function Sidebar({ onNavigate }: { onNavigate?: () => void }) {
         {listLoading && <li className="px-3 py-2 text-sm text-slate-500">Loading…</li>}
       </ul>
       <div className="space-y-1 border-t border-slate-200 pt-2 text-sm dark:border-slate-800">
+        <TimersPanel />
         <a href="/memories" onClick={(e) => { e.preventDefault(); navigate('/memories') }} aria-current={route.name === 'memories' ? 'page' : undefined} className="focus-ring block rounded-lg px-3 py-1.5 hover:bg-slate-100 dark:hover:bg-slate-800">
           Memories
         </a>

@@ -19,6 +19,7 @@ import { navigate } from '../router'
 import { sessionSlice, type SessionSlice } from '../session/slice'
 import type { Conversation } from '../types'
 import { messageOf } from '../ui/errors'
+import { timerEnvelope } from '../timers/timers'
 
 export type ChatLoad = 'idle' | 'loading' | 'ready' | 'forbidden' | 'missing' | 'error'
 
@@ -204,6 +205,7 @@ const chatSlice: StateCreator<AppState, [], [], ChatSlice> = (set, get) => ({
           const chat = get().chat
           if (!chat || chat.conversationId !== id) return
           if (offlineEnvelope(env)) get().refresh(id) // a SyncResponse: the server's rows
+          timerEnvelope(env) // a timer that fired: a toast and a notification
           const next = apply(chat, env)
           if (next !== chat) set({ chat: next })
           // An answer to a message this page has not seen (sent from another
