@@ -92,7 +92,7 @@ func (s *Session) forward(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	if sa, ok := env.Body.(*protocol.StartAnswer); ok {
-		s.answerStarted(sa.ID) // a sync may wait for it (sync.go)
+		s.answerStarted(sa.ID, sa.PreviousID) // a sync may wait for it (sync.go)
 	}
 	if err := bus.StampServer(&env, md.Sequence.Stream); err != nil {
 		s.fail(err)

@@ -113,15 +113,16 @@ type Session struct {
 
 	mu        sync.Mutex
 	cid       string
-	cfgStanza int32              // stanza id of the Configuration that bound the session
-	cancel    context.CancelFunc // stops forwarding
-	stopped   bool               // Run ended: no forwarding may start
-	rate      bucket             // the session's envelopes per second
-	sentAudio atomic.Bool        // an AudioChunk came on this connection (Pace)
-	refused   int                // envelopes refused for the rate since the last one taken
-	acks      bool               // the client asked for Acknowledgements (features)
-	syncing   *syncState         // the running sync's view of started answers
-	syncs     []context.CancelFunc
+	cfgStanza int32                      // stanza id of the Configuration that bound the session
+	cancel    context.CancelFunc         // stops forwarding
+	stopped   bool                       // Run ended: no forwarding may start
+	rate      bucket                     // the session's envelopes per second
+	sentAudio atomic.Bool                // an AudioChunk came on this connection (Pace)
+	refused   int                        // envelopes refused for the rate since the last one taken
+	acks      bool                       // the client asked for Acknowledgements (features)
+	syncing   *syncState                 // the running sync's view of started answers
+	syncs     map[int]context.CancelFunc // the running or waiting syncs, stopped with the session
+	syncN     int
 	syncMu    sync.Mutex // one sync at a time
 	done      chan struct{}
 	err       error

@@ -28,41 +28,89 @@ const (
 )
 
 // syncState is what a session's running sync needs from the forwarder:
-// the ids of the answers that started since it began.
+// the answers that started since it began, by their id and by the message
+// they answer.
 type syncState struct {
-	started map[string]chan struct{}
+	started  map[string]chan struct{} // answer id → closed once started
+	asked    map[string]chan struct{} // answered message id → closed once its answer started
+	answerTo map[string]string        // answered message id → answer id
+}
+
+func newSyncState() *syncState {
+	return &syncState{started: map[string]chan struct{}{}, asked: map[string]chan struct{}{}, answerTo: map[string]string{}}
 }
 
 // answerStarted is told every StartAnswer the session forwards.
-func (s *Session) answerStarted(id string) {
+func (s *Session) answerStarted(id, previousID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.syncing == nil {
 		return
 	}
-	if ch, ok := s.syncing.started[id]; ok {
-		select {
-		case <-ch:
-		default:
-			close(ch)
-		}
-		return
-	}
-	ch := make(chan struct{})
-	close(ch)
-	s.syncing.started[id] = ch
+	s.syncing.answerTo[previousID] = id
+	closeIn(s.syncing.started, id)
+	closeIn(s.syncing.asked, previousID)
 }
 
-// startedChan is closed once the answer id has started (its StartAnswer forwarded).
-func (s *Session) startedChan(id string) <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, ok := s.syncing.started[id]
+// closeIn closes m[k], making it closed when absent.
+func closeIn(m map[string]chan struct{}, k string) {
+	ch, ok := m[k]
 	if !ok {
 		ch = make(chan struct{})
-		s.syncing.started[id] = ch
+		m[k] = ch
+	}
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// chanIn is m[k], made open when absent.
+func chanIn(m map[string]chan struct{}, k string) <-chan struct{} {
+	ch, ok := m[k]
+	if !ok {
+		ch = make(chan struct{})
+		m[k] = ch
 	}
 	return ch
+}
+
+// waitStarted waits until the answer id has started (its StartAnswer
+// forwarded), at most wait.
+func (s *Session) waitStarted(ctx context.Context, id string, wait time.Duration) (bool, error) {
+	s.mu.Lock()
+	ch := chanIn(s.syncing.started, id)
+	s.mu.Unlock()
+	return waitFor(ctx, ch, wait)
+}
+
+// waitAnswerTo waits until the answer to message id has started, at most
+// wait, and returns the answer's id.
+func (s *Session) waitAnswerTo(ctx context.Context, id string, wait time.Duration) (string, bool, error) {
+	s.mu.Lock()
+	ch := chanIn(s.syncing.asked, id)
+	s.mu.Unlock()
+	ok, err := waitFor(ctx, ch, wait)
+	if !ok {
+		return "", false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.syncing.answerTo[id], true, nil
+}
+
+func waitFor(ctx context.Context, ch <-chan struct{}, wait time.Duration) (bool, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }
 
 // startSync handles a SyncRequest the stream has stored: its messages are
@@ -76,17 +124,27 @@ func (s *Session) startSync(cid string, stanza int32, b *protocol.SyncRequest) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.syncs = append(s.syncs, cancel)
+	if s.syncs == nil {
+		s.syncs = map[int]context.CancelFunc{}
+	}
+	s.syncN++
+	key := s.syncN
+	s.syncs[key] = cancel
 	s.mu.Unlock()
 	go func() {
-		defer cancel()
+		defer func() {
+			cancel()
+			s.mu.Lock()
+			delete(s.syncs, key)
+			s.mu.Unlock()
+		}()
 		s.syncMu.Lock()
 		defer s.syncMu.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
 		s.mu.Lock()
-		s.syncing = &syncState{started: map[string]chan struct{}{}}
+		s.syncing = newSyncState()
 		s.mu.Unlock()
 		defer func() {
 			s.mu.Lock()
@@ -128,8 +186,13 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 		onBranch[h.ID] = h
 	}
 	var prev *string
+	prevIsUser := false // the message prev names is the person's: its answer comes first
 	if len(branch) > 0 {
-		prev = &branch[len(branch)-1].ID
+		prev, prevIsUser = &branch[len(branch)-1].ID, branch[len(branch)-1].Role == "user"
+	}
+	wait := s.opts.SyncAnswerWait
+	if wait <= 0 {
+		wait = DefaultSyncAnswerWait
 	}
 	inRequest := map[string]bool{} // the request's localIds and server ids
 	for i, m := range msgs {
@@ -143,6 +206,23 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 		if c := s.syncConflict(cid, m, onBranch, inRequest); c != nil {
 			out[i].Status, out[i].Conflict = protocol.SyncResponseSyncedMessagesElemStatusConflict, c
 			continue
+		}
+		if prevIsUser {
+			// The branch ends with a message whose answer has not started
+			// (a message sent just before going offline, one synced by a
+			// request whose SyncResponse was lost): this one follows that
+			// answer, as the person would have.
+			answer, ok, err := s.waitAnswerTo(ctx, *prev, wait)
+			if err != nil {
+				return err
+			}
+			if ok {
+				prev = &answer
+			} else {
+				prev = nil
+				s.logger().Warn().Dur("waited", wait).Msg("the branch's last message got no answer in time; the synced message follows the branch head")
+			}
+			prevIsUser = false
 		}
 		last := i == len(msgs)-1
 		answer, err := s.publishSynced(ctx, cid, id, prev, m)
@@ -160,17 +240,14 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 		// waited for it; without an answer in time it follows the branch's
 		// head, whatever that is then.
 		prev = nil
-		wait := s.opts.SyncAnswerWait
-		if wait <= 0 {
-			wait = DefaultSyncAnswerWait
+		ok, err := s.waitStarted(ctx, answer, wait)
+		if err != nil {
+			return err
 		}
-		select {
-		case <-s.startedChan(answer):
+		if ok {
 			prev = &answer
-		case <-time.After(wait):
+		} else {
 			s.logger().Warn().Str("message_id", id).Dur("waited", wait).Msg("the answer to a synced message did not start in time; the next one follows the branch head")
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 	}
 	return s.syncResponse(ctx, cid, out)

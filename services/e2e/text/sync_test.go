@@ -234,3 +234,61 @@ func TestAcknowledgements(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncedMessageFollowsTheAnswerStillToCome: when the branch ends with a
+// message whose answer has not started (sent while the answer before it
+// streamed), a synced message waits for that answer and follows it, so the
+// branch stays one line: message, answer, message, answer, synced message,
+// answer.
+func TestSyncedMessageFollowsTheAnswerStillToCome(t *testing.T) {
+	s := newStack(t, options{})
+	s.chat.On(fakeopenai.LastUserContains("slow first"), fakeopenai.Turn{Text: []string{"One", " two", " three", " four", " five."}})
+	c := s.open(t, aliceKey, "", 0)
+	s.chat.SetFault(fakeopenai.Fault{ChunkDelay: 200 * time.Millisecond})
+	first := c.say("slow first")
+	start := c.until(func(e protocol.Envelope) bool {
+		b, ok := e.Body.(*protocol.StartAnswer)
+		return ok && b.PreviousID == first
+	}).Body.(*protocol.StartAnswer)
+	// Sent while the first answer streams: it follows that answer, and its
+	// own turn waits for it.
+	second := protocol.NewID("am")
+	c.send(&protocol.UserMessage{ID: second, PreviousID: &start.ID, ConversationID: c.cid, Content: "queued second"})
+	envs, resp := c.syncUntilResponse(protocol.SyncRequestMessagesElem{LocalID: "late", PreviousID: &second, Role: "user",
+		Contents: "synced third", SequenceNumber: 1, CreatedAt: time.Now().UnixMilli()})
+	s.chat.SetFault(fakeopenai.Fault{})
+	if len(resp.SyncedMessages) != 1 || resp.SyncedMessages[0].Status != protocol.SyncResponseSyncedMessagesElemStatusSynced {
+		t.Fatalf("SyncResponse %+v", resp)
+	}
+	third := resp.SyncedMessages[0].ServerID
+	var secondAnswer string
+	for _, e := range envs {
+		if b, ok := e.Body.(*protocol.StartAnswer); ok && b.PreviousID == second {
+			secondAnswer = b.ID
+		}
+		if b, ok := e.Body.(*protocol.UserMessage); ok && b.ID == third {
+			if secondAnswer == "" || b.PreviousID == nil || *b.PreviousID != secondAnswer {
+				t.Fatalf("the synced message follows %v, want the second message's answer %q (started before it)", b.PreviousID, secondAnswer)
+			}
+		}
+	}
+	c.answer(third)
+	s.eventually("one branch", func(ctx context.Context) error {
+		rows, err := s.branchRows(ctx, c.cid)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 6 {
+			return fmt.Errorf("%d rows, want 6", len(rows))
+		}
+		for i := 1; i < len(rows); i++ {
+			if rows[i].prev != rows[i-1].id {
+				return fmt.Errorf("row %d (%s %q) follows %s, want %s", i, rows[i].role, rows[i].contents, rows[i].prev, rows[i-1].id)
+			}
+		}
+		if rows[4].id != third || rows[4].local != "late" {
+			return fmt.Errorf("the fifth row %+v, want the synced message", rows[4])
+		}
+		return nil
+	})
+}
