@@ -54,6 +54,11 @@ func (s *Session) HandleClient(ctx context.Context, frame []byte) {
 		s.acknowledge(&env, false)
 		return
 	}
+	if why := invalidBody(&env); why != "" {
+		s.sendError(protocol.CodeInvalidBody, why, nil)
+		s.acknowledge(&env, false)
+		return
+	}
 	if o := s.budgets.checkTexts(&env, len(frame)); o != nil {
 		s.overBudget(o, &env)
 		return

@@ -26,6 +26,25 @@ func (e VoiceAgentVad) Valid() bool {
 	}
 }
 
+// Commentary A person's comment on a conversation or a message.
+type Commentary struct {
+	// ID aucc_…
+	ID string `json:"id"`
+
+	// MessageID the message commented on; absent: a comment on the whole conversation
+	MessageID string `json:"messageId,omitempty"`
+	Content   string `json:"content"`
+
+	// CommentaryType conversation for a comment on the whole conversation
+	CommentaryType string `json:"commentaryType,omitempty"`
+
+	// CreatedBy the user who wrote it
+	CreatedBy string `json:"createdBy,omitempty"`
+
+	// CreatedAt milliseconds since the Unix epoch
+	CreatedAt int64 `json:"createdAt"`
+}
+
 // Connection defines model for Connection.
 type Connection struct {
 	// Status connected, degraded or disconnected
@@ -114,6 +133,9 @@ type ConversationWithMessages struct {
 
 	// LastVoiceSession the conversation's last voice call (SessionStats); absent: none ended yet
 	LastVoiceSession *VoiceSession `json:"lastVoiceSession,omitempty"`
+
+	// Commentaries the person's comments (Commentary envelopes) on the conversation and on its messages, oldest first
+	Commentaries []Commentary `json:"commentaries,omitempty"`
 }
 
 // DimensionWeights weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
@@ -309,6 +331,15 @@ type Memory struct {
 
 	// UpdatedAt milliseconds since the Unix epoch
 	UpdatedAt int64 `json:"updatedAt"`
+
+	// UserRating the person's rating of the memory, 1..5 (PUT /v1/memories/{id}/rating); absent: not rated. Search orders equally near memories by it
+	UserRating *int32 `json:"userRating,omitempty"`
+
+	// CreatedBy who made the memory: the user's id, or extraction (absent for memories made before it was recorded)
+	CreatedBy string `json:"createdBy,omitempty"`
+
+	// SourceInfo where an extracted memory came from: conversationId, messageIds (the user message and the answer), model, promptVersion, extractedAt (ms)
+	SourceInfo *map[string]interface{} `json:"sourceInfo,omitempty"`
 }
 
 // MemoryInput POST needs content; PATCH at least one of content, tags, importance.
@@ -325,6 +356,12 @@ type MemoryInput struct {
 type MemoryPage struct {
 	Memories   []Memory `json:"memories"`
 	NextCursor string   `json:"nextCursor,omitempty"`
+}
+
+// MemoryRating A person's rating of one of their memories.
+type MemoryRating struct {
+	// Rating 1 (not useful) .. 5 (very useful)
+	Rating int32 `json:"rating"`
 }
 
 // MemoryUse defines model for MemoryUse.
@@ -357,6 +394,12 @@ type MemoryUsed struct {
 
 	// Votes The votes of everyone on a target and the caller's own.
 	Votes Votes `json:"votes"`
+
+	// QueryPrompt the text the memory was searched with (absent for uses recorded before it was)
+	QueryPrompt string `json:"queryPrompt,omitempty"`
+
+	// QueryPromptMeta how that search ran: embeddingModel, candidates, limit, threshold, prefetched, searchMs
+	QueryPromptMeta *map[string]interface{} `json:"queryPromptMeta,omitempty"`
 }
 
 // Message defines model for Message.
@@ -1024,6 +1067,9 @@ type CreateMemoryJSONRequestBody = MemoryInput
 
 // PatchMemoryJSONRequestBody defines body for PatchMemory for application/json ContentType.
 type PatchMemoryJSONRequestBody = MemoryInput
+
+// RateMemoryJSONRequestBody defines body for RateMemory for application/json ContentType.
+type RateMemoryJSONRequestBody = MemoryRating
 
 // CreateNoteJSONRequestBody defines body for CreateNote for application/json ContentType.
 type CreateNoteJSONRequestBody = NoteCreate

@@ -275,6 +275,11 @@ func TestAnswersMatchTheContract(t *testing.T) {
 	call(alice("POST", "/v1/memories", restapi.MemoryInput{Content: protocol.Ptr("likes tea"), Tags: []string{"drink"}}), http.StatusCreated, &mem)
 	call(alice("PATCH", "/v1/memories/"+mem.ID, restapi.MemoryInput{Importance: protocol.Ptr(0.9)}), http.StatusOK, &mem)
 	call(alice("POST", "/v1/memories/"+mem.ID+"/pin", nil), http.StatusOK, &mem)
+	call(alice("PUT", "/v1/memories/"+mem.ID+"/rating", restapi.MemoryRating{Rating: 4}), http.StatusOK, &mem)
+	if mem.UserRating == nil || *mem.UserRating != 4 {
+		t.Fatalf("rated memory %+v", mem)
+	}
+	call(request{key: aliceKey, method: "PUT", path: "/v1/memories/" + mem.ID + "/rating", body: restapi.MemoryRating{Rating: 9}, invalid: true}, http.StatusBadRequest, nil)
 	var mems restapi.MemoryPage
 	call(alice("GET", "/v1/memories?limit=5", nil), http.StatusOK, &mems)
 	if len(mems.Memories) != 1 || !mems.Memories[0].Pinned {

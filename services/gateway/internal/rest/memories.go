@@ -210,6 +210,22 @@ func (a *API) pinMemory(c echo.Context) error {
 	return a.simple(c, http.StatusOK, protocol.MemoryActionActionPin)
 }
 
+// rateMemory sets the person's 1..5 rating of their memory.
+func (a *API) rateMemory(c echo.Context) error {
+	var in restapi.MemoryRating
+	if err := bindJSON(c, &in, false); err != nil {
+		return err
+	}
+	if in.Rating < 1 || in.Rating > 5 {
+		return fail(http.StatusBadRequest, "rating must be a whole number from 1 to 5")
+	}
+	m, err := a.memory(c)
+	if err != nil {
+		return err
+	}
+	return a.act(c, http.StatusOK, protocol.MemoryActionActionRate, &protocol.MemoryActionMemory{ID: &m.ID, UserRating: &in.Rating})
+}
+
 func (a *API) archiveMemory(c echo.Context) error {
 	return a.simple(c, http.StatusOK, protocol.MemoryActionActionArchive)
 }
@@ -247,8 +263,13 @@ func (a *API) memoryUses(c echo.Context) error {
 // memoryOf is a memory as the API answers it (the memory service's and
 // the store's rpc.Memory carry the same fields).
 func memoryOf(m rpc.Memory) restapi.Memory {
-	return restapi.Memory{ID: m.ID, Content: m.Content, Tags: m.Tags, Importance: m.Importance, Pinned: m.Pinned,
-		Archived: m.Archived, Similarity: m.Similarity, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+	out := restapi.Memory{ID: m.ID, Content: m.Content, Tags: m.Tags, Importance: m.Importance, Pinned: m.Pinned,
+		Archived: m.Archived, Similarity: m.Similarity, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+		UserRating: m.UserRating, CreatedBy: m.CreatedBy}
+	if len(m.SourceInfo) > 0 {
+		out.SourceInfo = &m.SourceInfo
+	}
+	return out
 }
 
 func memoriesOf(ms []rpc.Memory) []restapi.Memory {

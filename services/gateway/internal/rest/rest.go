@@ -100,6 +100,7 @@ func (a *API) Register(g *echo.Group) {
 	g.DELETE("/memories/:id", a.deleteMemory)
 	g.POST("/memories/:id/pin", a.pinMemory)
 	g.POST("/memories/:id/archive", a.archiveMemory)
+	g.PUT("/memories/:id/rating", a.rateMemory)
 	g.GET("/memories/:id/uses", a.memoryUses)
 	// Timers and reminders (set by the llm's tools).
 	g.GET("/timers", a.listTimers)

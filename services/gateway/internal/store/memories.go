@@ -10,7 +10,8 @@ import (
 	"github.com/alicia-voice/alicia/pkg/rpc"
 )
 
-const memoryColumns = `id, content, tags, importance, pinned, archived, created_at, updated_at, user_id`
+const memoryColumns = `id, content, tags, importance, pinned, archived, created_at, updated_at, user_id,
+	user_rating, COALESCE(created_by, ''), source_info`
 
 type memoryRow struct {
 	m       rpc.Memory
@@ -21,7 +22,11 @@ type memoryRow struct {
 func scanMemory(row pgx.Row) (memoryRow, error) {
 	var r memoryRow
 	var created time.Time
-	err := row.Scan(&r.m.ID, &r.m.Content, &r.m.Tags, &r.m.Importance, &r.m.Pinned, &r.m.Archived, &created, &r.updated, &r.owner)
+	err := row.Scan(&r.m.ID, &r.m.Content, &r.m.Tags, &r.m.Importance, &r.m.Pinned, &r.m.Archived, &created, &r.updated, &r.owner,
+		&r.m.UserRating, &r.m.CreatedBy, &r.m.SourceInfo)
+	if len(r.m.SourceInfo) == 0 {
+		r.m.SourceInfo = nil
+	}
 	if r.m.Tags == nil {
 		r.m.Tags = []string{}
 	}

@@ -176,7 +176,7 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 		return rows.Err()
 	})
 	batch.Queue(`SELECT u.message_id, u.id, u.memory_id, CASE WHEN mem.id IS NOT NULL THEN mem.content ELSE COALESCE(u.meta->>'content', '') END,
-			COALESCE(u.similarity_score, 0)
+			COALESCE(u.similarity_score, 0), COALESCE(u.query_prompt, ''), u.query_prompt_meta
 		FROM alicia_memory_used u
 		JOIN alicia_conversations c ON c.id = u.conversation_id
 		JOIN alicia_messages m ON m.id = u.message_id AND m.conversation_id = u.conversation_id
@@ -186,8 +186,12 @@ func (s *Store) details(ctx context.Context, msgs []Message) error {
 		for rows.Next() {
 			var mid string
 			var u MemoryUse
-			if err := rows.Scan(&mid, &u.ID, &u.MemoryID, &u.Content, &u.Similarity); err != nil {
+			var queryMeta map[string]any
+			if err := rows.Scan(&mid, &u.ID, &u.MemoryID, &u.Content, &u.Similarity, &u.QueryPrompt, &queryMeta); err != nil {
 				return err
+			}
+			if len(queryMeta) > 0 {
+				u.QueryPromptMeta = &queryMeta
 			}
 			byID[mid].MemoriesUsed = append(byID[mid].MemoriesUsed, u)
 		}
