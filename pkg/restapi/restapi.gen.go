@@ -104,6 +104,19 @@ type ConversationPatch struct {
 	Status *string `json:"status,omitempty"`
 }
 
+// ConversationPreferences A conversation's own voice, rate, language and hands-free mode, published as its Configuration: a field absent is left as it is, an empty voice or language or a speechSpeed of 0 goes back to the person's default.
+type ConversationPreferences struct {
+	// Voice one of server-info's voices; empty: the person's
+	Voice *string `json:"voice,omitempty"`
+
+	// SpeechSpeed 0.5..2; 0: the person's
+	SpeechSpeed *float64 `json:"speechSpeed,omitempty"`
+
+	// Language BCP 47 tag; empty: the person's
+	Language *string `json:"language,omitempty"`
+	WakeWord *bool   `json:"wakeWord,omitempty"`
+}
+
 // ConversationWithMessages A Conversation with its messages.
 type ConversationWithMessages struct {
 	ID     string `json:"id"`
@@ -136,10 +149,28 @@ type ConversationWithMessages struct {
 
 	// Commentaries the person's comments (Commentary envelopes) on the conversation and on its messages, oldest first
 	Commentaries []Commentary `json:"commentaries,omitempty"`
+
+	// Preferences the voice, rate, language and hands-free mode that apply to it now
+	Preferences *EffectivePreferences `json:"preferences,omitempty"`
 }
 
 // DimensionWeights weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
 type DimensionWeights map[string]float64
+
+// EffectivePreferences What applies to a conversation now: its own values over its owner's settings over the installation's, and where each came from.
+type EffectivePreferences struct {
+	Voice           string  `json:"voice"`
+	VoiceFrom       string  `json:"voiceFrom"`
+	SpeechSpeed     float64 `json:"speechSpeed"`
+	SpeechSpeedFrom string  `json:"speechSpeedFrom"`
+
+	// Language BCP 47; empty: detected
+	Language     string `json:"language"`
+	LanguageFrom string `json:"languageFrom"`
+	WakeWord     bool   `json:"wakeWord"`
+	WakeWordFrom string `json:"wakeWordFrom"`
+	TimeZone     string `json:"timeZone"`
+}
 
 // Elite defines model for Elite.
 type Elite struct {
@@ -216,6 +247,9 @@ type EngineInfo struct {
 
 	// Error administrators only
 	Error string `json:"error,omitempty"`
+
+	// Languages the languages the engine transcribes (asr) or speaks (tts), BCP 47 tags; absent when it does not say
+	Languages []string `json:"languages,omitempty"`
 }
 
 // Error Every error answer of every /v1 route (unknown routes included).
@@ -678,6 +712,9 @@ type ServerInfo struct {
 
 	// VoiceAgents the room-agents answering now, each with the voice activity detector it listens with
 	VoiceAgents []VoiceAgent `json:"voiceAgents"`
+
+	// Voices the voices the speech engine (models.tts) offers (its voices endpoint, or espeak-ng --voices; the configured voice alone when the engine lists none)
+	Voices []SpeechVoice `json:"voices,omitempty"`
 }
 
 // Session defines model for Session.
@@ -707,6 +744,18 @@ type Siblings struct {
 
 	// CurrentID the sibling on the current branch, null when none is
 	CurrentID *string `json:"currentId"`
+}
+
+// SpeechVoice defines model for SpeechVoice.
+type SpeechVoice struct {
+	// ID the engine's name for the voice (Configuration.voice, UserSettings.voice)
+	ID string `json:"id"`
+
+	// Name for people
+	Name string `json:"name,omitempty"`
+
+	// Language BCP 47 tag of the language it speaks
+	Language string `json:"language,omitempty"`
 }
 
 // SpokenSentence defines model for SpokenSentence.
@@ -850,6 +899,24 @@ type ToolUse struct {
 
 	// Votes The votes of everyone on a target and the caller's own.
 	Votes Votes `json:"votes"`
+}
+
+// UserSettings A person's defaults for their conversations; an absent field is the installation's.
+type UserSettings struct {
+	// Voice one of server-info's voices
+	Voice *string `json:"voice,omitempty"`
+
+	// SpeechSpeed speaking rate, 1 being the voice's own
+	SpeechSpeed *float64 `json:"speechSpeed,omitempty"`
+
+	// Language BCP 47 tag: the language conversations are transcribed and spoken in (absent: detected)
+	Language *string `json:"language,omitempty"`
+
+	// TimeZone IANA time zone (Europe/Paris) in which times the person says are read
+	TimeZone *string `json:"timeZone,omitempty"`
+
+	// WakeWord hands-free mode by default in voice conversations
+	WakeWord *bool `json:"wakeWord,omitempty"`
 }
 
 // VoiceAgent defines model for VoiceAgent.
@@ -1056,6 +1123,9 @@ type CreateConversationJSONRequestBody = ConversationCreate
 // PatchConversationJSONRequestBody defines body for PatchConversation for application/json ContentType.
 type PatchConversationJSONRequestBody = ConversationPatch
 
+// PutConversationPreferencesJSONRequestBody defines body for PutConversationPreferences for application/json ContentType.
+type PutConversationPreferencesJSONRequestBody = ConversationPreferences
+
 // PatchMCPServerJSONRequestBody defines body for PatchMCPServer for application/json ContentType.
 type PatchMCPServerJSONRequestBody = EnabledPatch
 
@@ -1097,6 +1167,9 @@ type PromotePromptVersionJSONRequestBody = PromptPromote
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionRequest
+
+// PutSettingsJSONRequestBody defines body for PutSettings for application/json ContentType.
+type PutSettingsJSONRequestBody = UserSettings
 
 // PatchToolJSONRequestBody defines body for PatchTool for application/json ContentType.
 type PatchToolJSONRequestBody = EnabledPatch

@@ -16,6 +16,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/config"
 	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/pgread"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/session"
@@ -108,7 +109,12 @@ type Config struct {
 	// ALICIA_TTS_URL (/v1 added), ALICIA_TTS_MODEL, ALICIA_TTS_VOICE (the
 	// engine's default voice unless set), ALICIA_TTS_API_KEY (+ _FILE),
 	// ALICIA_ESPEAK_PATH.
-	TTS        engines.Engine
+	TTS engines.Engine
+	// Prefs are the installation's voice, speaking rate, language and time
+	// zone, as the tts, asr and llm read them (ALICIA_TTS_VOICE,
+	// ALICIA_TTS_SPEED, ALICIA_ASR_LANGUAGE, ALICIA_TIME_ZONE): what
+	// applies to a conversation whose person chose none (pkg/prefs).
+	Prefs      prefs.Defaults
 	Embeddings engines.Engine // ALICIA_EMBEDDING_URL, ALICIA_EMBEDDING_MODEL, ALICIA_EMBEDDING_API_KEY (+ _FILE): as the memory
 	// WriteTimeout bounds a REST write: publish, then wait until persistence
 	// has applied it (ALICIA_WRITE_TIMEOUT, default 10s; 504 beyond).
@@ -222,7 +228,10 @@ func (c *Config) ModelsFrom(src config.Source) error {
 	)
 	// The asr and tts services call …/v1 whether or not the URL ends in it.
 	c.ASR.URL, c.TTS.URL = engines.V1(c.ASR.URL), engines.V1(c.TTS.URL)
-	return err
+	c.Prefs.Voice, c.Prefs.SpeechSpeed = c.TTS.Voice, 1
+	src.String("ALICIA_ASR_LANGUAGE", &c.Prefs.Language)
+	src.String("ALICIA_TIME_ZONE", &c.Prefs.TimeZone)
+	return errors.Join(err, src.Float64("ALICIA_TTS_SPEED", &c.Prefs.SpeechSpeed))
 }
 
 // engineFrom reads ALICIA_{prefix}_URL, _MODEL and _API_KEY (+ _FILE) of src.

@@ -291,6 +291,17 @@ func TestAnswersMatchTheContract(t *testing.T) {
 	call(alice("POST", "/v1/memories/"+mem.ID+"/archive", nil), http.StatusOK, &mem)
 	call(alice("DELETE", "/v1/memories/"+mem.ID, nil), http.StatusNoContent, nil)
 
+	// Voices and languages: the person's defaults, the conversation's own.
+	var settings restapi.UserSettings
+	call(alice("GET", "/v1/settings", nil), http.StatusOK, &settings)
+	call(alice("PUT", "/v1/settings", restapi.UserSettings{SpeechSpeed: protocol.Ptr(1.5), TimeZone: protocol.Ptr("Europe/Paris")}), http.StatusOK, &settings)
+	call(alice("PUT", "/v1/settings", restapi.UserSettings{TimeZone: protocol.Ptr("Nowhere/Else")}), http.StatusBadRequest, nil)
+	var eff restapi.EffectivePreferences
+	call(alice("PUT", "/v1/conversations/"+cid+"/preferences", restapi.ConversationPreferences{Language: protocol.Ptr("fr")}), http.StatusOK, &eff)
+	if eff.Language != "fr" || eff.SpeechSpeed != 1.5 || eff.TimeZone != "Europe/Paris" {
+		t.Fatalf("preferences %+v", eff)
+	}
+
 	// Timers: one set by the llm's tool, listed and cancelled.
 	zone, now := "UTC", time.Now()
 	s.publish(t, "", protocol.New("", &protocol.Timer{ID: "atm_contract", UserID: "alice", ConversationID: cid, Kind: protocol.TimerKindTimer,

@@ -30,6 +30,7 @@ import (
 	"github.com/alicia-voice/alicia/services/gateway/internal/rest"
 	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 	"github.com/alicia-voice/alicia/services/gateway/internal/store"
+	"github.com/alicia-voice/alicia/services/gateway/internal/voices"
 	"github.com/alicia-voice/alicia/services/gateway/internal/webui"
 	"github.com/alicia-voice/alicia/services/gateway/internal/ws"
 	"github.com/alicia-voice/alicia/services/gateway/web"
@@ -163,6 +164,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 			"tts":        probe.Backend(cfg.TTS),
 			"embeddings": probe.Backend(cfg.Embeddings),
 		}, probe.Options{})}
+	api.Prefs = rest.Prefs{Defaults: cfg.Prefs, Voices: voices.New(cfg.TTS, cfg.ASR, nil, log)}
 	if cfg.LiveKit.Enabled() {
 		api.LiveKit = &livekit.Tokens{URL: cfg.LiveKit.ClientURL(), APIKey: cfg.LiveKit.APIKey, APISecret: cfg.LiveKit.APISecret, TTL: cfg.LiveKit.TokenTTL}
 		api.Agents = livekit.Dispatcher{JS: js, RoomsPerUser: cfg.Quotas.RoomsPerUser}

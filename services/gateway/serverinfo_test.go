@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,6 +149,11 @@ func TestServerInfo(t *testing.T) {
 		TTS:        protocol.ModelStatus{Name: "espeak-ng (voice en-us)", Reachable: true},
 		Embeddings: protocol.ModelStatus{Name: "bge-m3", Reachable: false},
 	}
+	// A Whisper transcribes Whisper's languages (TestVoicesAndLanguages).
+	if l := si.Models.ASR.Languages; len(l) < 99 || !slices.Contains(l, "en") {
+		t.Fatalf("asr languages %v", l)
+	}
+	si.Models.ASR.Languages = nil
 	if !reflect.DeepEqual(si.Models, want) || si.Connection.Status != "connected" || si.MCPServers == nil {
 		t.Fatalf("ServerInfo %+v, want models %+v", si, want)
 	}

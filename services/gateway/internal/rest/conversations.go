@@ -164,12 +164,16 @@ func (a *API) getConversation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	eff, err := a.effective(ctx, conv.ID)
+	if err != nil {
+		return err
+	}
 	// StreamSeq is read before the messages: a WebSocket resuming with
 	// lastSequenceSeen = -StreamSeq gets every server envelope the snapshot
 	// may lack.
 	return c.JSON(http.StatusOK, restapi.ConversationWithMessages{ID: conv.ID, Title: conv.Title, Status: conv.Status,
 		CreatedAt: conv.CreatedAt, UpdatedAt: conv.UpdatedAt, MessageCount: conv.MessageCount, TipMessageID: conv.TipMessageID,
-		LastClientStanzaID: conv.LastClientStanzaID, Messages: msgs, StreamSeq: seq, LastVoiceSession: session, Commentaries: comments})
+		LastClientStanzaID: conv.LastClientStanzaID, Messages: msgs, StreamSeq: seq, LastVoiceSession: session, Preferences: &eff, Commentaries: comments})
 }
 
 // snapshotWait bounds how long a conversation read waits for persistence

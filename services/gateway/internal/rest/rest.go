@@ -68,7 +68,10 @@ type API struct {
 	// Accounts enforce the users' budgets (edge.Budgets), shared with the
 	// WebSocket; nil: only the text budgets of Budgets apply.
 	Accounts *edge.Accounts
-	Budgets  edge.Budgets
+	// Prefs: the installation's voice defaults and the speech engine's
+	// voices (settings.go).
+	Prefs   Prefs
+	Budgets edge.Budgets
 	// Backlog refuses writes (503 with Retry-After) while the stream is
 	// too far ahead of persistence (pkg/backlog; nil: never).
 	Backlog edge.Backlog
@@ -81,6 +84,9 @@ func (a *API) Register(g *echo.Group) {
 	g.POST("/conversations", a.createConversation)
 	g.GET("/conversations", a.listConversations)
 	g.GET("/conversations/:id", a.getConversation)
+	g.PUT("/conversations/:id/preferences", a.putConversationPreferences)
+	g.GET("/settings", a.getSettings)
+	g.PUT("/settings", a.putSettings)
 	g.PATCH("/conversations/:id", a.patchConversation)
 	g.DELETE("/conversations/:id", a.deleteConversation)
 	g.POST("/conversations/:id/token", a.conversationToken)

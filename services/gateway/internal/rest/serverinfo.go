@@ -54,6 +54,14 @@ func (a *API) ServerInfo(ctx context.Context, admin bool) (*protocol.ServerInfo,
 	for _, s := range info.MCPServers {
 		body.MCPServers = append(body.MCPServers, protocol.ServerInfoMCPServersElem{Name: s.Name, Status: s.Status})
 	}
+	body.Models.ASR.Languages, body.Models.TTS.Languages = info.Models["asr"].Languages, info.Models["tts"].Languages
+	for _, v := range info.Voices {
+		e := protocol.ServerInfoVoicesElem{ID: v.ID}
+		if v.Language != "" {
+			e.Language = protocol.Ptr(v.Language)
+		}
+		body.Voices = append(body.Voices, e)
+	}
 	return body, nil
 }
 
@@ -71,6 +79,10 @@ func (a *API) info(ctx context.Context, admin bool) (restapi.ServerInfo, error) 
 	)
 	wg.Go(func() { models = a.Probe.Check(ctx) })
 	wg.Go(func() { conn = a.connection(ctx) })
+	var speech []engines.Voice
+	if a.Prefs.Voices != nil {
+		wg.Go(func() { speech = a.Prefs.Voices.Voices(ctx) })
+	}
 	wg.Go(func() {
 		if a.NC.IsConnected() {
 			agents, _ = rpc.VoiceAgents(ctx, a.NC, voiceAgentsWait)
@@ -92,6 +104,18 @@ func (a *API) info(ctx context.Context, admin bool) (restapi.ServerInfo, error) 
 			m.URL, m.Error = st.URL, st.Error
 		}
 		info.Models[name] = m
+	}
+	info.Voices = make([]restapi.SpeechVoice, 0, len(speech))
+	for _, v := range speech {
+		info.Voices = append(info.Voices, restapi.SpeechVoice{ID: v.ID, Name: v.Name, Language: v.Language})
+	}
+	if a.Prefs.Voices != nil {
+		for name, langs := range map[string][]string{"tts": a.Prefs.Voices.SpeechLanguages(ctx), "asr": a.Prefs.Voices.TranscriptionLanguages()} {
+			if m, ok := info.Models[name]; ok {
+				m.Languages = langs
+				info.Models[name] = m
+			}
+		}
 	}
 	if !admin {
 		info.Connection.Error = ""

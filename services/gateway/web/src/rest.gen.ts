@@ -97,6 +97,24 @@ export interface ConversationPatch {
   status?: 'active' | 'archived'
 }
 /**
+ * A conversation's own voice, rate, language and hands-free mode, published as its Configuration: a field absent is left as it is, an empty voice or language or a speechSpeed of 0 goes back to the person's default.
+ */
+export interface ConversationPreferences {
+  /**
+   * one of server-info's voices; empty: the person's
+   */
+  voice?: string
+  /**
+   * 0.5..2; 0: the person's
+   */
+  speechSpeed?: number
+  /**
+   * BCP 47 tag; empty: the person's
+   */
+  language?: string
+  wakeWord?: boolean
+}
+/**
  * A Conversation with its messages.
  */
 export interface ConversationWithMessages {
@@ -136,6 +154,7 @@ export interface ConversationWithMessages {
    * the person's comments (Commentary envelopes) on the conversation and on its messages, oldest first
    */
   commentaries?: Commentary[]
+  preferences?: EffectivePreferences
 }
 export interface Message {
   id: string
@@ -291,10 +310,44 @@ export interface VoiceSession {
   endedAt: number
 }
 /**
+ * the voice, rate, language and hands-free mode that apply to it now
+ */
+export interface EffectivePreferences {
+  voice: string
+  voiceFrom: 'conversation' | 'person' | 'installation'
+  speechSpeed: number
+  speechSpeedFrom: 'conversation' | 'person' | 'installation'
+  /**
+   * BCP 47; empty: detected
+   */
+  language: string
+  languageFrom: 'conversation' | 'person' | 'installation'
+  wakeWord: boolean
+  wakeWordFrom: 'conversation' | 'person' | 'installation'
+  timeZone: string
+}
+/**
  * weight of each dimension, 0..1: correctness, faithfulness, relevancy, userFeedback (the person's own votes), brevity (when spoken), latency
  */
 export interface DimensionWeights {
   [k: string]: number
+}
+/**
+ * What applies to a conversation now: its own values over its owner's settings over the installation's, and where each came from.
+ */
+export interface EffectivePreferences1 {
+  voice: string
+  voiceFrom: 'conversation' | 'person' | 'installation'
+  speechSpeed: number
+  speechSpeedFrom: 'conversation' | 'person' | 'installation'
+  /**
+   * BCP 47; empty: detected
+   */
+  language: string
+  languageFrom: 'conversation' | 'person' | 'installation'
+  wakeWord: boolean
+  wakeWordFrom: 'conversation' | 'person' | 'installation'
+  timeZone: string
 }
 export interface Elite {
   /**
@@ -483,6 +536,10 @@ export interface EngineInfo {
    * administrators only
    */
   error?: string
+  /**
+   * the languages the engine transcribes (asr) or speaks (tts), BCP 47 tags; absent when it does not say
+   */
+  languages?: string[]
 }
 /**
  * Every error answer of every /v1 route (unknown routes included).
@@ -1002,6 +1059,10 @@ export interface ServerInfo {
    * the room-agents answering now, each with the voice activity detector it listens with
    */
   voiceAgents: VoiceAgent[]
+  /**
+   * the voices the speech engine (models.tts) offers (its voices endpoint, or espeak-ng --voices; the configured voice alone when the engine lists none)
+   */
+  voices?: SpeechVoice[]
 }
 export interface VoiceAgent {
   /**
@@ -1016,6 +1077,20 @@ export interface VoiceAgent {
    * administrators only: the model file, or why the fallback listens
    */
   detail?: string
+}
+export interface SpeechVoice {
+  /**
+   * the engine's name for the voice (Configuration.voice, UserSettings.voice)
+   */
+  id: string
+  /**
+   * for people
+   */
+  name?: string
+  /**
+   * BCP 47 tag of the language it speaks
+   */
+  language?: string
 }
 export interface Session {
   user: string
@@ -1181,6 +1256,31 @@ export interface ToolList {
    * by name
    */
   tools: Tool[]
+}
+/**
+ * A person's defaults for their conversations; an absent field is the installation's.
+ */
+export interface UserSettings {
+  /**
+   * one of server-info's voices
+   */
+  voice?: string
+  /**
+   * speaking rate, 1 being the voice's own
+   */
+  speechSpeed?: number
+  /**
+   * BCP 47 tag: the language conversations are transcribed and spoken in (absent: detected)
+   */
+  language?: string
+  /**
+   * IANA time zone (Europe/Paris) in which times the person says are read
+   */
+  timeZone?: string
+  /**
+   * hands-free mode by default in voice conversations
+   */
+  wakeWord?: boolean
 }
 export interface VoiceSession1 {
   /**
