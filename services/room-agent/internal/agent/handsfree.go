@@ -119,9 +119,22 @@ func (r *Room) addressed(tr *protocol.Transcription) {
 // not begin with a wake word. Its audio record is dropped; an answer it
 // interrupted goes on (the barge-in's tracker hears the same transcript as
 // no words: tracker.onSpecTranscript).
+//
+// The room's participants are told on the data channel (never stored): a
+// Transcription{final, addressed: false} without its words, so the page can
+// say the speech was heard but not taken.
 func (r *Room) notAddressed(tr *protocol.Transcription) {
 	r.turns.held.take(tr.ID)
 	r.log.Debug().Str("utterance_id", tr.ID).Msg("hands-free: not addressed; nothing recorded")
+	frame, err := protocol.Encode(protocol.New(r.cid, &protocol.Transcription{ID: tr.ID, ConversationID: r.cid, Final: true,
+		Addressed: protocol.Ptr(false)}))
+	if err != nil {
+		return
+	}
+	select {
+	case r.turns.marks <- frame:
+	default:
+	}
 }
 
 // isNotAddressed: a hands-free transcript that does not begin with a wake

@@ -74,4 +74,24 @@ func TestHeldAudioRecord(t *testing.T) {
 	if a.r.turns.held.take("am_no") != nil || a.r.turns.held.take("am_yes") != nil {
 		t.Fatal("records still held after their final transcripts")
 	}
+	// The participants are told, without the words, on the data channel.
+	for {
+		select {
+		case frame := <-a.r.turns.marks:
+			env, err := protocol.Decode(frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, ok := env.Body.(*protocol.Transcription)
+			if !ok {
+				continue // a playout mark
+			}
+			if tr.ID != "am_no" || !tr.Final || tr.Addressed == nil || *tr.Addressed || tr.Text != "" {
+				t.Fatalf("data channel: %+v", tr)
+			}
+			return
+		default:
+			t.Fatal("the participants were not told the speech was not addressed")
+		}
+	}
 }

@@ -11,6 +11,7 @@ import { useBackendNotices } from './hooks'
 import { classifyError, currentBrowser, originProblem } from './preflight'
 import { phaseLabel, useVoice } from './store'
 import { VoiceProblemText } from './VoiceProblem'
+import { HandsFree } from './HandsFree'
 
 function IconMic() {
   return (
@@ -157,6 +158,7 @@ export function VoicePanel() {
           </button>
         )}
       </div>
+      <HandsFree conversationId={v.conversationId} disabled={!listening} />
       {notices.map((n) => (
         <p key={n.key} role="status" data-voice-backend={n.key} className="mt-1 text-amber-800 dark:text-amber-300">{n.message}</p>
       ))}

@@ -17,7 +17,7 @@
 // whose signalling connected but whose media (ICE) did not is 'media-blocked'.
 import { DisconnectReason, Room, RoomEvent, Track, type RemoteParticipant, type RemoteTrack } from 'livekit-client'
 import { api } from '../api'
-import { decodeEnvelope, MessageType } from '../protocol'
+import { decodeEnvelope, MessageType, type Transcription } from '../protocol'
 import { useApp } from '../store/app'
 import {
   classifyError, currentBrowser, disconnectProblem, isCancelled, originProblem, VoiceTimeoutError,
@@ -108,7 +108,9 @@ function toProblem(e: unknown, signalConnected: boolean, serverUrl?: string): Vo
 export interface VoiceEvent {
   // user-speech-*: the microphone's level; vad-speech-*: the in-page VAD
   // (what the panel's state follows once the VAD runs).
-  kind: 'listening' | 'user-speech-start' | 'user-speech-end' | 'agent-audio-start' | 'agent-audio-end' | 'vad-ready' | 'vad-speech-start' | 'vad-speech-end'
+  // not-addressed: hands-free speech the room-agent heard but did not take
+  // (a Transcription{addressed: false} on the data channel; ./HandsFree.tsx).
+  kind: 'listening' | 'user-speech-start' | 'user-speech-end' | 'agent-audio-start' | 'agent-audio-end' | 'vad-ready' | 'vad-speech-start' | 'vad-speech-end' | 'not-addressed'
   // performance.now() of the moment, estimated to the sample.
   at: number
 }
@@ -398,6 +400,7 @@ export class VoiceEngine {
     try {
       const env = decodeEnvelope(payload)
       if (env.type === MessageType.SentencePlayout && env.conversationId === this.conversationId) useApp.getState().receive(env)
+      if (env.type === MessageType.Transcription && (env.body as Transcription).addressed === false) emit({ kind: 'not-addressed', at: performance.now() })
     } catch {
       /* not an envelope for the page */
     }
