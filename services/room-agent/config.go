@@ -9,6 +9,7 @@ package roomagent
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alicia-voice/alicia/pkg/backlog"
@@ -138,7 +139,7 @@ func DefaultConfig() Config {
 		MaxUtterance: 25 * time.Second, PartialEvery: 500 * time.Millisecond, MarginDB: 12, BargeInMin: 200 * time.Millisecond,
 		OnsetHangover: 60 * time.Millisecond, BargeInWordsWait: 3 * time.Second, BargeInDuckDB: -20,
 		AdaptiveEnd: true, EndSilenceMin: 300 * time.Millisecond, EndSilenceMax: time.Second,
-		Speculation: true, PauseAfter: 100 * time.Millisecond,
+		Speculation: true, PauseAfter: 100 * time.Millisecond, WakeWords: strings.Join(wake.DefaultWords, ","),
 		MaxRooms: 50, Lease: 10 * time.Second, JoinTimeout: 10 * time.Second, EmptyTimeout: 30 * time.Second,
 		Edge: edge.DefaultLimits(), Budgets: edge.DefaultBudgets(), BacklogLimit: backlog.DefaultLimit,
 	}
