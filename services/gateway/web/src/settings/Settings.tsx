@@ -5,6 +5,7 @@ import { useApp } from '../store/app'
 import type { ServerInfoJSON } from '../types'
 import { useAction } from '../ui/hooks'
 import { VoiceCheck } from '../voice/VoiceCheck'
+import { VoiceLanguage } from './VoiceLanguage'
 import { useServerStatus } from './hooks'
 
 function Dot({ ok }: { ok: boolean }) {
@@ -81,6 +82,7 @@ export function Settings() {
         )}
       </div>
       <VoiceCheck models={info?.models} />
+      <VoiceLanguage info={info} />
       <div>
         <h2 className="mb-2 font-medium">Tools</h2>
         {!admin && <p className="mb-2 text-xs text-slate-600 dark:text-slate-400">Only an administrator can switch tools.</p>}

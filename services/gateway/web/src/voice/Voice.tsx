@@ -12,6 +12,7 @@ import { classifyError, currentBrowser, originProblem } from './preflight'
 import { phaseLabel, useVoice } from './store'
 import { VoiceProblemText } from './VoiceProblem'
 import { HandsFree } from './HandsFree'
+import { VoicePreferences } from './VoicePreferences'
 
 function IconMic() {
   return (
@@ -159,6 +160,7 @@ export function VoicePanel() {
         )}
       </div>
       <HandsFree conversationId={v.conversationId} disabled={!listening} />
+      <VoicePreferences conversationId={v.conversationId} disabled={!listening} />
       {notices.map((n) => (
         <p key={n.key} role="status" data-voice-backend={n.key} className="mt-1 text-amber-800 dark:text-amber-300">{n.message}</p>
       ))}
