@@ -258,3 +258,54 @@ func TestTimers(t *testing.T) {
 		}
 	})
 }
+
+// A replica that claimed a due timer and died before delivering it leaves
+// its claim in TIMER_CLAIMS: another replica delivers the timer once the
+// claim is older than ALICIA_LLM_TIMERS_CLAIM_TIMEOUT, not before, and once.
+func TestTimerClaimTakenOver(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.timerConfig()
+	cfg.Timers.ClaimTimeout = 2 * time.Second
+	h.replica(cfg)
+	cid := h.conversation()
+	w := h.watch(cid)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		var n int
+		_ = h.pool.QueryRow(context.Background(), `SELECT count(*) FROM alicia_conversations WHERE id = $1`, cid).Scan(&n)
+		return n == 1
+	}, "conversation stored")
+	kv, err := h.js.KeyValue(context.Background(), timers.ClaimBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := protocol.NewID("atm")
+	if _, err := kv.Create(context.Background(), id, []byte("a replica that died")); err != nil {
+		t.Fatal(err)
+	}
+	claimed := time.Now()
+	now := time.Now()
+	tm := &protocol.Timer{ID: id, UserID: testUser, ConversationID: cid, Kind: protocol.TimerKindTimer, DueAt: now.Add(200 * time.Millisecond).UnixMilli(),
+		Status: protocol.TimerStatusScheduled, CreatedAt: now.UnixMilli(), Timestamp: now.UnixMilli()}
+	if _, err := h.pub.PublishSystem(context.Background(), protocol.New("", tm), ""); err != nil {
+		t.Fatal(err)
+	}
+	_, _, envs := w.delivery(t, id)
+	var at time.Time
+	n := 0
+	for _, s := range envs {
+		if sa, ok := s.Env.Body.(*protocol.StartAnswer); ok && sa.ID == timers.MessageID(id) {
+			at, n = s.At, n+1
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d StartAnswers for the timer", n)
+	}
+	if at.Before(claimed.Add(cfg.Timers.ClaimTimeout)) {
+		t.Fatalf("delivered %s after the other replica's claim, within its %s", at.Sub(claimed), cfg.Timers.ClaimTimeout)
+	}
+	h.timerRow(t, id, func(r timerRow) bool { return r.status == "fired" })
+	e, err := kv.Get(context.Background(), id)
+	if err != nil || string(e.Value()) == "a replica that died" {
+		t.Fatalf("claim after the takeover: %v %v", e, err)
+	}
+}

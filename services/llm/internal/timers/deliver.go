@@ -35,13 +35,17 @@ func (s *Scheduler) deliver(t *protocol.Timer) {
 	ctx, cancel := context.WithTimeout(s.ctx, deliverTimeout)
 	defer cancel()
 	log := s.log.With().Str("timer_id", t.ID).Str("conversation_id", t.ConversationID).Logger()
-	mine, retry, err := s.claim(ctx, t.ID)
+	mine, retry, ended, err := s.claim(ctx, t.ID)
 	if err != nil {
 		if s.ctx.Err() == nil {
 			log.Warn().Err(err).Msg("timer not claimed; trying again")
 			s.failed()
 		}
 		s.retryLater(t.ID, s.now().Add(2*time.Second))
+		return
+	}
+	if ended {
+		s.done(t.ID) // fired or cancelled, though this replica missed it live
 		return
 	}
 	if !mine {
@@ -69,31 +73,39 @@ func (s *Scheduler) failed() {
 
 // claim makes this replica the one delivering timer id (a compare-and-set
 // in ClaimBucket). A claim another replica made is taken over once older
-// than ClaimTimeout (that replica died mid-delivery); until then retry is
-// when to look again.
-func (s *Scheduler) claim(ctx context.Context, id string) (mine bool, retry time.Time, err error) {
+// than ClaimTimeout (that replica died mid-delivery) unless the timer is
+// stored fired or cancelled by then (ended: this replica missed that
+// state live); until then retry is when to look again.
+func (s *Scheduler) claim(ctx context.Context, id string) (mine bool, retry time.Time, ended bool, err error) {
 	now := s.now()
 	e, err := s.kv.Get(ctx, id)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		err = bus.WriteRevision(ctx, s.kv, id, []byte(s.replica), 0)
 	case err != nil:
-		return false, time.Time{}, fmt.Errorf("timers: read claim: %w", err)
+		return false, time.Time{}, false, fmt.Errorf("timers: read claim: %w", err)
 	case string(e.Value()) == s.replica:
-		return true, time.Time{}, nil // this replica's, from an attempt that failed
+		return true, time.Time{}, false, nil // this replica's, from an attempt that failed
 	default:
 		if until := e.Created().Add(s.cfg.ClaimTimeout); now.Before(until) {
-			return false, until, nil
+			return false, until, false, nil
+		}
+		status, serr := timerStatus(ctx, s.db, id)
+		if serr != nil {
+			return false, time.Time{}, false, serr
+		}
+		if status != "" && status != string(protocol.TimerStatusScheduled) {
+			return false, time.Time{}, true, nil
 		}
 		err = bus.WriteRevision(ctx, s.kv, id, []byte(s.replica), e.Revision())
 	}
 	if errors.Is(err, bus.ErrKVConflict) {
-		return false, now.Add(s.cfg.ClaimTimeout), nil
+		return false, now.Add(s.cfg.ClaimTimeout), false, nil
 	}
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("timers: claim: %w", err)
+		return false, time.Time{}, false, fmt.Errorf("timers: claim: %w", err)
 	}
-	return true, time.Time{}, nil
+	return true, time.Time{}, false, nil
 }
 
 // publish delivers t: one assistant message in its conversation (spoken

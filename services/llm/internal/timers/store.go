@@ -47,6 +47,19 @@ func loadScheduled(ctx context.Context, db Querier) ([]*protocol.Timer, error) {
 	return out, nil
 }
 
+// timerStatus is a timer's stored status ("" when it is not stored yet).
+func timerStatus(ctx context.Context, db Querier, id string) (string, error) {
+	var status string
+	err := db.QueryRow(ctx, `SELECT status FROM alicia_timers WHERE id = $1`, id).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("timers: read alicia_timers: %w", err)
+	}
+	return status, nil
+}
+
 // userZone is the person's time zone setting ("" when none).
 func userZone(ctx context.Context, db Querier, userID string) (string, error) {
 	var zone *string

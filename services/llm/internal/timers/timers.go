@@ -244,6 +244,32 @@ func (s *Scheduler) apply(t *protocol.Timer) {
 	s.changed()
 }
 
+// resyncMargin: a timer set this recently may not be stored yet, so a
+// resync that does not find it keeps it.
+const resyncMargin = 10 * time.Second
+
+// resync takes the scheduled timers as stored (read from started on): new
+// ones are added, and ones no longer scheduled there (their fired or
+// cancelled state was missed live) end here.
+func (s *Scheduler) resync(ts []*protocol.Timer, started time.Time) {
+	stored := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		stored[t.ID] = true
+		s.apply(t)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cut := started.Add(-resyncMargin).UnixMilli()
+	for id, t := range s.pending {
+		if !stored[id] && !s.busy[id] && t.Timestamp < cut {
+			delete(s.pending, id)
+			delete(s.retryAt, id)
+			s.ended[id] = s.now()
+		}
+	}
+	s.changed()
+}
+
 // forgetEnded drops the ended ids older than a day (a replay of their
 // scheduled state is older still and persistence keeps them ended).
 func (s *Scheduler) forgetEnded() {
@@ -289,12 +315,11 @@ func (s *Scheduler) loop() {
 		case <-s.wake:
 		case <-tm.C:
 		case <-resync.C:
+			started := s.now()
 			if ts, err := loadScheduled(s.ctx, s.db); err != nil {
 				s.log.Warn().Err(err).Msg("timers: resync")
 			} else {
-				for _, t := range ts {
-					s.apply(t)
-				}
+				s.resync(ts, started)
 			}
 		}
 		tm.Stop()
