@@ -104,6 +104,7 @@ export const api = {
   deleteMemory: (id: string) => request<void>('DELETE', `/v1/memories/${enc(id)}`),
   pinMemory: (id: string) => request<Memory>('POST', `/v1/memories/${enc(id)}/pin`),
   archiveMemory: (id: string) => request<Memory>('POST', `/v1/memories/${enc(id)}/archive`),
+  rateMemory: (id: string, rating: number) => request<Memory>('PUT', `/v1/memories/${enc(id)}/rating`, { rating }),
   memoryUses: (id: string, cursor?: string) =>
     request<{ uses: MemoryUse[]; nextCursor?: string }>('GET', `/v1/memories/${enc(id)}/uses${cursor ? `?cursor=${enc(cursor)}` : ''}`),
 

@@ -54,8 +54,14 @@ export interface Message
 // room, valid for a few minutes (the join); LiveKit renews it in the room.
 export type RoomToken = Rest.RoomToken
 
+// A person's comment on a message, or on the whole conversation
+// (commentaryType conversation, no messageId).
+export type Commentary = Rest.Commentary
+
 export interface ConversationWithMessages extends Conversation {
   messages: Message[]
+  // The person's comments, oldest first (absent when none).
+  commentaries?: Commentary[]
   // The CONVERSATIONS stream's last sequence, read before the messages: a
   // WebSocket resuming after it misses nothing the snapshot lacks.
   streamSeq?: number

@@ -7,7 +7,7 @@ import type {
   MemoryTrace, ReasoningStep, SentencePlayout, SessionStats, StartAnswer, ToolUseRequest, ToolUseResult, Transcription, UserMessage,
 } from '../protocol'
 import { MessageType } from '../protocol'
-import type { ConversationWithMessages, Message, Playout } from '../types'
+import type { Commentary, ConversationWithMessages, Message, Playout } from '../types'
 
 export interface ChatError {
   code: number
@@ -45,6 +45,8 @@ export interface ChatState {
   siblingHints: Record<string, number>
   // The last voice call that ended (its SessionStats), if any.
   lastCall?: LastCall
+  // The person's comments on the conversation and its messages, oldest first.
+  commentaries?: Commentary[]
 }
 
 // LastCall is what a voice session amounted to: the messages of its turns,
@@ -76,7 +78,15 @@ export function fromSnapshot(c: ConversationWithMessages, lastSeq = c.streamSeq 
   return {
     conversationId: c.id, title: c.title, status: c.status, order: c.messages.map((m) => m.id), byId, lastSeq, errors: [], siblingHints: {},
     ...(v ? { lastCall: { messageCount: v.messageCount, toolCallCount: v.toolCallCount, memoriesUsed: v.memoriesUsed, durationMs: v.durationMs } } : {}),
+    ...(c.commentaries?.length ? { commentaries: c.commentaries } : {}),
   }
+}
+
+// addCommentary adds a comment the person just sent (the server does not
+// echo a client's Commentary; the next snapshot has it).
+export function addCommentary(s: ChatState, c: Commentary): ChatState {
+  if (s.commentaries?.some((x) => x.id === c.id)) return s
+  return { ...s, commentaries: [...(s.commentaries ?? []), c] }
 }
 
 // mergeSnapshot replaces the messages with a fresher snapshot but keeps the
@@ -99,6 +109,9 @@ export function mergeSnapshot(s: ChatState, c: ConversationWithMessages): ChatSt
   }
   next.errors = s.errors
   if (!next.lastCall && s.lastCall) next.lastCall = s.lastCall
+  // Comments sent since the snapshot was read stay.
+  const sent = (s.commentaries ?? []).filter((x) => !next.commentaries?.some((y) => y.id === x.id))
+  if (sent.length) next.commentaries = [...(next.commentaries ?? []), ...sent]
   return next
 }
 
@@ -276,7 +289,13 @@ export function apply(s: ChatState, env: Envelope, now: number = Date.now()): Ch
       s = ensureAnswer(s, b.messageId, now)
       return withMessage(s, b.messageId, (m) => {
         if ((m.memoriesUsed ?? []).some((u) => u.memoryId === b.memoryId)) return m
-        return { ...m, memoriesUsed: [...(m.memoriesUsed ?? []), { id: b.id, memoryId: b.memoryId, content: b.content, similarity: b.relevance }] }
+        return {
+          ...m,
+          memoriesUsed: [...(m.memoriesUsed ?? []), {
+            id: b.id, memoryId: b.memoryId, content: b.content, similarity: b.relevance,
+            ...(b.queryPrompt ? { queryPrompt: b.queryPrompt } : {}), ...(b.queryPromptMeta ? { queryPromptMeta: b.queryPromptMeta } : {}),
+          }],
+        }
       })
     }
     case MessageType.ControlStop: {

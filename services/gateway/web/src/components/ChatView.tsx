@@ -7,6 +7,7 @@ import { href, navigate } from '../router'
 import { useApp } from '../store/app'
 import { errorMeaning } from '../ui/errors'
 import { IconSend, IconStop } from '../ui/Icons'
+import { ConversationComments } from './Comments'
 import { MessageView } from './MessageView'
 import { OutboxList } from './Outbox'
 import { ConnectionBadge } from '../ui/Status'
@@ -224,6 +225,7 @@ export function ChatView({ id, focusId }: { id?: string; focusId?: string }) {
         </div>
       </header>
       {chat?.lastCall && <LastCallLine call={chat.lastCall} />}
+      {id && <ConversationComments />}
       {chatLoad === 'error' && (
         <p role="alert" className="m-3 rounded bg-red-50 p-2 text-sm text-red-900 dark:bg-red-950 dark:text-red-100">
           The conversation could not be loaded: {chatError}

@@ -3,6 +3,7 @@ import { api } from '../api'
 import { spokenView, type ChatMessage, type SpokenView } from '../chat/model'
 import { useApp } from '../store/app'
 import { Notes, VoteBar } from '../improve/Feedback'
+import { MessageComments } from './Comments'
 import { DeliveredMark } from './Outbox'
 import { AnswerDetails, MemoriesUsed, ReasoningSteps, ToolUseCard } from './Parts'
 import { Waterfall } from '../timeline/Waterfall'
@@ -129,6 +130,7 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
   const [timingOpen, setTimingOpen] = useState<boolean>()
   const open = timingOpen ?? (sv !== undefined && !streaming)
   const [detailsOpen, setDetailsOpen] = useState(false)
+  const [commenting, setCommenting] = useState(false)
   const hasDetails = (m.promptVersions?.length ?? 0) > 0 || m.judgement !== undefined
 
   return (
@@ -245,8 +247,13 @@ export const MessageView = memo(function MessageView({ m, last, busy }: { m: Cha
             </>
           )}
           <Notes messageId={m.id} count={m.noteCount} />
+          <button type="button" aria-expanded={commenting} onClick={() => setCommenting(!commenting)}
+            className="focus-ring rounded px-1.5 py-0.5 text-xs text-slate-600 hover:bg-slate-100 dark:text-slate-400 dark:hover:bg-slate-800">
+            Comment
+          </button>
         </div>
       )}
+      {!m.local && <MessageComments messageId={m.id} open={commenting} onClose={() => setCommenting(false)} />}
       {!user && detailsOpen && hasDetails && <AnswerDetails versions={m.promptVersions} judgement={m.judgement} />}
       {!user && open && conversationId && (
         <Waterfall conversationId={conversationId} answerId={m.id} live={`${m.status}:${m.spoken?.length ?? 0}`} />

@@ -87,6 +87,11 @@ export function MemoriesUsed({ messageId, uses }: { messageId: string; uses: Mem
                 ({Math.round(u.similarity * 100)}% similar)
               </span>
             </p>
+            {u.queryPrompt && (
+              <p className="text-xs text-slate-500" data-testid="memory-query">
+                Found by searching “{u.queryPrompt}”{u.queryPromptMeta?.prefetched === true ? ' (searched ahead)' : ''}
+              </p>
+            )}
             <div className="flex flex-wrap items-center gap-2">
               <a href={`/memories/${encodeURIComponent(u.memoryId)}`} className="focus-ring text-xs text-indigo-700 underline dark:text-indigo-300"
                 onClick={(e) => { e.preventDefault(); navigate({ name: 'memories', id: u.memoryId }) }}>

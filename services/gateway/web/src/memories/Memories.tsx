@@ -85,6 +85,53 @@ function Uses({ id }: { id: string }) {
   )
 }
 
+// Stars: the person's 1..5 rating of a memory, five radio buttons (arrow
+// keys move and rate, as any radio group). Search puts a better-rated
+// memory first among equally close ones.
+function Stars({ m, list }: { m: Memory; list: MemoryList }) {
+  const { run, busy, error } = useAction()
+  const rating = m.userRating ?? 0
+  return (
+    // Never disabled while a rating is saved: a disabled radio would lose
+    // the keyboard's focus.
+    <fieldset className="flex items-center gap-1 text-sm" data-testid="memory-rating" aria-busy={busy}>
+      <legend className="sr-only">How useful is this memory? {rating ? `Rated ${rating} of 5` : 'Not rated'}</legend>
+      <span aria-hidden="true" className="text-xs text-slate-600 dark:text-slate-400">Useful:</span>
+      {[1, 2, 3, 4, 5].map((n) => (
+        <label key={n} className="cursor-pointer">
+          <input type="radio" name={`rating-${m.id}`} value={n} checked={rating === n} onChange={() => void run(() => list.rate(m.id, n))}
+            className="peer sr-only" />
+          <span aria-hidden="true"
+            className={`rounded px-0.5 text-lg leading-none peer-focus-visible:outline-2 peer-focus-visible:outline-offset-1 peer-focus-visible:outline-indigo-600 ${n <= rating ? 'text-amber-500' : 'text-slate-300 dark:text-slate-600'}`}>
+            {n <= rating ? '★' : '☆'}
+          </span>
+          <span className="sr-only">{n} {n === 1 ? 'star' : 'stars'}</span>
+        </label>
+      ))}
+      {error && <span role="alert" className="text-xs text-red-700 dark:text-red-400">{error}</span>}
+    </fieldset>
+  )
+}
+
+// Origin: who made the memory, and for an extracted one the conversation
+// it came from.
+function Origin({ m }: { m: Memory }) {
+  const info = m.sourceInfo as { conversationId?: string; messageIds?: string[] } | undefined
+  if (m.createdBy !== 'extraction') return null
+  const cid = info?.conversationId
+  const message = info?.messageIds?.[0]
+  return (
+    <span className="text-slate-600 dark:text-slate-400">
+      · learned from{' '}
+      {cid ? (
+        <a href={`/c/${encodeURIComponent(cid)}${message ? `?m=${encodeURIComponent(message)}` : ''}`}
+          onClick={(e) => { e.preventDefault(); navigate({ name: 'conversation', id: cid, message }) }}
+          className="focus-ring text-indigo-700 underline dark:text-indigo-300">a conversation</a>
+      ) : 'a conversation'}
+    </span>
+  )
+}
+
 function MemoryRow({ m, open, list }: { m: Memory; open: boolean; list: MemoryList }) {
   const [editing, setEditing] = useState(false)
   const [showUses, setShowUses] = useState(open)
@@ -105,7 +152,9 @@ function MemoryRow({ m, open, list }: { m: Memory; open: boolean; list: MemoryLi
         {m.tags.map((t) => <span key={t} className="rounded bg-slate-100 px-1.5 py-0.5 dark:bg-slate-800">#{t}</span>)}
         <span className="text-slate-600 dark:text-slate-400">importance {m.importance.toFixed(1)}</span>
         {m.similarity !== undefined && <span className="text-slate-600 dark:text-slate-400">· {Math.round(m.similarity * 100)}% match</span>}
+        <Origin m={m} />
       </div>
+      <Stars m={m} list={list} />
       <div className="flex flex-wrap gap-1 text-sm">
         <button type="button" onClick={() => setEditing(true)} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Edit</button>
         {!m.pinned && <button type="button" onClick={() => void run(() => list.pin(m.id))} className="focus-ring rounded px-2 py-0.5 hover:bg-slate-100 dark:hover:bg-slate-800">Pin</button>}
@@ -134,7 +183,7 @@ export function Memories({ focusId }: { focusId?: string }) {
   return (
     <section className="mx-auto w-full max-w-3xl space-y-4 overflow-y-auto p-4" aria-labelledby="memories-title">
       <h1 id="memories-title" className="text-xl font-semibold">Memories</h1>
-      <p className="text-sm text-slate-600 dark:text-slate-400">What Alicia remembers about you. Answers show which memories they used.</p>
+      <p className="text-sm text-slate-600 dark:text-slate-400">What Alicia remembers about you. Answers show which memories they used. Rate a memory&apos;s usefulness: among memories that match a question equally well, better-rated ones are used first.</p>
       <form role="search" className="flex flex-wrap gap-2" onSubmit={(e) => { e.preventDefault(); setQuery(q.trim()) }}>
         <label htmlFor="memory-search" className="sr-only">Search memories by meaning</label>
         <input id="memory-search" type="search" value={q} onChange={(e) => { setQ(e.target.value); if (!e.target.value) setQuery('') }} placeholder="Search by meaning"

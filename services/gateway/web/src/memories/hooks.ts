@@ -51,6 +51,7 @@ export function useMemories(query: string, archived: boolean) {
     edit: (id: string, v: MemoryFields) => change(api.patchMemory(id, { content: v.content, tags: v.tags, importance: v.importance })),
     pin: (id: string) => change(api.pinMemory(id)),
     archive: (id: string) => change(api.archiveMemory(id)),
+    rate: (id: string, rating: number) => change(api.rateMemory(id, rating)),
     remove: async (id: string) => {
       await api.deleteMemory(id)
       set((ms) => ms.filter((x) => x.id !== id))

@@ -10,7 +10,7 @@ import { Connection, type ConnectionStatus } from '../chat/connection'
 import { whenIdle } from '../chat/live'
 import { delivered, offlineEnvelope, syncOutbox } from '../chat/offline'
 import { outbox } from '../chat/outbox'
-import { addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, streamingAnswer, type ChatState } from '../chat/model'
+import { addCommentary, addLocalUserMessage, apply, emptyChat, fromSnapshot, mergeSnapshot, streamingAnswer, type ChatState } from '../chat/model'
 import { conversationsSlice, type ConversationsSlice } from '../conversations/slice'
 import { newId } from '../ids'
 import { takeConversation } from '../prefetch'
@@ -49,6 +49,9 @@ export interface ChatSlice {
   regenerate(messageId: string): void
   continueAnswer(messageId: string): void
   edit(messageId: string, content: string): void
+  // comment sends the person's Commentary on a message, or on the whole
+  // conversation when messageId is undefined.
+  comment(messageId: string | undefined, content: string): void
   showBranch(throughMessageId: string): Promise<void>
   reconnect(): void
   dismissError(id: string): void
@@ -165,6 +168,18 @@ const chatSlice: StateCreator<AppState, [], [], ChatSlice> = (set, get) => ({
     const chat = get().chat
     if (!chat || !content.trim()) return
     get().conn?.send(MessageType.ControlVariation, { conversationId: chat.conversationId, targetId: messageId, mode: 'edit', newContent: content.trim() })
+  },
+  comment(messageId, content) {
+    const chat = get().chat
+    const text = content.trim()
+    // A comment on the conversation names its first message: the schema
+    // asks for one (PROTOCOL.md 15); commentaryType says it is not about it.
+    const anchor = messageId ?? chat?.order[0]
+    if (!chat || !text || !anchor) return
+    const id = newId('aucc')
+    const commentaryType = messageId ? undefined : 'conversation'
+    get().conn?.send(MessageType.Commentary, { id, conversationId: chat.conversationId, messageId: anchor, content: text, ...(commentaryType ? { commentaryType } : {}) })
+    set({ chat: addCommentary(chat, { id, messageId, content: text, commentaryType, createdAt: Date.now() }) })
   },
   async showBranch(through) {
     const chat = get().chat
