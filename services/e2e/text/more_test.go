@@ -52,6 +52,11 @@ func TestMemoryRetrievalTurn(t *testing.T) {
 	if len(traces) == 0 || traces[0].MemoryID != mid || traces[0].MessageID != start.ID {
 		t.Fatalf("memory traces %+v", traces)
 	}
+	// Each trace says which search found the memory (issue 30 item 6).
+	if q := traces[0].QueryPrompt; q == nil || *q != "What is my dog called?" || traces[0].QueryPromptMeta["embeddingModel"] == nil ||
+		traces[0].QueryPromptMeta["threshold"] != 0.01 {
+		t.Fatalf("trace query %v meta %v", traces[0].QueryPrompt, traces[0].QueryPromptMeta)
+	}
 	for _, tr := range traces {
 		if strings.Contains(tr.Content, "Rex") {
 			t.Fatal("another user's memory was used")
@@ -64,7 +69,8 @@ func TestMemoryRetrievalTurn(t *testing.T) {
 	}
 	s.eventually("memory_used row", func(ctx context.Context) error {
 		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM alicia_memory_used WHERE message_id = $1 AND memory_id = $2 AND conversation_id = $3`,
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM alicia_memory_used WHERE message_id = $1 AND memory_id = $2 AND conversation_id = $3
+			AND query_prompt = 'What is my dog called?' AND query_prompt_meta ? 'searchMs' AND query_prompt_meta ? 'prefetched'`,
 			start.ID, mid, c.cid).Scan(&n); err != nil {
 			return err
 		}
