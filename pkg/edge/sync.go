@@ -195,6 +195,7 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 		wait = DefaultSyncAnswerWait
 	}
 	inRequest := map[string]bool{} // the request's localIds and server ids
+	pending := ""                  // the answer prev names, published but not seen starting
 	for i, m := range msgs {
 		id := out[i].ServerID
 		if stored, ok := onBranch[id]; ok {
@@ -207,24 +208,9 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 			out[i].Status, out[i].Conflict = protocol.SyncResponseSyncedMessagesElemStatusConflict, c
 			continue
 		}
-		if prevIsUser {
-			// The branch ends with a message whose answer has not started
-			// (a message sent just before going offline, one synced by a
-			// request whose SyncResponse was lost): this one follows that
-			// answer, as the person would have.
-			answer, ok, err := s.waitAnswerTo(ctx, *prev, wait)
-			if err != nil {
-				return err
-			}
-			if ok {
-				prev = &answer
-			} else {
-				prev = nil
-				s.logger().Warn().Dur("waited", wait).Msg("the branch's last message got no answer in time; the synced message follows the branch head")
-			}
-			prevIsUser = false
+		if err := s.followAnswer(ctx, &prev, &prevIsUser, &pending, wait); err != nil {
+			return err
 		}
-		last := i == len(msgs)-1
 		answer, err := s.publishSynced(ctx, cid, id, prev, m)
 		if err != nil {
 			return err
@@ -233,24 +219,45 @@ func (s *Session) sync(ctx context.Context, cid string, b *protocol.SyncRequest)
 		out[i].Message = serverCopy(rpc.HistoryMessage{ID: id, PreviousID: deref(prev), Role: "user", Contents: m.Contents,
 			CreatedAt: time.UnixMilli(m.CreatedAt)})
 		inRequest[m.LocalID], inRequest[id] = true, true
-		if last {
-			break
-		}
 		// The next message follows this one's answer, as if the person had
-		// waited for it; without an answer in time it follows the branch's
-		// head, whatever that is then.
-		prev = nil
-		ok, err := s.waitStarted(ctx, answer, wait)
+		// waited for it (followAnswer).
+		prev, pending = &answer, answer
+	}
+	return s.syncResponse(ctx, cid, out)
+}
+
+// followAnswer makes prev, the message the next synced one follows, an
+// answer that has started: the answer pending (to the message synced
+// before) or, when prev is a message of the person's whose answer has not
+// started (sent just before going offline, or synced by a request whose
+// SyncResponse was lost), that answer. Without a start within wait, prev is
+// cleared: the message follows the branch head, whatever it is then.
+func (s *Session) followAnswer(ctx context.Context, prev **string, prevIsUser *bool, pending *string, wait time.Duration) error {
+	switch {
+	case *pending != "":
+		ok, err := s.waitStarted(ctx, *pending, wait)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			*prev = nil
+			s.logger().Warn().Str("answer_id", *pending).Dur("waited", wait).Msg("the answer to a synced message did not start in time; the next one follows the branch head")
+		}
+		*pending = ""
+	case *prevIsUser:
+		answer, ok, err := s.waitAnswerTo(ctx, **prev, wait)
 		if err != nil {
 			return err
 		}
 		if ok {
-			prev = &answer
+			*prev = &answer
 		} else {
-			s.logger().Warn().Str("message_id", id).Dur("waited", wait).Msg("the answer to a synced message did not start in time; the next one follows the branch head")
+			*prev = nil
+			s.logger().Warn().Dur("waited", wait).Msg("the branch's last message got no answer in time; the synced message follows the branch head")
 		}
+		*prevIsUser = false
 	}
-	return s.syncResponse(ctx, cid, out)
+	return nil
 }
 
 // syncConflict says why message m cannot be applied, or nil.
