@@ -22,5 +22,5 @@ func roomAgentFrom(src config.Source, natsURL func() (string, error)) (roomAgent
 		return roomAgent{}, err
 	}
 	return roomAgent{run: func(ctx context.Context, log zerolog.Logger) error { return roomagent.Run(ctx, cfg, log) },
-		vad: roomagent.DescribeVAD(cfg)}, nil
+		vad: roomagent.DescribeVAD(cfg), postgres: func(url string) { cfg.PostgresURL = url }}, nil
 }

@@ -217,6 +217,10 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	gcfg.PostgresURL, lcfg.PostgresURL, mcfg.PostgresURL = roles.Reader, roles.Reader, roles.Reader
 	// The asr and tts read each conversation's language, voice and speed.
 	voice.asr.PostgresURL, voice.tts.PostgresURL = roles.Reader, roles.Reader
+	// The room-agent reads each conversation's hands-free mode.
+	if voice.agent.postgres != nil {
+		voice.agent.postgres(roles.Reader)
+	}
 	for url, service := range map[*string]string{&pcfg.NATSURL: natsauth.Persistence, &gcfg.NATSURL: natsauth.Gateway,
 		&lcfg.NATSURL: natsauth.LLM, &mcfg.NATSURL: natsauth.Memory} {
 		if *url, err = users.url(cfg.NATSURL, service); err != nil {

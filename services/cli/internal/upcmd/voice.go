@@ -60,6 +60,9 @@ type roomAgent struct {
 	missing string
 	// vad says which VAD it listens with (roomagent.DescribeVAD).
 	vad string
+	// postgres sets the URL it reads conversations' hands-free mode with
+	// (nil without a room-agent).
+	postgres func(url string)
 }
 
 // voiceServices are the voice pipeline up runs beside the text services:
