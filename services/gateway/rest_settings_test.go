@@ -92,13 +92,18 @@ func TestVoicesAndLanguages(t *testing.T) {
 	s.call(t, aliceKey, "PUT", path, map[string]any{"speechSpeed": 0.2}).wantError(http.StatusBadRequest)
 	s.call(t, aliceKey, "PUT", path, map[string]any{}).wantError(http.StatusBadRequest)
 	s.call(t, bobKey, "PUT", path, map[string]any{"voice": "bm_george"}).wantError(http.StatusForbidden)
+	// The client's features (a voice call's): the preferences' Configuration
+	// carries them, the llm reading them from the last one.
+	voiceFeatures := []protocol.ConfigurationFeaturesElem{protocol.ConfigurationFeaturesElemStreaming, protocol.ConfigurationFeaturesElemAudioOutput}
+	s.publish(t, "alice", protocol.New(cid, &protocol.Configuration{ConversationID: &cid, Features: voiceFeatures}))
 	configs := hear(t, s.nc, subjects.Client(cid, protocol.TypeConfiguration))
 	var eff restapi.EffectivePreferences
 	s.call(t, aliceKey, "PUT", path, map[string]any{"voice": "bm_george", "speechSpeed": 1.25, "language": "fr"}).want(http.StatusOK, &eff)
 	if eff.Voice != "bm_george" || eff.VoiceFrom != "conversation" || eff.SpeechSpeed != 1.25 || eff.Language != "fr" || eff.LanguageFrom != "conversation" {
 		t.Fatalf("after PUT: %+v", eff)
 	}
-	if c, ok := lastHeard(t, configs).Body.(*protocol.Configuration); !ok || *c.Voice != "bm_george" || *c.PreferredLanguage != "fr" || c.WakeWord != nil {
+	if c, ok := lastHeard(t, configs).Body.(*protocol.Configuration); !ok || *c.Voice != "bm_george" || *c.PreferredLanguage != "fr" || c.WakeWord != nil ||
+		!slices.Equal(c.Features, voiceFeatures) {
 		t.Fatalf("Configuration published %+v", c)
 	}
 	// Back to the person's voice; the rest stays the conversation's.

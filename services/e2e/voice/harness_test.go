@@ -21,6 +21,7 @@ import (
 
 	"github.com/alicia-voice/alicia/pkg/bus"
 	"github.com/alicia-voice/alicia/pkg/devtools"
+	"github.com/alicia-voice/alicia/pkg/engines"
 	"github.com/alicia-voice/alicia/pkg/fakeopenai"
 	"github.com/alicia-voice/alicia/pkg/livekitserver"
 	"github.com/alicia-voice/alicia/pkg/testkit"
@@ -149,10 +150,12 @@ func newStack(t testing.TB, o options) *stack {
 
 	acfg := asr.DefaultConfig()
 	acfg.NATSURL, acfg.URL, acfg.Model, acfg.Streams = natsURL, speech.URL(), "fake-whisper", streams
+	acfg.PostgresURL = pgURL // each conversation's language (pkg/prefs)
 	run("asr", func(ctx context.Context) error { return asr.Run(ctx, acfg, log.With().Str("service", "asr").Logger()) })
 
 	tcfg := tts.DefaultConfig()
 	tcfg.NATSURL, tcfg.Engine, tcfg.URL, tcfg.Model = natsURL, "openai", speech.URL(), "fake-kokoro"
+	tcfg.PostgresURL = pgURL // each conversation's voice and speed (pkg/prefs)
 	tcfg.Streams = streams
 	if o.tts != nil {
 		o.tts(&tcfg)
@@ -179,6 +182,10 @@ func newStack(t testing.TB, o options) *stack {
 	gcfg.APIKeys, gcfg.RateLimit = "alice:"+aliceKey, 1000
 	gcfg.Streams = streams
 	gcfg.LiveKit = gateway.LiveKit{URL: lk.URL, APIKey: lk.APIKey, APISecret: lk.APISecret, TokenTTL: time.Hour}
+	// The speech engine the stack runs: server-info lists its voices, and
+	// the settings routes take only those.
+	gcfg.TTS = engines.Engine{Kind: engines.OpenAI, URL: speech.URL(), Model: tcfg.Model, Voice: engines.DefaultVoice(engines.OpenAI)}
+	gcfg.ASR = engines.Engine{Kind: engines.OpenAI, URL: speech.URL(), Model: acfg.Model}
 	if o.gateway != nil {
 		o.gateway(&gcfg)
 	}

@@ -97,8 +97,15 @@ func (a *API) putConversationPreferences(c echo.Context) error {
 		return fail(http.StatusBadRequest, "give at least one of voice, speechSpeed, language, wakeWord")
 	}
 	cid := conv.ID
+	// The llm takes the client's features (streaming, audio output) from
+	// the conversation's last Configuration: this one carries those the
+	// client named, or a voice call's next answers would be text only.
+	features, err := a.Store.ConversationFeatures(ctx, cid)
+	if err != nil {
+		return err
+	}
 	conf := &protocol.Configuration{ConversationID: &cid, Voice: in.Voice, SpeechSpeed: in.SpeechSpeed,
-		PreferredLanguage: lang, WakeWord: in.WakeWord}
+		PreferredLanguage: lang, WakeWord: in.WakeWord, Features: features}
 	if err := a.write(c, asClient(auth.UserOf(c), protocol.New(cid, conf))); err != nil {
 		return err
 	}
