@@ -713,6 +713,9 @@ type ServerInfo struct {
 	// VoiceAgents the room-agents answering now, each with the voice activity detector it listens with
 	VoiceAgents []VoiceAgent `json:"voiceAgents"`
 
+	// WakeWords the words that address Alicia in hands-free mode (Configuration.wakeWord, UserSettings.wakeWord): only speech that begins with one is answered (ALICIA_WAKE_WORDS)
+	WakeWords []string `json:"wakeWords,omitempty"`
+
 	// Voices the voices the speech engine (models.tts) offers (its voices endpoint, or espeak-ng --voices; the configured voice alone when the engine lists none)
 	Voices []SpeechVoice `json:"voices,omitempty"`
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/pgread"
 	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/svcmain"
+	"github.com/alicia-voice/alicia/pkg/wake"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 	"github.com/alicia-voice/alicia/services/gateway/internal/session"
 )
@@ -69,6 +70,10 @@ type Config struct {
 	// public addresses (ALICIA_MCP_ALLOWED_HOSTS, comma-separated host names
 	// or IPs, as the llm reads it).
 	MCPAllowedHosts []string
+	// WakeWords address Alicia in hands-free mode (ALICIA_WAKE_WORDS,
+	// comma-separated, "alicia", as the room-agent reads it): server-info
+	// lists them (none: pkg/wake's default).
+	WakeWords []string
 	// RateLimit is requests per second per API key (ALICIA_RATE_LIMIT, default 20; burst twice that).
 	RateLimit int
 	// QueueSize bounds the envelopes waiting for one WebSocket client (ALICIA_WS_QUEUE, default 256).
@@ -295,6 +300,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 	var allowed string
 	src.String("ALICIA_MCP_ALLOWED_HOSTS", &allowed)
 	c.MCPAllowedHosts = splitList(allowed)
+	c.WakeWords = wake.ParseWords(src.Get(wake.EnvWords))
 	var proxies string
 	src.String("ALICIA_TRUSTED_PROXIES", &proxies)
 	var proxyErr error

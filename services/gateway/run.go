@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger, ready func(addr st
 		PingInterval: cfg.WSPingInterval, Limits: cfg.Quotas.Edge, Users: edge.NewUserRates(), Accounts: accounts, Budgets: cfg.Quotas.Budgets, Backlog: streamBacklog, ConnectionsPerUser: cfg.Quotas.ConnectionsPerUser}
 	v1.GET("/ws", wsh.Serve)
 	api := &rest.API{Store: st, Prompts: promptver.NewReader(pool), Admins: verifier.Admins, NC: nc, Pub: bus.NewPublisher(js), Pinger: pool, Log: log, WriteTimeout: cfg.WriteTimeout,
-		MCPAllowedHosts: cfg.MCPAllowedHosts, StreamsPerUser: cfg.Quotas.ConnectionsPerUser, Accounts: accounts, Budgets: cfg.Quotas.Budgets, Backlog: streamBacklog,
+		MCPAllowedHosts: cfg.MCPAllowedHosts, WakeWords: cfg.WakeWords, StreamsPerUser: cfg.Quotas.ConnectionsPerUser, Accounts: accounts, Budgets: cfg.Quotas.Budgets, Backlog: streamBacklog,
 		Probe: probe.New(map[string]probe.Backend{
 			"llm":        probe.Backend(cfg.LLM),
 			"asr":        probe.Backend(cfg.ASR),

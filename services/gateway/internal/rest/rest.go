@@ -54,6 +54,9 @@ type API struct {
 	// (ALICIA_MCP_ALLOWED_HOSTS); other hosts must resolve to public
 	// addresses.
 	MCPAllowedHosts []string
+	// WakeWords address Alicia in hands-free mode (server-info; none:
+	// wake.DefaultWords).
+	WakeWords []string
 	// Resolver looks up MCP server hosts; nil: the system's.
 	Resolver netguard.Resolver
 	// Prompts reads the prompt versions (prompts.go).

@@ -13,6 +13,7 @@ import (
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/restapi"
 	"github.com/alicia-voice/alicia/pkg/rpc"
+	"github.com/alicia-voice/alicia/pkg/wake"
 	"github.com/alicia-voice/alicia/services/gateway/internal/auth"
 )
 
@@ -50,6 +51,7 @@ func (a *API) ServerInfo(ctx context.Context, admin bool) (*protocol.ServerInfo,
 		Connection: protocol.ServerInfoConnection{Status: info.Connection.Status, LatencyMs: int32(min(info.Connection.LatencyMs, math.MaxInt32))},
 		Models:     protocol.ServerInfoModels{LLM: model("llm"), ASR: model("asr"), TTS: model("tts"), Embeddings: model("embeddings")},
 		MCPServers: make([]protocol.ServerInfoMCPServersElem, 0, len(info.MCPServers)),
+		WakeWords:  info.WakeWords,
 	}
 	for _, s := range info.MCPServers {
 		body.MCPServers = append(body.MCPServers, protocol.ServerInfoMCPServersElem{Name: s.Name, Status: s.Status})
@@ -90,7 +92,10 @@ func (a *API) info(ctx context.Context, admin bool) (restapi.ServerInfo, error) 
 	})
 	wg.Wait()
 	info := restapi.ServerInfo{Connection: conn, Models: make(map[string]restapi.EngineInfo, len(models)),
-		MCPServers: []restapi.MCPServerStatus{}, VoiceAgents: make([]restapi.VoiceAgent, 0, len(agents))}
+		MCPServers: []restapi.MCPServerStatus{}, VoiceAgents: make([]restapi.VoiceAgent, 0, len(agents)), WakeWords: a.WakeWords}
+	if len(info.WakeWords) == 0 {
+		info.WakeWords = wake.DefaultWords
+	}
 	for _, va := range agents {
 		v := restapi.VoiceAgent{ID: va.ID, Vad: restapi.VoiceAgentVad(va.VAD)}
 		if admin {

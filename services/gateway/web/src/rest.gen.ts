@@ -1063,6 +1063,10 @@ export interface ServerInfo {
    * the voices the speech engine (models.tts) offers (its voices endpoint, or espeak-ng --voices; the configured voice alone when the engine lists none)
    */
   voices?: SpeechVoice[]
+  /**
+   * the words that address Alicia in hands-free mode (Configuration.wakeWord, UserSettings.wakeWord): only speech that begins with one is answered (ALICIA_WAKE_WORDS)
+   */
+  wakeWords?: string[]
 }
 export interface VoiceAgent {
   /**
