@@ -282,7 +282,11 @@ func TestTimerClaimTakenOver(t *testing.T) {
 	if _, err := kv.Create(context.Background(), id, []byte("a replica that died")); err != nil {
 		t.Fatal(err)
 	}
-	claimed := time.Now()
+	dead, err := kv.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := dead.Created() // the server's time of the claim, which the replica reads
 	now := time.Now()
 	tm := &protocol.Timer{ID: id, UserID: testUser, ConversationID: cid, Kind: protocol.TimerKindTimer, DueAt: now.Add(200 * time.Millisecond).UnixMilli(),
 		Status: protocol.TimerStatusScheduled, CreatedAt: now.UnixMilli(), Timestamp: now.UnixMilli()}

@@ -79,7 +79,19 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 		}
 		t.out.send(protocol.New(t.cid, tr), t.p.assistantID+":m:"+m.ID)
 	}
-	return t.e.prompt(t.comp.system, mems, pf.loc, hist, t.p.assistantID, t.p.userText, t.ans.prefixText()), nil
+	return t.e.prompt(t.comp.system, mems, t.promptTime(), pf.loc, hist, t.p.assistantID, t.p.userText, t.ans.prefixText()), nil
+}
+
+// promptTime is the time the model is told: a preemptive answer's to the
+// same message and text, so the turn's request can still equal its request
+// across a minute's turn; else now.
+func (t *turn) promptTime() time.Time {
+	if um := t.p.userMsg; um != nil {
+		if p := t.e.preempts.get(t.cid, um.ID); p != nil && p.text == t.p.userText {
+			return p.started
+		}
+	}
+	return time.Now()
 }
 
 // prompt assembles the model's messages: the system text (the versions
@@ -87,8 +99,8 @@ func (t *turn) buildContext(pf *prefetch) ([]openai.ChatCompletionMessage, error
 // messages), the user's text, and a continuation's prefix. A preemptive
 // answer (preempt.go) is built by the same function, so the confirmed
 // turn's request can be compared with it.
-func (e *Engine) prompt(system string, mems []rpc.Memory, loc *time.Location, hist []rpc.HistoryMessage, skip, userText, prefix string) []openai.ChatCompletionMessage {
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(system, mems, time.Now(), loc)}}
+func (e *Engine) prompt(system string, mems []rpc.Memory, now time.Time, loc *time.Location, hist []rpc.HistoryMessage, skip, userText, prefix string) []openai.ChatCompletionMessage {
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(system, mems, now, loc)}}
 	for _, h := range hist {
 		if h.ID == skip || h.CompletionStatus == "failed" || strings.TrimSpace(h.Contents) == "" {
 			continue // only what the user saw: failed answers are left out

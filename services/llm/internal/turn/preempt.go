@@ -244,7 +244,7 @@ func (e *Engine) preemptRequest(ctx context.Context, p *preempt, um *protocol.Us
 	// The versions the turn will choose: the same catalog, conversation, person and voice.
 	feats, _ := e.features.get(ctx, p.cid)
 	comp := e.compose(ctx, p.cid, userID, feats.audioOutput, p.demos)
-	req := model.Request{Messages: e.prompt(comp.system, p.mems, e.location(ctx, userID), hist, "", um.Content, "")}
+	req := model.Request{Messages: e.prompt(comp.system, p.mems, p.started, e.location(ctx, userID), hist, "", um.Content, "")}
 	if e.s.MaxToolIterations > 0 {
 		req.Tools = comp.tools
 	}
