@@ -95,3 +95,28 @@ func TestHeldAudioRecord(t *testing.T) {
 		}
 	}
 }
+
+// A speculation whose transcript was not addressed started no answer: when
+// the person speaks again nothing is cancelled, and nothing of it (a
+// TurnEvent with its words) reaches the stream; an addressed one's
+// cancellation goes out as before.
+func TestUnaddressedSpeculationCancelsNothing(t *testing.T) {
+	a := newAnswering(t)
+	noop := trace.SpanFromContext(context.Background())
+	aside := &speculation{jobID: "aj_aside", utt: "am_aside", span: noop, done: make(chan struct{})}
+	aside.resolve("so I told him", nil, true)
+	asked := &speculation{jobID: "aj_asked", utt: "am_asked", span: noop, done: make(chan struct{})}
+	asked.resolve("Alicia, what time", nil, false)
+	a.r.cancelPreempt(aside, "speech_resumed", time.Now())
+	a.r.cancelPreempt(asked, "speech_resumed", time.Now())
+	envs := a.waitFor(t, "no TurnEvent", has(protocol.TypeTurnEvent))
+	var events []*protocol.TurnEvent
+	for _, e := range envs {
+		if ev, ok := e.Body.(*protocol.TurnEvent); ok {
+			events = append(events, ev)
+		}
+	}
+	if len(events) != 1 || *events[0].UtteranceID != "am_asked" || *events[0].Transcript != "Alicia, what time" {
+		t.Fatalf("TurnEvents %+v; want the addressed speculation's only", events)
+	}
+}

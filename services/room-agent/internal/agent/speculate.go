@@ -59,11 +59,14 @@ type speculation struct {
 	done chan struct{} // closed when the transcript came
 	text string
 	conf *float64
+	// notAddressed: hands-free, and the transcript does not begin with a
+	// wake word: the llm started nothing on it.
+	notAddressed bool
 }
 
-func (s *speculation) resolve(text string, conf *float64) {
+func (s *speculation) resolve(text string, conf *float64, notAddressed bool) {
 	s.once.Do(func() {
-		s.text, s.conf = text, conf
+		s.text, s.conf, s.notAddressed = text, conf, notAddressed
 		close(s.done)
 	})
 }
@@ -186,6 +189,9 @@ func (l *listener) unspeculate(now time.Time) {
 // llm may have started on speculation s (reason: speech_resumed, or
 // backchannel when the utterance was heard as one over an answer).
 func (r *Room) cancelPreempt(s *speculation, reason string, now time.Time) {
+	if _, ok := s.heard(); ok && s.notAddressed {
+		return // hands-free speech not addressed: no answer was started, and nothing of it is stored
+	}
 	ev := &protocol.TurnEvent{ConversationID: r.cid, Kind: protocol.TurnEventKindPreemptCancelled, UtteranceID: &s.utt,
 		Reason: protocol.Ptr(reason), HeldMs: protocol.Ptr(int32(now.Sub(s.at) / time.Millisecond)), Timestamp: now.UnixMilli()}
 	if text, ok := s.heard(); ok {
@@ -292,7 +298,7 @@ func (r *Room) onSpecTranscript(_ context.Context, _ protocol.Envelope, tr *prot
 	if sp == nil || tr.ID != sp.utt {
 		return nil // dropped or already settled
 	}
-	sp.resolve(tr.Text, tr.Confidence)
+	sp.resolve(tr.Text, tr.Confidence, isNotAddressed(tr))
 	r.endOfTurn(tr, sp.jobID, true)
 	return nil
 }
