@@ -22,7 +22,8 @@ import (
 // Hands-free mode (issue 30, item 3) with the real stack: alice's
 // UserSettings turn it on, so her conversation answers only speech that
 // begins with "Alicia". An utterance not addressed to Alicia leaves
-// nothing: no Transcription or UserMessage to the client, no message,
+// nothing: no Transcription or UserMessage to the client (only the data
+// channel's notice, without its words, that it was not taken), no message,
 // audio or any other row in Postgres, nothing on CONVERSATIONS that names
 // it. The next one, "Alicia, …", is answered, its user message without the
 // wake word, with its audio row.
@@ -98,7 +99,7 @@ func TestHandsFree(t *testing.T) {
 	u.Say(voiceclient.Speech(t, question))
 	final := u.WaitFor(30*time.Second, "no final transcription of the question", func(e protocol.Envelope) bool {
 		tr, ok := e.Body.(*protocol.Transcription)
-		return ok && tr.Final
+		return ok && tr.Final && tr.ID != asideID
 	}).Body.(*protocol.Transcription)
 	if final.Text != question || final.Addressed == nil || !*final.Addressed || final.ID == asideID {
 		t.Fatalf("final transcription %+v", final)
@@ -127,11 +128,15 @@ func TestHandsFree(t *testing.T) {
 	}, "the answer's row")
 
 	// Persistence applies the stream in order: the question's rows are
-	// there, so anything of the aside would be too.
+	// there, so anything of the aside would be too. The person was told on
+	// the data channel, without the words, that the aside was not taken.
+	told := false
 	for _, e := range u.Received() {
 		switch b := e.Body.(type) {
 		case *protocol.Transcription:
-			if b.ID == asideID || !*b.Addressed {
+			if b.ID == asideID && b.Final && b.Addressed != nil && !*b.Addressed && b.Text == "" && e.StanzaID == 0 {
+				told = true
+			} else if b.ID == asideID || b.Addressed == nil || !*b.Addressed {
 				t.Errorf("the client got a transcription of the aside: %+v", b)
 			}
 		case *protocol.UserMessage:
@@ -139,6 +144,9 @@ func TestHandsFree(t *testing.T) {
 				t.Errorf("the client got the aside as a user message")
 			}
 		}
+	}
+	if !told {
+		t.Error("the data channel did not say the aside was not addressed")
 	}
 	var msgs, audio, users int
 	if err := s.pool.QueryRow(ctx, `SELECT
