@@ -233,7 +233,7 @@ func (c *Config) ModelsFrom(src config.Source) error {
 	)
 	// The asr and tts services call …/v1 whether or not the URL ends in it.
 	c.ASR.URL, c.TTS.URL = engines.V1(c.ASR.URL), engines.V1(c.TTS.URL)
-	c.Prefs.Voice, c.Prefs.SpeechSpeed = c.TTS.Voice, 1
+	c.Prefs.Voice, c.Prefs.SpeechSpeed, c.Prefs.TimeZone = c.TTS.Voice, 1, "UTC"
 	src.String("ALICIA_ASR_LANGUAGE", &c.Prefs.Language)
 	src.String("ALICIA_TIME_ZONE", &c.Prefs.TimeZone)
 	return errors.Join(err, src.Float64("ALICIA_TTS_SPEED", &c.Prefs.SpeechSpeed))
