@@ -52,8 +52,9 @@ type readEntry struct {
 }
 
 type liveConv struct {
-	l  Layer
-	at time.Time
+	l     Layer
+	owner string // the person who sent it (meta alicia.user_id), for a conversation not read
+	at    time.Time
 }
 
 type livePerson struct {
@@ -111,11 +112,15 @@ func (c *Cache) Get(ctx context.Context, conversationID string) (Effective, erro
 	defer c.mu.Unlock()
 	c.sweep(now)
 	st := e.st
+	live, heard := c.live[conversationID]
+	if st.UserID == "" && heard {
+		st.UserID = live.owner // not stored yet, or no Postgres: its Configuration's sender
+	}
 	if p, ok := c.people[st.UserID]; ok && st.UserID != "" {
 		st.Person = p.l // a UserSettings holds whole
 	}
-	if l, ok := c.live[conversationID]; ok {
-		st.Conversation = st.Conversation.merge(l.l)
+	if heard {
+		st.Conversation = st.Conversation.merge(live.l)
 	}
 	return st.Apply(c.d), err
 }
@@ -139,23 +144,28 @@ func (c *Cache) Route(rt *bus.Routes) {
 	bus.On(rt, "prefs_user_settings", subjects.System(protocol.TypeUserSettings), c.onUserSettings, limits)
 }
 
-func (c *Cache) onConfiguration(_ context.Context, _ protocol.Envelope, b *protocol.Configuration, in bus.Inbound) error {
+func (c *Cache) onConfiguration(_ context.Context, env protocol.Envelope, b *protocol.Configuration, in bus.Inbound) error {
 	l := Layer{Voice: b.Voice, SpeechSpeed: b.SpeechSpeed, Language: b.PreferredLanguage, WakeWord: b.WakeWord}
 	if l == (Layer{}) {
 		return nil // features, versions: nothing of ours
 	}
-	c.Heard(in.Conversation, l)
+	by, _ := env.Meta[metaUserID].(string)
+	c.Heard(in.Conversation, by, l)
 	return nil
 }
 
 // Heard applies a conversation's Configuration values at once (Route calls
-// it for the envelopes it hears).
-func (c *Cache) Heard(conversationID string, l Layer) {
+// it for the envelopes it hears); owner is the person who sent it ("" when
+// unknown), whose settings apply to a conversation not read from Postgres.
+func (c *Cache) Heard(conversationID, owner string, l Layer) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prev := c.live[conversationID]
-	c.live[conversationID] = liveConv{l: prev.l.merge(l), at: now}
+	if owner == "" {
+		owner = prev.owner
+	}
+	c.live[conversationID] = liveConv{l: prev.l.merge(l), owner: owner, at: now}
 	c.sweep(now)
 }
 

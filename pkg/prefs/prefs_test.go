@@ -172,3 +172,45 @@ func TestBaseLanguage(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheWithoutPostgres: with nothing stored to read, a conversation's
+// Configuration heard names its person (meta alicia.user_id), whose
+// UserSettings then apply under the conversation's own values.
+func TestCacheWithoutPostgres(t *testing.T) {
+	c := prefs.NewCache(nil, defaults)
+	ctx := context.Background()
+	c.HeardPerson(&protocol.UserSettings{UserID: "ana", Voice: protocol.Ptr("am_adam"), Language: protocol.Ptr("fr"), Timestamp: 1})
+	if e, err := c.Get(ctx, "ac_x"); err != nil || e.Voice != "af_sarah" || e.Language != "" {
+		t.Fatalf("nothing heard of the conversation: %+v, %v", e, err)
+	}
+	c.Heard("ac_x", "ana", prefs.Layer{SpeechSpeed: protocol.Ptr(1.5)})
+	e, err := c.Get(ctx, "ac_x")
+	if err != nil || e.UserID != "ana" || e.Voice != "am_adam" || e.VoiceFrom != prefs.FromPerson || e.Language != "fr" ||
+		e.SpeechSpeed != 1.5 || e.SpeechSpeedFrom != prefs.FromConversation {
+		t.Fatalf("after its Configuration: %+v, %v", e, err)
+	}
+}
+
+// BenchmarkResolve is one read (a cache miss); BenchmarkCacheGet a hit.
+func BenchmarkResolve(b *testing.B) {
+	pool := pgtest.New(b)
+	if _, err := pool.Exec(context.Background(), `INSERT INTO alicia_conversations (id, user_id, preferences) VALUES ('ac_b', 'ana', '{"voice":"bf_emma"}')`); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := prefs.Resolve(ctx, pool, "ac_b", defaults); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		c := prefs.NewCache(pool, defaults)
+		for b.Loop() {
+			if _, err := c.Get(ctx, "ac_b"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
