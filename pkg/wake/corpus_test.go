@@ -160,7 +160,6 @@ func extraSentences(t testing.TB) []corpusLine {
 type corpus struct {
 	unaddressed []corpusLine
 	addressed   []corpusLine // source: the form's group
-	forms       map[string]string
 }
 
 func loadCorpus(t testing.TB) corpus {
