@@ -1,7 +1,7 @@
 // Voice and language on the settings page (issue 30, item 2): a person picks
 // the voice answers are spoken in (server-info's voices: the fake speech
 // server lists a few of Kokoro's), the speaking rate, the language and the
-// time zone (the browser's by default); saved as their UserSettings and
+// time zone (the browser's by default), and hands-free mode by default; saved as their UserSettings and
 // read back after a reload. bob's settings: reset at the end.
 import { expect, test } from '@playwright/test'
 import { axe, DESKTOP, PHONE, shot, signIn, stack } from './fixtures'
@@ -27,6 +27,8 @@ for (const size of [DESKTOP, PHONE]) {
     await expect(form.getByTestId('rate-value')).toHaveText('1.25×')
     await form.getByLabel('Language').selectOption('fr-FR')
     await form.getByLabel('Time zone').selectOption('Europe/Paris')
+    await expect(form.getByTestId('handsfree-default')).not.toBeChecked()
+    await form.getByLabel('Hands-free by default').check()
     await form.getByRole('button', { name: 'Save' }).click()
     await expect(form.getByRole('status')).toHaveText('Saved: applies from the next sentence.')
     await form.scrollIntoViewIfNeeded()
@@ -38,6 +40,8 @@ for (const size of [DESKTOP, PHONE]) {
     await expect(form.getByTestId('rate-value')).toHaveText('1.25×')
     await expect(form.getByLabel('Language')).toHaveValue('fr-FR')
     await expect(form.getByLabel('Time zone')).toHaveValue('Europe/Paris')
+    await expect(form.getByTestId('handsfree-default')).toBeChecked()
+    expect(await page.evaluate(async () => (await (await fetch('/v1/settings', { credentials: 'same-origin' })).json()).wakeWord)).toBe(true)
 
     // An unknown voice is refused by the server, whatever the page offers.
     const put = (body: unknown) => page.evaluate(async (b) => (await fetch('/v1/settings', {

@@ -3,10 +3,16 @@
 // (server-info's voices), the speaking rate, the language speech is
 // transcribed and spoken in, and the time zone times are read in (the
 // browser's by default) - saved as their UserSettings. A conversation may
-// set its own in the voice panel.
+// set its own in the voice panel. Hands-free mode by default too.
 import { useEffect, useState, type FormEvent } from 'react'
 import type { ServerInfoJSON } from '../types'
 import { browserZone, languageName, languages, MAX_RATE, MIN_RATE, rateLabel, timeZones, voiceLabel, voicePrefs, type UserSettings } from './voicePrefs'
+
+// wakeName is how the page names the wake word: the first of server-info's.
+function wakeName(info?: ServerInfoJSON): string {
+  const w = info?.wakeWords?.[0] ?? 'alicia'
+  return `“${w.charAt(0).toUpperCase()}${w.slice(1)}”`
+}
 
 const field = 'focus-ring w-full rounded border border-slate-300 bg-white px-2 py-1 dark:border-slate-700 dark:bg-slate-900'
 
@@ -85,6 +91,16 @@ export function VoiceLanguage({ info }: { info?: ServerInfoJSON }) {
             {timeZones().map((z) => <option key={z} value={z}>{z.replaceAll('_', ' ')}</option>)}
           </select>
         </label>
+      </div>
+      <div className="flex items-start gap-2 text-sm">
+        <input id="handsfree-default" type="checkbox" className="focus-ring mt-1" checked={wakeWord ?? false} disabled={!loaded}
+          onChange={(e) => setWakeWord(e.target.checked)} data-testid="handsfree-default" aria-describedby="handsfree-default-help" />
+        <span>
+          <label htmlFor="handsfree-default">Hands-free by default</label>
+          <span id="handsfree-default-help" className="block text-xs text-slate-600 dark:text-slate-400">
+            In calls, Alicia answers only speech that starts with {wakeName(info)}; anything else you say is neither answered nor stored. A conversation can turn it on or off in the voice panel.
+          </span>
+        </span>
       </div>
       <div className="flex items-center gap-3 text-sm">
         <button type="submit" disabled={!loaded || state.saving} className="focus-ring rounded bg-indigo-600 px-3 py-1 text-white disabled:opacity-60">Save</button>
