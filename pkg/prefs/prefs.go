@@ -208,7 +208,7 @@ func Read(ctx context.Context, q Querier, conversationID string) (Stored, error)
 	return st, nil
 }
 
-// PersonSQL reads a person's settings (alicia_user_settings), for callers
+// personSQL reads a person's settings (alicia_user_settings), for callers
 // that have no conversation (the gateway's GET /v1/settings).
 const personSQL = `SELECT voice, round(speech_speed::numeric, 3)::float8, language, time_zone, wake_word FROM alicia_user_settings WHERE user_id = $1`
 

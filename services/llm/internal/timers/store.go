@@ -60,19 +60,6 @@ func timerStatus(ctx context.Context, db Querier, id string) (string, error) {
 	return status, nil
 }
 
-// userZone is the person's time zone setting ("" when none).
-func userZone(ctx context.Context, db Querier, userID string) (string, error) {
-	var zone *string
-	err := db.QueryRow(ctx, `SELECT time_zone FROM alicia_user_settings WHERE user_id = $1`, userID).Scan(&zone)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && zone == nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("timers: read alicia_user_settings: %w", err)
-	}
-	return *zone, nil
-}
-
 // conversationTip is the conversation's newest message on its current
 // branch ("" when it has none) and whether the conversation is there (not
 // deleted).

@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/alicia-voice/alicia/pkg/bus"
+	"github.com/alicia-voice/alicia/pkg/prefs"
 	"github.com/alicia-voice/alicia/pkg/protocol"
 	"github.com/alicia-voice/alicia/pkg/rpc"
 	"github.com/alicia-voice/alicia/pkg/subjects"
@@ -418,13 +419,13 @@ func (s *Scheduler) Location(ctx context.Context, userID string) *time.Location 
 		return e.loc
 	}
 	loc := s.defLoc
-	name, err := userZone(ctx, s.db, userID)
+	person, err := prefs.ReadPerson(ctx, s.db, userID)
 	switch {
 	case err != nil:
 		s.log.Warn().Err(err).Msg("time zone of the person not read; using the installation's")
 		return loc
-	case name != "":
-		if l, err := time.LoadLocation(name); err == nil {
+	case person.TimeZone != nil && *person.TimeZone != "":
+		if l, err := time.LoadLocation(*person.TimeZone); err == nil {
 			loc = l
 		}
 	}
