@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -83,10 +85,12 @@ func (s *Store) Heartbeat(ctx context.Context, id, consumer string, partitions i
 // rows vouch for: applying from there skips nothing).
 func (s *Store) EnsurePartitions(ctx context.Context, stream string, offsets map[string]uint64) error {
 	c := s.claimed(stream)
-	names := make([]string, 0, len(offsets))
-	seqs := make([]int64, 0, len(offsets))
-	for name, off := range offsets {
-		names, seqs = append(names, name), append(seqs, int64(off))
+	// In one order for every instance: instances starting together upsert
+	// the same rows, and rows locked in a map's random order deadlock.
+	names := slices.Sorted(maps.Keys(offsets))
+	seqs := make([]int64, len(names))
+	for i, name := range names {
+		seqs[i] = int64(offsets[name])
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO alicia_stream_offsets (stream, consumer, last_seq, stream_created, epoch)
 		SELECT $1, p.name, p.seq, $4, $5 FROM unnest($2::text[], $3::bigint[]) AS p(name, seq)
